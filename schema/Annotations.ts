@@ -1,0 +1,33 @@
+/**
+ * Annotations the contract carries for the server: which problem code a failing parameter
+ * maps to, and which scope an endpoint needs.
+ */
+import { Context } from "effect"
+import type { ProblemCode } from "./Problem.js"
+
+/**
+ * On a schema of a query parameter: when this schema fails to decode, the problem's top-level
+ * `code` is this one instead of `INVALID_PARAMETER` (SPEC 4.1: `LIMIT_TOO_LARGE`, `UNKNOWN_SORT`...).
+ */
+export const ProblemCodeAnnotationId: unique symbol = Symbol.for("shiori/ProblemCode")
+
+export const problemCodeOnFailure = (code: ProblemCode) => ({ [ProblemCodeAnnotationId]: code })
+
+/** Catalog scopes (DECISIONS 3). */
+export const Scopes = [
+  "catalog:read",
+  "catalog:write",
+  "claims:write",
+  "moderation",
+  "media:write",
+  "votes:write",
+  "news:write",
+  "playtimes:write"
+] as const
+export type Scope = (typeof Scopes)[number]
+
+/** Endpoint or group annotation: the scope a credential needs for it. */
+export class RequiredScope extends Context.Tag("shiori/RequiredScope")<RequiredScope, Scope>() {}
+
+/** Endpoint or group annotation: the endpoint is public (no credential needed). */
+export class Public extends Context.Tag("shiori/Public")<Public, boolean>() {}

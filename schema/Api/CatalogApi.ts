@@ -1,0 +1,34 @@
+/**
+ * The catalog API (SPEC 4.1) as one HttpApi: the source of the router, the OpenAPI document at
+ * `/v2/openapi.json` and the typed client.
+ */
+import { HttpApi, OpenApi } from "@effect/platform"
+import {
+  InternalError,
+  InvalidParameter,
+  PayloadTooLarge,
+  problem,
+  ServiceUnavailable,
+  ValidationFailed
+} from "../Problem.js"
+import { HealthApi } from "./HealthApi.js"
+import { ProblemsApi } from "./ProblemsApi.js"
+
+export class CatalogApi extends HttpApi.make("catalog")
+  .add(HealthApi)
+  .add(ProblemsApi)
+  // Failures any operation can meet: bad parameters, a bad body, a defect, the database away.
+  .addError(problem(InvalidParameter))
+  .addError(problem(ValidationFailed))
+  .addError(problem(PayloadTooLarge))
+  .addError(problem(InternalError))
+  .addError(problem(ServiceUnavailable))
+  .annotate(OpenApi.Title, "shiori catalog API")
+  .annotate(OpenApi.Version, "2.0.0")
+  .annotate(
+    OpenApi.Description,
+    "Reads over a visual-novel catalog, a change feed for mirrors, claims, edit proposals and moderation. " +
+      "Every 4xx/5xx is an RFC 9457 problem document (`application/problem+json`) whose `code` comes from a closed " +
+      "registry; every response carries `X-Request-ID`. Any path under `/v1/` answers 410 `GONE`."
+  )
+{}

@@ -1,0 +1,16 @@
+/**
+ * The identity provider's HTTP interface (SPEC 4.2) under `/api/v1`.
+ */
+import { HttpApi, OpenApi } from "@effect/platform"
+import { HealthApi } from "./HealthApi.js"
+
+export class IdentityApi extends HttpApi.make("identity")
+  .add(HealthApi)
+  .annotate(OpenApi.Title, "shiori identity provider")
+  .annotate(OpenApi.Version, "1.0.0")
+  .annotate(
+    OpenApi.Description,
+    "OAuth 2.0 / OpenID Connect provider. Protocol endpoints answer bare RFC 6749 JSON; the other endpoints " +
+      "answer the `{code, message, data}` envelope."
+  )
+{}

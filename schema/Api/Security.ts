@@ -1,0 +1,45 @@
+/**
+ * Catalog credentials (SPEC 5, DECISIONS 3): `Authorization: Bearer <token>` where the token is an
+ * API key (`sk_...`) or an identity access token. The middleware proves the credential, checks
+ * the endpoint's `RequiredScope`, and hands the handlers a `Principal`.
+ */
+import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
+import { Context, Schema } from "effect"
+import type { Option } from "effect"
+import type { Scope } from "../Annotations.js"
+import { InvalidCredential, MissingCredential, problem, ScopeRequired } from "../Problem.js"
+
+export type ContentLimit = "sfw" | "nsfw"
+
+export interface PrincipalUser {
+  readonly id: number
+  readonly sub: string
+  readonly roles: ReadonlyArray<string>
+  readonly siteRoles: ReadonlyArray<string>
+}
+
+export interface PrincipalShape {
+  readonly credential: "api_key" | "access_token"
+  /** API key id or token `jti`; never the secret. */
+  readonly credentialId: string
+  readonly site: string
+  readonly scopes: ReadonlySet<Scope>
+  readonly contentLimit: ContentLimit
+  readonly user: Option.Option<PrincipalUser>
+}
+
+export class Principal extends Context.Tag("catalog/Principal")<Principal, PrincipalShape>() {}
+
+export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("catalog/Authorization", {
+  failure: Schema.Union(problem(MissingCredential), problem(InvalidCredential), problem(ScopeRequired)),
+  provides: Principal,
+  security: {
+    bearer: HttpApiSecurity.bearer.pipe(
+      HttpApiSecurity.annotate(
+        OpenApi.Description,
+        "An API key (`sk_...`, issued by an operator: `npm run cli -- api-key create`) or an access token of the " +
+          "identity provider. Each operation names the scope it needs."
+      )
+    )
+  }
+}) {}

@@ -1,0 +1,505 @@
+/**
+ * Problem documents of the catalog API (SPEC section 7.1, RFC 9457).
+ *
+ * Two closed registries live here and nowhere else: the top-level `code`s (each with its HTTP
+ * status, fixed title and type-URI slug) and the field-level `reason`s (each with the `params`
+ * keys it may carry). Every problem class, the OpenAPI document, the `/v2/problems/reasons`
+ * endpoint and the problem type pages are derived from them.
+ */
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+// ---------------------------------------------------------------------------------------------
+// Code registry
+// ---------------------------------------------------------------------------------------------
+
+interface CodeEntry {
+  readonly status: number
+  readonly title: string
+  readonly domain: string
+  readonly description: string
+}
+
+const entry = (status: number, domain: string, title: string, description: string): CodeEntry => ({
+  status,
+  domain,
+  title,
+  description
+})
+
+/** The closed registry of problem codes (SPEC 7.1 "Codes by status"). */
+export const ProblemCodes = {
+  INVALID_PARAMETER: entry(
+    400,
+    "request",
+    "Invalid request parameter",
+    "A query, path or header parameter is malformed or out of range; `errors[]` names each one."
+  ),
+  UNKNOWN_INCLUDE: entry(
+    400,
+    "request",
+    "Unknown include token",
+    "`include=` names a token this collection does not offer; `errors[0].params.allowed` lists the valid ones."
+  ),
+  UNKNOWN_SORT: entry(
+    400,
+    "request",
+    "Unknown sort",
+    "`sort=` is not in the closed sort set; `errors[0].params.allowed` lists it."
+  ),
+  UNKNOWN_FACET: entry(
+    400,
+    "request",
+    "Unknown facet",
+    "`facets=` names a facet that does not exist; `errors[0].params.allowed` lists them."
+  ),
+  LIMIT_TOO_LARGE: entry(
+    400,
+    "request",
+    "Limit too large",
+    "`limit` is above the maximum page size; it is never clamped."
+  ),
+  TOO_MANY_IDS: entry(400, "request", "Too many ids", "The `ids=` / `refs=` batch lane takes at most 100 values."),
+  INVALID_CURSOR: entry(
+    400,
+    "request",
+    "Invalid cursor",
+    "The cursor is malformed, forged, truncated or was issued for different filters. Restart from the first page."
+  ),
+  MISSING_CREDENTIAL: entry(
+    401,
+    "auth",
+    "Missing credential",
+    "The request carries no `Authorization: Bearer` credential."
+  ),
+  INVALID_CREDENTIAL: entry(
+    401,
+    "auth",
+    "Invalid credential",
+    "The credential is unknown, revoked, expired or malformed. A user token may be refreshed once, then retried."
+  ),
+  SCOPE_REQUIRED: entry(403, "auth", "Scope required", "The credential lacks the scope this operation needs."),
+  USER_IDENTITY_REQUIRED: entry(
+    403,
+    "auth",
+    "User identity required",
+    "The operation acts for a person; the credential carries no user."
+  ),
+  PERMISSION_REQUIRED: entry(403, "auth", "Permission required", "The user's roles do not permit this operation."),
+  TENANT_MISMATCH: entry(403, "auth", "Tenant mismatch", "The credential belongs to another site than the resource."),
+  NOT_FOUND: entry(404, "resource", "Not found", "No resource at this URL (or it is not visible to this credential)."),
+  ENTITY_MERGED: entry(
+    404,
+    "resource",
+    "Entity merged",
+    "The entity was merged into another; `current_id` names the survivor and the `Link` header its canonical URL."
+  ),
+  METHOD_NOT_ALLOWED: entry(
+    405,
+    "request",
+    "Method not allowed",
+    "The path exists but does not accept this method; the `Allow` header lists the ones it does."
+  ),
+  ALREADY_EXISTS: entry(409, "resource", "Already exists", "A resource with the same identity already exists."),
+  IDEMPOTENCY_KEY_REUSED: entry(
+    409,
+    "idempotency",
+    "Idempotency key reused",
+    "The `Idempotency-Key` was already used with a different request body."
+  ),
+  INVALID_STATE_TRANSITION: entry(
+    409,
+    "resource",
+    "Invalid state transition",
+    "The resource's current state does not allow this change. Read it first."
+  ),
+  IDEMPOTENCY_REQUEST_IN_PROGRESS: entry(
+    409,
+    "idempotency",
+    "Idempotent request in progress",
+    "A request with this `Idempotency-Key` is still running; retry after `Retry-After` seconds with the same body."
+  ),
+  GONE: entry(410, "request", "Gone", "This URL was permanently retired (API v1). Use the /v2 API."),
+  PRECONDITION_FAILED: entry(
+    412,
+    "concurrency",
+    "Precondition failed",
+    "`If-Match` does not match the current ETag; re-read the resource."
+  ),
+  PRECONDITION_REQUIRED: entry(428, "concurrency", "Precondition required", "This operation requires `If-Match`."),
+  PAYLOAD_TOO_LARGE: entry(
+    413,
+    "request",
+    "Payload too large",
+    "The request body exceeds the limit (`max_bytes`); shrink or split it."
+  ),
+  VALIDATION_FAILED: entry(
+    422,
+    "request",
+    "Validation failed",
+    "The request body is well-formed JSON but violates the schema; `errors[]` has a JSON Pointer per field."
+  ),
+  RATE_LIMITED: entry(
+    429,
+    "limits",
+    "Rate limited",
+    "Too many requests for this credential; wait `Retry-After` seconds."
+  ),
+  QUOTA_EXCEEDED: entry(
+    429,
+    "limits",
+    "Quota exceeded",
+    "The site's daily quota is used up; wait `Retry-After` seconds."
+  ),
+  INTERNAL_ERROR: entry(
+    500,
+    "server",
+    "Internal error",
+    "An unexpected failure. Retry with exponential backoff; report the `request_id` if it persists."
+  ),
+  SERVICE_UNAVAILABLE: entry(
+    503,
+    "server",
+    "Service unavailable",
+    "A dependency (the database) is unreachable; retry after `Retry-After` seconds."
+  )
+} as const satisfies Record<string, CodeEntry>
+
+export type ProblemCode = keyof typeof ProblemCodes
+export const problemCodeList = Object.keys(ProblemCodes) as ReadonlyArray<ProblemCode>
+
+/** `INVALID_PARAMETER` -> `invalid-parameter` */
+export const problemSlug = (code: ProblemCode): string =>
+  `${ProblemCodes[code].domain}/${code.toLowerCase().replaceAll("_", "-")}`
+
+/** `{docs_url}/problems/<domain>/<slug>` (DECISIONS 11). */
+export const problemTypeUri = (docsUrl: string, code: ProblemCode): string => `${docsUrl}/problems/${problemSlug(code)}`
+
+// ---------------------------------------------------------------------------------------------
+// Reason registry
+// ---------------------------------------------------------------------------------------------
+
+/** The closed registry of field-level reasons with the `params` keys each may carry (SPEC 7.1). */
+export const Reasons = {
+  REQUIRED: { params: [], description: "The field is required and was not given." },
+  INVALID_FORMAT: { params: [], description: "The value does not have the expected type or format." },
+  OUT_OF_RANGE: { params: ["minimum", "maximum"], description: "The number is outside its bounds." },
+  TOO_LONG: { params: ["max_length"], description: "The string is longer than allowed." },
+  TOO_SHORT: { params: ["min_length"], description: "The string is shorter than allowed." },
+  TOO_MANY_ITEMS: { params: ["max_items"], description: "The array has more items than allowed." },
+  TOO_FEW_ITEMS: { params: ["min_items"], description: "The array has fewer items than required." },
+  DUPLICATE_ITEM: { params: [], description: "The array repeats an item that must be unique." },
+  UNKNOWN_VALUE: { params: ["allowed"], description: "The value is not in the closed vocabulary." },
+  NOT_ALLOWED_VALUE: { params: [], description: "The value is valid but not allowed here." },
+  UNKNOWN_REFERENCE: { params: [], description: "The value refers to something that does not exist." },
+  IMMUTABLE: { params: [], description: "The field cannot be changed." },
+  INCONSISTENT_WITH: { params: [], description: "The value contradicts another field of the request." },
+  NOT_PERMITTED: { params: [], description: "The caller may not set this field." }
+} as const satisfies Record<string, { readonly params: ReadonlyArray<string>; readonly description: string }>
+
+export type Reason = keyof typeof Reasons
+export const reasonList = Object.keys(Reasons) as ReadonlyArray<Reason>
+
+// ---------------------------------------------------------------------------------------------
+// Field errors
+// ---------------------------------------------------------------------------------------------
+
+export const FieldErrorParams = Schema.Struct({
+  max_length: Schema.optional(Schema.Int),
+  min_length: Schema.optional(Schema.Int),
+  minimum: Schema.optional(Schema.Number),
+  maximum: Schema.optional(Schema.Number),
+  max_items: Schema.optional(Schema.Int),
+  min_items: Schema.optional(Schema.Int),
+  allowed: Schema.optional(Schema.Array(Schema.String))
+}).annotations({
+  identifier: "FieldErrorParams",
+  description:
+    "Numbers and vocabularies behind the reason; which keys a reason may carry is served at /v2/problems/reasons."
+})
+
+const FieldErrorStruct = Schema.Struct({
+  reason: Schema.Literal(...reasonList).annotations({ description: "Closed registry; see /v2/problems/reasons." }),
+  detail: Schema.String.pipe(Schema.maxLength(2048)).annotations({ description: "English; for display only." }),
+  pointer: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^\//)).annotations({ description: "JSON Pointer into the request body." })
+  ),
+  parameter: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)).annotations({
+      description: "Query or path parameter name."
+    })
+  ),
+  header: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]+$/)).annotations({ description: "Request header name." })
+  ),
+  params: Schema.optional(FieldErrorParams)
+})
+
+export const FieldError = FieldErrorStruct.pipe(
+  Schema.filter((e) =>
+    [e.pointer, e.parameter, e.header].filter((l) => l !== undefined).length === 1 ||
+    "exactly one of pointer, parameter, header"
+  )
+).annotations({
+  identifier: "FieldError",
+  description: "One field-level failure. Exactly one of `pointer`, `parameter`, `header` locates it."
+})
+export type FieldError = typeof FieldError.Type
+
+// ---------------------------------------------------------------------------------------------
+// Problem classes
+// ---------------------------------------------------------------------------------------------
+
+const withDefault = <S extends Schema.Schema.AnyNoContext>(schema: S, value: () => Schema.Schema.Type<S>) =>
+  Schema.propertySignature(schema).pipe(Schema.withConstructorDefault(value))
+
+/**
+ * The members every problem document carries. `type`, `instance` and `request_id` depend on the
+ * request and the deployment; the problem middleware stamps them, so domain code constructs a
+ * problem with only what it knows (`new NotFound({ detail })`).
+ */
+const problemFields = <const C extends ProblemCode>(code: C) => {
+  const { status, title } = ProblemCodes[code]
+  return {
+    type: withDefault(Schema.String.annotations({ description: "Problem type URI; dereferenceable." }), () => ""),
+    title: withDefault(Schema.Literal(title as (typeof ProblemCodes)[C]["title"]), () => title as any),
+    status: withDefault(Schema.Literal(status as (typeof ProblemCodes)[C]["status"]), () => status as any),
+    code: withDefault(Schema.Literal(code), () => code),
+    detail: withDefault(
+      Schema.String.annotations({ description: "English, request-specific; empty when nothing to add." }),
+      () => ""
+    ),
+    instance: withDefault(
+      Schema.String.annotations({ description: "Path and query of the failing request." }),
+      () => ""
+    ),
+    request_id: withDefault(
+      Schema.String.annotations({ description: "Same value as the `X-Request-ID` response header." }),
+      () => ""
+    ),
+    errors: withDefault(Schema.Array(FieldError), () => [])
+  }
+}
+
+const retryAfter = {
+  retry_after: Schema.Int.pipe(Schema.nonNegative()).annotations({
+    description: "Seconds to wait; also sent as the `Retry-After` header."
+  })
+}
+
+export class InvalidParameter
+  extends Schema.TaggedError<InvalidParameter>()("InvalidParameter", problemFields("INVALID_PARAMETER"))
+{}
+export class UnknownInclude
+  extends Schema.TaggedError<UnknownInclude>()("UnknownInclude", problemFields("UNKNOWN_INCLUDE"))
+{}
+export class UnknownSort extends Schema.TaggedError<UnknownSort>()("UnknownSort", problemFields("UNKNOWN_SORT")) {}
+export class UnknownFacet extends Schema.TaggedError<UnknownFacet>()("UnknownFacet", problemFields("UNKNOWN_FACET")) {}
+export class LimitTooLarge
+  extends Schema.TaggedError<LimitTooLarge>()("LimitTooLarge", problemFields("LIMIT_TOO_LARGE"))
+{}
+export class TooManyIds extends Schema.TaggedError<TooManyIds>()("TooManyIds", problemFields("TOO_MANY_IDS")) {}
+export class InvalidCursor
+  extends Schema.TaggedError<InvalidCursor>()("InvalidCursor", problemFields("INVALID_CURSOR"))
+{}
+export class MissingCredential
+  extends Schema.TaggedError<MissingCredential>()("MissingCredential", problemFields("MISSING_CREDENTIAL"))
+{}
+export class InvalidCredential
+  extends Schema.TaggedError<InvalidCredential>()("InvalidCredential", problemFields("INVALID_CREDENTIAL"))
+{}
+export class ScopeRequired
+  extends Schema.TaggedError<ScopeRequired>()("ScopeRequired", problemFields("SCOPE_REQUIRED"))
+{}
+export class UserIdentityRequired
+  extends Schema.TaggedError<UserIdentityRequired>()("UserIdentityRequired", problemFields("USER_IDENTITY_REQUIRED"))
+{}
+export class PermissionRequired
+  extends Schema.TaggedError<PermissionRequired>()("PermissionRequired", problemFields("PERMISSION_REQUIRED"))
+{}
+export class TenantMismatch
+  extends Schema.TaggedError<TenantMismatch>()("TenantMismatch", problemFields("TENANT_MISMATCH"))
+{}
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", problemFields("NOT_FOUND")) {}
+export class EntityMerged extends Schema.TaggedError<EntityMerged>()("EntityMerged", {
+  ...problemFields("ENTITY_MERGED"),
+  object: Schema.String.annotations({ description: "The entity type, e.g. `work`." }),
+  current_id: Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)).annotations({
+    description: "The id that replaced the requested one."
+  })
+}) {}
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
+  ...problemFields("METHOD_NOT_ALLOWED"),
+  allow: Schema.Array(Schema.String).annotations({ description: "Methods the path accepts; also the `Allow` header." })
+}) {}
+export class AlreadyExists
+  extends Schema.TaggedError<AlreadyExists>()("AlreadyExists", problemFields("ALREADY_EXISTS"))
+{}
+export class IdempotencyKeyReused
+  extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", problemFields("IDEMPOTENCY_KEY_REUSED"))
+{}
+export class InvalidStateTransition extends Schema.TaggedError<InvalidStateTransition>()(
+  "InvalidStateTransition",
+  problemFields("INVALID_STATE_TRANSITION")
+) {}
+export class IdempotencyRequestInProgress
+  extends Schema.TaggedError<IdempotencyRequestInProgress>()("IdempotencyRequestInProgress", {
+    ...problemFields("IDEMPOTENCY_REQUEST_IN_PROGRESS"),
+    ...retryAfter
+  })
+{}
+export class Gone extends Schema.TaggedError<Gone>()("Gone", problemFields("GONE")) {}
+export class PreconditionFailed
+  extends Schema.TaggedError<PreconditionFailed>()("PreconditionFailed", problemFields("PRECONDITION_FAILED"))
+{}
+export class PreconditionRequired
+  extends Schema.TaggedError<PreconditionRequired>()("PreconditionRequired", problemFields("PRECONDITION_REQUIRED"))
+{}
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
+  ...problemFields("PAYLOAD_TOO_LARGE"),
+  max_bytes: Schema.Int.pipe(Schema.positive()).annotations({ description: "The body size limit in bytes." })
+}) {}
+export class ValidationFailed
+  extends Schema.TaggedError<ValidationFailed>()("ValidationFailed", problemFields("VALIDATION_FAILED"))
+{}
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  ...problemFields("RATE_LIMITED"),
+  ...retryAfter
+}) {}
+export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
+  ...problemFields("QUOTA_EXCEEDED"),
+  ...retryAfter
+}) {}
+export class InternalError
+  extends Schema.TaggedError<InternalError>()("InternalError", problemFields("INTERNAL_ERROR"))
+{}
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
+  ...problemFields("SERVICE_UNAVAILABLE"),
+  ...retryAfter
+}) {}
+
+/** One class per code; the registry is closed, so this record is checked against it. */
+export const ProblemClasses = {
+  INVALID_PARAMETER: InvalidParameter,
+  UNKNOWN_INCLUDE: UnknownInclude,
+  UNKNOWN_SORT: UnknownSort,
+  UNKNOWN_FACET: UnknownFacet,
+  LIMIT_TOO_LARGE: LimitTooLarge,
+  TOO_MANY_IDS: TooManyIds,
+  INVALID_CURSOR: InvalidCursor,
+  MISSING_CREDENTIAL: MissingCredential,
+  INVALID_CREDENTIAL: InvalidCredential,
+  SCOPE_REQUIRED: ScopeRequired,
+  USER_IDENTITY_REQUIRED: UserIdentityRequired,
+  PERMISSION_REQUIRED: PermissionRequired,
+  TENANT_MISMATCH: TenantMismatch,
+  NOT_FOUND: NotFound,
+  ENTITY_MERGED: EntityMerged,
+  METHOD_NOT_ALLOWED: MethodNotAllowed,
+  ALREADY_EXISTS: AlreadyExists,
+  IDEMPOTENCY_KEY_REUSED: IdempotencyKeyReused,
+  INVALID_STATE_TRANSITION: InvalidStateTransition,
+  IDEMPOTENCY_REQUEST_IN_PROGRESS: IdempotencyRequestInProgress,
+  GONE: Gone,
+  PRECONDITION_FAILED: PreconditionFailed,
+  PRECONDITION_REQUIRED: PreconditionRequired,
+  PAYLOAD_TOO_LARGE: PayloadTooLarge,
+  VALIDATION_FAILED: ValidationFailed,
+  RATE_LIMITED: RateLimited,
+  QUOTA_EXCEEDED: QuotaExceeded,
+  INTERNAL_ERROR: InternalError,
+  SERVICE_UNAVAILABLE: ServiceUnavailable
+} as const satisfies { readonly [C in ProblemCode]: Schema.Schema.AnyNoContext & { readonly fields: any } }
+
+export type ProblemClass = (typeof ProblemClasses)[ProblemCode]
+export type Problem = InstanceType<ProblemClass>
+
+const problemClassSet: ReadonlySet<unknown> = new Set(Object.values(ProblemClasses))
+export const isProblem = (u: unknown): u is Problem =>
+  typeof u === "object" && u !== null && problemClassSet.has(u.constructor)
+
+// ---------------------------------------------------------------------------------------------
+// Wire schemas: `_tag` stays off the wire, the media type is application/problem+json
+// ---------------------------------------------------------------------------------------------
+
+const wireCache = new Map<ProblemClass, Schema.Schema.AnyNoContext>()
+const codeOfClass = new Map<ProblemClass, ProblemCode>(
+  Object.entries(ProblemClasses).map(([code, cls]) => [cls, code as ProblemCode])
+)
+
+const makeWire = <C extends ProblemClass>(cls: C) => {
+  const { _tag, ...fields } = cls.fields as Record<string, any>
+  const code = codeOfClass.get(cls)!
+  const meta = ProblemCodes[code]
+  return Schema.transform(Schema.Struct(fields), Schema.typeSchema(cls as any), {
+    strict: false,
+    decode: (wire) => new (cls as any)(wire),
+    encode: (value: any) => {
+      const { _tag: _, ...rest } = value
+      return rest
+    }
+  }).annotations({
+    identifier: `${
+      code
+        .toLowerCase()
+        .split("_")
+        .map((w: string) => w[0]!.toUpperCase() + w.slice(1))
+        .join("")
+    }Problem`,
+    title: meta.title,
+    description: `\`${code}\` (HTTP ${meta.status}): ${meta.description}`,
+    ...HttpApiSchema.annotations({ status: meta.status }),
+    [HttpApiSchema.AnnotationEncoding]: { kind: "Json", contentType: "application/problem+json" }
+  }) as unknown as Schema.Schema<InstanceType<C>, ProblemWire, never>
+}
+
+/** The schema of a problem class as declared on an endpoint (`.addError(problem(NotFound))`). */
+export const problem = <C extends ProblemClass>(cls: C): Schema.Schema<InstanceType<C>, ProblemWire, never> => {
+  let schema = wireCache.get(cls)
+  if (schema === undefined) {
+    schema = makeWire(cls)
+    wireCache.set(cls, schema)
+  }
+  return schema as any
+}
+
+/** The encoded shape every problem shares (the extension members are optional here). */
+export interface ProblemWire {
+  readonly type: string
+  readonly title: string
+  readonly status: number
+  readonly code: ProblemCode
+  readonly detail: string
+  readonly instance: string
+  readonly request_id: string
+  readonly errors: ReadonlyArray<typeof FieldError.Encoded>
+  readonly object?: string
+  readonly current_id?: string
+  readonly allow?: ReadonlyArray<string>
+  readonly retry_after?: number
+  readonly max_bytes?: number
+}
+
+/** The generic problem document, for documentation of undeclared statuses. */
+export const ProblemDocument = Schema.Struct({
+  type: Schema.String,
+  title: Schema.String,
+  status: Schema.Int,
+  code: Schema.Literal(...problemCodeList),
+  detail: Schema.String,
+  instance: Schema.String,
+  request_id: Schema.String.pipe(Schema.pattern(/^req_[0-9A-HJKMNP-TV-Z]{26}$/)),
+  errors: Schema.Array(FieldError),
+  object: Schema.optional(Schema.String),
+  current_id: Schema.optional(Schema.String)
+}).annotations({
+  identifier: "Problem",
+  description: "RFC 9457 problem document (SPEC 7.1). Branch on the HTTP status, then on `code`; never on `detail`."
+})
+
+/** `/v2/problems/reasons` entries. */
+export const ReasonEntry = Schema.Struct({
+  reason: Schema.Literal(...reasonList),
+  param_names: Schema.Array(Schema.String),
+  description: Schema.String
+}).annotations({ identifier: "ReasonEntry" })

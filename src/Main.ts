@@ -1,0 +1,31 @@
+/**
+ * The composition root: infrastructure once, then the two server stacks over it.
+ */
+import { Effect, Layer } from "effect"
+import { CatalogServerLive } from "./catalog/CatalogServer.js"
+import { IdentityServerLive } from "./identity/IdentityServer.js"
+import { AppSecret, ServerConfig } from "./platform/Config.js"
+import { DatabaseUrlLive, MigratorLive, SqlLive } from "./platform/Database.js"
+import { LoggingLive } from "./platform/Logging.js"
+import { TracingLive } from "./platform/Tracing.js"
+
+const ServersLive = Layer.unwrapEffect(
+  Effect.map(ServerConfig, ({ serve }) =>
+    serve === "catalog"
+      ? CatalogServerLive
+      : serve === "identity"
+      ? IdentityServerLive
+      : Layer.merge(CatalogServerLive, IdentityServerLive))
+)
+
+/** Pool over `DATABASE_URL` or the embedded cluster; migrations applied before anything serves. */
+export const InfrastructureLive = Layer.mergeAll(MigratorLive, ServerConfig.Default, AppSecret.Default).pipe(
+  Layer.provideMerge(SqlLive),
+  Layer.provideMerge(DatabaseUrlLive),
+  Layer.provideMerge(TracingLive)
+)
+
+export const MainLive = ServersLive.pipe(
+  Layer.provide(InfrastructureLive),
+  Layer.provide(LoggingLive)
+)

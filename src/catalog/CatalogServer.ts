@@ -1,0 +1,49 @@
+/**
+ * The catalog server stack: the HttpApi implementation, its middleware, OpenAPI and docs, on
+ * its own port. Built fresh so it never shares a router with the identity server (RECIPES.md).
+ */
+import { HttpApiBuilder, HttpApiScalar, HttpServer, OpenApi } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import { CatalogApi } from "../../schema/Api/CatalogApi.js"
+import { ServerConfig } from "../platform/Config.js"
+import { healthHandlers } from "../platform/Health.js"
+import { problemMiddleware, problemOpenApiTransform } from "../platform/ProblemMiddleware.js"
+import { withRequestId } from "../platform/RequestId.js"
+import { RouteTable } from "../platform/RouteTable.js"
+import { AuthorizationLive, Credentials } from "./auth/Authorization.js"
+import { HttpProblemsLive } from "./problems/Http.js"
+
+/** The documented API: the contract plus how its errors are documented. */
+export const CatalogApiDocumented = CatalogApi.annotate(OpenApi.Transform, problemOpenApiTransform)
+
+export const catalogRoutes = RouteTable.fromApi(CatalogApiDocumented)
+
+const HttpHealthLive = HttpApiBuilder.group(
+  CatalogApi,
+  "health",
+  (handlers) => Effect.map(healthHandlers, (h) => handlers.handle("healthz", h.healthz).handle("readyz", h.readyz))
+)
+
+export const CatalogApiLive = HttpApiBuilder.api(CatalogApiDocumented).pipe(
+  Layer.provide([HttpHealthLive, HttpProblemsLive]),
+  Layer.provide(AuthorizationLive(catalogRoutes)),
+  Layer.provide(Credentials.Default)
+)
+
+/** Everything but the listening socket: tests put it on an ephemeral port. */
+export const CatalogHttpLive = HttpApiBuilder.serve(withRequestId).pipe(
+  Layer.provide(HttpApiScalar.layer({ path: "/v2/docs" })),
+  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v2/openapi.json" })),
+  Layer.provide(problemMiddleware(catalogRoutes)),
+  Layer.provide(CatalogApiLive)
+)
+
+export const CatalogServerLive = Layer.unwrapEffect(
+  Effect.map(ServerConfig, (config) =>
+    CatalogHttpLive.pipe(
+      HttpServer.withLogAddress,
+      Layer.provide(NodeHttpServer.layer(createServer, { port: config.catalogPort, host: config.host }))
+    ))
+).pipe(Layer.fresh)

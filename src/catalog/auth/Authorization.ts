@@ -1,0 +1,118 @@
+/**
+ * The catalog's credential middleware (SPEC 5; order of checks in ARCHITECTURE.md):
+ * present (401 MISSING_CREDENTIAL) -> valid (401 INVALID_CREDENTIAL) -> scope (403 SCOPE_REQUIRED).
+ * Person and tenant checks belong to the operations that need them.
+ */
+import { HttpRouter, HttpServerRequest } from "@effect/platform"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Duration, Effect, Layer, Option, Redacted, Schedule, Stream } from "effect"
+import type { Scope } from "../../../schema/Annotations.js"
+import { RequiredScope } from "../../../schema/Annotations.js"
+import { Authorization } from "../../../schema/Api/Security.js"
+import type { PrincipalShape } from "../../../schema/Api/Security.js"
+import { InvalidCredential, MissingCredential, ScopeRequired } from "../../../schema/Problem.js"
+import type { RouteTable } from "../../platform/RouteTable.js"
+import { API_KEYS_CHANNEL, ApiKeys, hashKey } from "./ApiKeys.js"
+
+/** How long a verified key is trusted without a lookup; revocation also evicts at once (NOTIFY). */
+const CACHE_TTL = Duration.toMillis(Duration.seconds(60))
+const CACHE_MAX = 10_000
+
+/** Looks up credentials, with a small cache in front of the database. */
+export class Credentials extends Effect.Service<Credentials>()("catalog/Credentials", {
+  scoped: Effect.gen(function*() {
+    const keys = yield* ApiKeys
+    const pg = yield* PgClient.PgClient
+    const cache = new Map<string, { readonly principal: PrincipalShape; readonly expires: number }>()
+
+    // Every process evicts a revoked key as soon as the revoking transaction commits.
+    yield* pg.listen(API_KEYS_CHANNEL).pipe(
+      Stream.runForEach((id) =>
+        Effect.sync(() => {
+          for (const [hash, entry] of cache) if (entry.principal.credentialId === id) cache.delete(hash)
+        })
+      ),
+      Effect.catchAllCause((cause) => Effect.logWarning("api key listener stopped; retrying", cause)),
+      Effect.repeat(Schedule.spaced(Duration.seconds(1))),
+      Effect.forkScoped
+    )
+
+    const authenticate = Effect.fn("Credentials.authenticate")(function*(token: string) {
+      const hash = hashKey(token).toString("hex")
+      const now = Date.now()
+      const cached = cache.get(hash)
+      if (cached !== undefined && cached.expires > now) return cached.principal
+      const found = yield* keys.findLive(token)
+      if (Option.isNone(found)) {
+        return yield* new InvalidCredential({ detail: "The credential is unknown, revoked or malformed." })
+      }
+      const key = found.value
+      const principal: PrincipalShape = {
+        credential: "api_key",
+        credentialId: key.id,
+        site: key.site,
+        scopes: new Set(key.scopes),
+        contentLimit: key.contentLimit,
+        user: key.userId === null ? Option.none() : Option.some({
+          id: key.userId,
+          sub: "",
+          roles: [],
+          siteRoles: []
+        })
+      }
+      if (cache.size >= CACHE_MAX) cache.clear()
+      cache.set(hash, { principal, expires: now + CACHE_TTL })
+      return principal
+    })
+
+    return { authenticate } as const
+  }),
+  dependencies: [ApiKeys.Default]
+}) {}
+
+/** `Authorization: Bearer <token>` with the scheme matched case-insensitively (RFC 7235 2.1). */
+const bearerToken = (header: string | undefined): Option.Option<string> => {
+  if (header === undefined) return Option.none()
+  const match = /^\s*bearer\s+(\S+)\s*$/i.exec(header)
+  return match ? Option.some(match[1]!) : Option.some("")
+}
+
+export const AuthorizationLive = (routes: RouteTable) =>
+  Layer.effect(
+    Authorization,
+    Effect.gen(function*() {
+      const credentials = yield* Credentials
+      const scopes = new Map<string, Scope>()
+      for (const route of routes.routes) {
+        const needsCredential = route.group.middlewares.has(Authorization as any)
+        if (!needsCredential) continue
+        const scope = Context.getOption(route.annotations, RequiredScope)
+        if (Option.isNone(scope)) {
+          return yield* Effect.dieMessage(`${route.method} ${route.path} has no RequiredScope annotation`)
+        }
+        scopes.set(`${route.method} ${route.path}`, scope.value)
+      }
+      return Authorization.of({
+        bearer: (_decoded: Redacted.Redacted) =>
+          Effect.gen(function*() {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const token = bearerToken(request.headers.authorization)
+            if (Option.isNone(token)) {
+              return yield* new MissingCredential({ detail: "Send `Authorization: Bearer <token>`." })
+            }
+            if (token.value === "") {
+              return yield* new InvalidCredential({ detail: "The Authorization header is not a Bearer credential." })
+            }
+            const principal = yield* credentials.authenticate(token.value)
+            const route = yield* HttpRouter.RouteContext
+            const required = scopes.get(`${route.route.method} ${route.route.path}`)
+            if (required !== undefined && !principal.scopes.has(required)) {
+              return yield* new ScopeRequired({
+                detail: `This operation needs the \`${required}\` scope.`
+              })
+            }
+            return principal
+          })
+      })
+    })
+  )

@@ -1,0 +1,76 @@
+/**
+ * PostgreSQL: `DATABASE_URL` when set, otherwise a private embedded cluster under
+ * `SHIORI_DATA_DIR`. The pool is provided once to both servers; migrations run at start-up.
+ */
+import { NodeContext } from "@effect/platform-node"
+import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import Pg from "pg"
+import { startEmbeddedPostgres } from "./EmbeddedPostgres.js"
+
+/** Where the database lives, for code that needs a raw connection (COPY in the seeder, LISTEN). */
+export class DatabaseUrl extends Context.Tag("platform/DatabaseUrl")<DatabaseUrl, Redacted.Redacted>() {}
+
+export const migrationsDirectory = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../migrations")
+
+const embeddedDatabase = "shiori"
+
+/** `DATABASE_URL`, or an embedded cluster kept alive for the layer's lifetime. */
+export const DatabaseUrlLive = Layer.scoped(
+  DatabaseUrl,
+  Effect.gen(function*() {
+    const url = yield* Config.option(Config.redacted("DATABASE_URL"))
+    if (Option.isSome(url)) return url.value
+    const dataDir = yield* Config.string("SHIORI_DATA_DIR").pipe(Config.withDefault(".data"))
+    const port = yield* Config.integer("EMBEDDED_PG_PORT").pipe(Config.withDefault(0))
+    const cluster = yield* startEmbeddedPostgres({ dataDir: Path.join(dataDir, "postgres"), port })
+    yield* ensureDatabase(cluster.url("postgres"), embeddedDatabase)
+    yield* Effect.logInfo("embedded PostgreSQL started").pipe(
+      Effect.annotateLogs({ port: cluster.port, data_dir: dataDir })
+    )
+    return cluster.url(embeddedDatabase)
+  })
+).pipe(Layer.orDie)
+
+/** Creates `name` on the server behind `adminUrl` unless it exists. */
+export const ensureDatabase = (adminUrl: Redacted.Redacted, name: string) =>
+  withPgClient(adminUrl, async (client) => {
+    const found = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [name])
+    if (found.rowCount === 0) await client.query(`CREATE DATABASE ${quoteIdentifier(name)}`)
+  })
+
+export const quoteIdentifier = (name: string) => `"${name.replaceAll("\"", "\"\"")}"`
+
+/** One raw `pg` connection for the duration of `use` (administration, COPY). */
+export const withPgClient = <A>(url: Redacted.Redacted, use: (client: Pg.Client) => Promise<A>) =>
+  Effect.acquireUseRelease(
+    Effect.tryPromise(async () => {
+      const client = new Pg.Client({ connectionString: Redacted.value(url) })
+      client.on("error", () => {})
+      await client.connect()
+      return client
+    }),
+    (client) => Effect.tryPromise(() => use(client)),
+    (client) => Effect.promise(() => client.end().catch(() => {}))
+  ).pipe(Effect.orDie)
+
+/** The shared pool. */
+export const SqlLive = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const url = yield* DatabaseUrl
+    const maxConnections = yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(20))
+    return PgClient.layer({
+      url,
+      maxConnections,
+      idleTimeout: Duration.seconds(60),
+      connectTimeout: Duration.seconds(5),
+      applicationName: "shiori"
+    })
+  })
+).pipe(Layer.orDie)
+
+export const MigratorLive = PgMigrator.layer({
+  loader: PgMigrator.fromFileSystem(migrationsDirectory)
+}).pipe(Layer.provide(NodeContext.layer), Layer.orDie)

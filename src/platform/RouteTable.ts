@@ -1,0 +1,87 @@
+/**
+ * The declared routes of an HttpApi, for the parts of request handling that happen outside the
+ * router: 405 with `Allow` for a known path, re-decoding a failed request to report every field,
+ * and the required scope of an endpoint.
+ */
+import type { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApi } from "@effect/platform"
+import type { Context } from "effect"
+
+export interface RouteEntry {
+  readonly method: string
+  readonly path: string
+  readonly pattern: RegExp
+  readonly paramNames: ReadonlyArray<string>
+  readonly endpoint: HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
+  readonly group: HttpApiGroup.HttpApiGroup.AnyWithProps
+  readonly annotations: Context.Context<never>
+}
+
+export interface RouteMatch {
+  readonly route: RouteEntry
+  readonly params: Record<string, string>
+}
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+const compile = (path: string) => {
+  const paramNames: Array<string> = []
+  const source = path
+    .split("/")
+    .map((segment) => {
+      if (segment.startsWith(":")) {
+        paramNames.push(segment.slice(1).replace(/\?$/, ""))
+        return "([^/]+)"
+      }
+      return escape(segment)
+    })
+    .join("/")
+  return { pattern: new RegExp(`^${source}/?$`), paramNames }
+}
+
+export class RouteTable {
+  constructor(readonly routes: ReadonlyArray<RouteEntry>) {}
+
+  static fromApi<Api extends HttpApi.HttpApi.Any>(api: Api): RouteTable {
+    const routes: Array<RouteEntry> = []
+    HttpApi.reflect(api as any, {
+      onGroup() {},
+      onEndpoint({ endpoint, group, mergedAnnotations }) {
+        routes.push({
+          method: endpoint.method,
+          path: endpoint.path,
+          ...compile(endpoint.path),
+          endpoint: endpoint as any,
+          group: group as any,
+          annotations: mergedAnnotations
+        })
+      }
+    })
+    return new RouteTable(routes)
+  }
+
+  match(method: string, pathname: string): RouteMatch | undefined {
+    for (const route of this.routes) {
+      if (route.method !== method && !(method === "HEAD" && route.method === "GET")) continue
+      const m = route.pattern.exec(pathname)
+      if (m) return { route, params: Object.fromEntries(route.paramNames.map((n, i) => [n, decodeParam(m[i + 1]!)])) }
+    }
+    return undefined
+  }
+
+  /** Methods declared for a path, for `Allow`. Empty when the path is unknown. */
+  allowed(pathname: string): ReadonlyArray<string> {
+    const methods = new Set<string>()
+    for (const route of this.routes) if (route.pattern.test(pathname)) methods.add(route.method)
+    if (methods.has("GET")) methods.add("HEAD")
+    return [...methods].sort()
+  }
+}
+
+const decodeParam = (raw: string): string => {
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return raw
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * Tracing (ARCHITECTURE.md "Observability"): spans go to an OTLP collector when
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` is set; otherwise nothing is exported. Request spans come from the
+ * platform (method, route, status) and carry `request_id`; services and SQL add child spans.
+ */
+import { NodeSdk } from "@effect/opentelemetry"
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
+import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import { Config, Effect, Layer, Option } from "effect"
+
+export const TracingLive = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const endpoint = yield* Config.option(Config.string("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    if (Option.isNone(endpoint)) return Layer.empty
+    const serviceName = yield* Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("shiori"))
+    const base = endpoint.value.replace(/\/+$/, "")
+    return NodeSdk.layer(() => ({
+      resource: { serviceName },
+      spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter({ url: `${base}/v1/traces` }))
+    }))
+  })
+)
