@@ -8,8 +8,10 @@ import { getPath } from "@dprint/typescript"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 
-const roots = ["src", "schema", "test", "migrations", "bench", "scripts", "vitest.config.ts"]
-const check = process.argv.includes("--check")
+const args = process.argv.slice(2)
+const check = args.includes("--check")
+const named = args.filter((a) => !a.startsWith("--"))
+const roots = named.length > 0 ? named : ["src", "schema", "test", "migrations", "bench", "scripts", "vitest.config.ts"]
 
 const formatter = createFromBuffer(Fs.readFileSync(getPath()))
 formatter.setConfig({ indentWidth: 2, lineWidth: 120 }, {

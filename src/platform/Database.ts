@@ -3,10 +3,12 @@
  * `SHIORI_DATA_DIR`. The pool is provided once to both servers; migrations run at start-up.
  */
 import { NodeContext } from "@effect/platform-node"
+import type { Migrator } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import Pg from "pg"
 import { startEmbeddedPostgres } from "./EmbeddedPostgres.js"
 
@@ -71,6 +73,25 @@ export const SqlLive = Layer.unwrapEffect(
   })
 ).pipe(Layer.orDie)
 
-export const MigratorLive = PgMigrator.layer({
-  loader: PgMigrator.fromFileSystem(migrationsDirectory)
-}).pipe(Layer.provide(NodeContext.layer), Layer.orDie)
+/**
+ * The numbered files of `migrations/`, imported from here (not from inside node_modules) so the
+ * same loader works under tsx, vitest and compiled JavaScript.
+ */
+export const migrationLoader: Migrator.Loader = Effect.sync(() =>
+  Fs.readdirSync(migrationsDirectory)
+    .map((file) => /^(\d+)_([^.]+)\.(ts|js)$/.exec(file))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m): Migrator.ResolvedMigration => [
+      Number(m[1]),
+      m[2]!,
+      Effect.promise(() => import(pathToFileURL(Path.join(migrationsDirectory, m[0])).href)).pipe(
+        Effect.map((module: { default: unknown }) => module.default)
+      )
+    ])
+    .sort((a, b) => a[0] - b[0])
+)
+
+export const MigratorLive = PgMigrator.layer({ loader: migrationLoader }).pipe(
+  Layer.provide(NodeContext.layer),
+  Layer.orDie
+)

@@ -128,20 +128,36 @@ export const collectFieldErrors = (
       case "Pointer":
         return walk(issue.issue, [...path, ...(Array.isArray(issue.path) ? issue.path : [issue.path as PropertyKey])])
       case "Composite": {
-        if (Array.isArray(issue.issues)) { for (const inner of issue.issues) walk(inner, path) }
-        else walk(issue.issues as ParseResult.ParseIssue, path)
-        return
+        const inner: ReadonlyArray<ParseResult.ParseIssue> = Array.isArray(issue.issues)
+          ? issue.issues
+          : [issue.issues as ParseResult.ParseIssue]
+        if (issue.ast._tag !== "Union") {
+          for (const i of inner) walk(i, path)
+          return
+        }
+        // A union reports one issue per member. A member that matched the value's type and then
+        // failed deeper (a refinement, a nested field) is the one to report; when every member
+        // merely had another type, the value gets one entry for the whole union.
+        const deep = inner.filter((i) => i._tag !== "Type")
+        if (deep.length > 0) {
+          for (const i of deep) walk(i, path)
+          return
+        }
+        const members = issue.ast.types.filter((t) => t._tag !== "UndefinedKeyword")
+        const allowed = literalsOf({ ...issue.ast, types: members } as SchemaAST.Union)
+        if (allowed !== undefined) return push(path, "UNKNOWN_VALUE", { allowed }, issue.ast)
+        return push(path, "INVALID_FORMAT", undefined, issue.ast)
       }
       case "Refinement": {
-        if (out.code === undefined) out.code = codeAnnotation(issue.ast)
         if (issue.kind === "From") return walk(issue.issue, path)
         const { params, reason } = fromRefinement(issue.ast)
         return push(path, reason, params, issue.ast)
       }
-      case "Transformation": {
-        if (out.code === undefined) out.code = codeAnnotation(issue.ast)
+      case "Transformation":
+        if (issue.kind === "Transformation") {
+          return push(path, "INVALID_FORMAT", undefined, issue.ast)
+        }
         return walk(issue.issue, path)
-      }
       case "Missing":
         return push(path, "REQUIRED", undefined, issue.ast as unknown as SchemaAST.AST)
       case "Unexpected":

@@ -15,6 +15,7 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, FiberRef, Option, ParseResult, Schema } from "effect"
 import { entityCanonicalPath } from "../../schema/Api/Paths.js"
 import type { ProblemCode } from "../../schema/Problem.js"
@@ -262,6 +263,42 @@ const classify = (
     return new InternalError({ detail: "" })
   }).pipe(Effect.map((p) => p === undefined ? undefined : p))
 
+/**
+ * A chunked body has no declared length, and the platform's reader destroys the socket when it
+ * passes the limit, so no 413 could be written. We read such a body here, stop at the limit
+ * without destroying anything, and hand the text to the platform through its per-request cache.
+ */
+const bufferChunkedBody = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
+  Effect.async<"ok" | "too-large">((resume) => {
+    const source = NodeHttpServerRequest.toIncomingMessage(request)
+    const chunks: Array<Buffer> = []
+    let size = 0
+    let done = false
+    const finish = (result: "ok" | "too-large") => {
+      if (done) return
+      done = true
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onEnd)
+      resume(Effect.succeed(result))
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        source.pause()
+        return finish("too-large")
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => {
+      ;(request as any).textEffect = Effect.succeed(Buffer.concat(chunks).toString("utf8"))
+      finish("ok")
+    }
+    source.on("data", onData)
+    source.once("end", onEnd)
+    source.once("error", onEnd)
+  })
+
 /** The catalog's global problem middleware. */
 export const problemMiddleware = (routes: RouteTable) =>
   HttpApiBuilder.middleware(
@@ -283,6 +320,15 @@ export const problemMiddleware = (routes: RouteTable) =>
               request,
               new PayloadTooLarge({ detail: `The request body exceeds ${limit} bytes.`, max_bytes: limit })
             )
+          }
+          if (request.headers["transfer-encoding"] !== undefined && request.headers["content-length"] === undefined) {
+            const buffered = yield* bufferChunkedBody(request, limit)
+            if (buffered === "too-large") {
+              return yield* respond(
+                request,
+                new PayloadTooLarge({ detail: `The request body exceeds ${limit} bytes.`, max_bytes: limit })
+              ).pipe(Effect.map(HttpServerResponse.setHeader("connection", "close")))
+            }
           }
           return yield* HttpIncomingMessage.withMaxBodySize(app, Option.some(limit)).pipe(
             Effect.catchAllCause((cause) =>

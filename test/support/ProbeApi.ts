@@ -1,0 +1,109 @@
+/**
+ * A small API served through the catalog's real problem middleware and request-id middleware,
+ * with every kind of input (path, query, header, body) and failure (declared, defect, database
+ * away), so each problem variant of SPEC 7.1 can be produced by a real HTTP request.
+ */
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Schema } from "effect"
+import { createServer } from "node:http"
+import { problemCodeOnFailure } from "../../schema/Annotations.js"
+import {
+  EntityMerged,
+  InternalError,
+  InvalidParameter,
+  NotFound,
+  PayloadTooLarge,
+  problem,
+  ServiceUnavailable,
+  ValidationFailed
+} from "../../schema/Problem.js"
+import { ServerConfig } from "../../src/platform/Config.js"
+import { problemMiddleware } from "../../src/platform/ProblemMiddleware.js"
+import { withRequestId } from "../../src/platform/RequestId.js"
+import { RouteTable } from "../../src/platform/RouteTable.js"
+
+const Limit = Schema.NumberFromString.pipe(
+  Schema.int(),
+  Schema.greaterThanOrEqualTo(1),
+  Schema.lessThanOrEqualTo(100, { ...problemCodeOnFailure("LIMIT_TOO_LARGE") })
+)
+
+const Body = Schema.Struct({
+  name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(8)),
+  tags: Schema.Array(Schema.String).pipe(Schema.maxItems(2)),
+  kind: Schema.Literal("a", "b"),
+  nested: Schema.Struct({ count: Schema.Int.pipe(Schema.between(0, 10)) })
+}).annotations({ parseOptions: { errors: "all" } })
+
+class ProbeGroup extends HttpApiGroup.make("probe")
+  .add(
+    HttpApiEndpoint.get("list", "/probe/items")
+      .setUrlParams(
+        Schema.Struct({
+          limit: Schema.optional(Limit),
+          kind: Schema.optional(Schema.Literal("a", "b"))
+        }).annotations({ parseOptions: { errors: "all" } })
+      )
+      .setHeaders(Schema.Struct({ "x-probe": Schema.optional(Schema.Literal("yes")) }))
+      .addSuccess(Schema.Struct({ ok: Schema.Boolean }))
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/probe/items/:id")
+      .setPath(Schema.Struct({ id: Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)) }))
+      .addSuccess(Schema.Struct({ id: Schema.String }))
+      .addError(problem(NotFound))
+      .addError(problem(EntityMerged))
+  )
+  .add(
+    HttpApiEndpoint.post("create", "/probe/items")
+      .setPayload(Body)
+      .addSuccess(Schema.Struct({ ok: Schema.Boolean }))
+  )
+  .add(HttpApiEndpoint.get("defect", "/probe/defect").addSuccess(Schema.Struct({ ok: Schema.Boolean })))
+  .add(HttpApiEndpoint.get("database", "/probe/database").addSuccess(Schema.Struct({ ok: Schema.Boolean })))
+{}
+
+export class ProbeApi extends HttpApi.make("probe")
+  .add(ProbeGroup)
+  .addError(problem(InvalidParameter))
+  .addError(problem(ValidationFailed))
+  .addError(problem(PayloadTooLarge))
+  .addError(problem(InternalError))
+  .addError(problem(ServiceUnavailable))
+{}
+
+const ProbeLive = HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return handlers
+      .handle("list", () => Effect.succeed({ ok: true }))
+      .handle("get", ({ path }) =>
+        path.id === "1"
+          ? Effect.succeed({ id: "1" })
+          : path.id === "2"
+          ? Effect.fail(new EntityMerged({ detail: "Merged into 1.", object: "work", current_id: "1" }))
+          : Effect.fail(new NotFound({ detail: "No such item." })))
+      .handle("create", () => Effect.succeed({ ok: true }))
+      .handle("defect", () => Effect.die(new Error("secret internal state: password=hunter2")))
+      .handle("database", () => sql`SELECT 1`.pipe(Effect.orDie, Effect.as({ ok: true })))
+  }))
+
+export class ProbeServer extends Context.Tag("test/ProbeServer")<ProbeServer, string>() {}
+
+export const ProbeServerLive = Layer.scoped(
+  ProbeServer,
+  Effect.gen(function*() {
+    const routes = RouteTable.fromApi(ProbeApi)
+    const http = HttpApiBuilder.serve(withRequestId).pipe(
+      Layer.provide(problemMiddleware(routes)),
+      Layer.provide(HttpApiBuilder.api(ProbeApi).pipe(Layer.provide(ProbeLive))),
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+    )
+    const context = yield* Layer.build(http)
+    const address = Context.get(context, HttpServer.HttpServer).address
+    return address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
+  })
+).pipe(Layer.provide(ServerConfig.Default))

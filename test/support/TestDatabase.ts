@@ -1,0 +1,40 @@
+/**
+ * A fresh database per test file, cloned from the migrated template of the run.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import * as Crypto from "node:crypto"
+import { inject } from "vitest"
+import { DatabaseUrl, quoteIdentifier, withPgClient } from "../../src/platform/Database.js"
+
+const withDatabase = (url: string, name: string) => {
+  const u = new URL(url)
+  u.pathname = `/${name}`
+  return u.toString()
+}
+
+/** `DatabaseUrl` of a new database; dropped when the layer is released. */
+export const TestDatabaseUrlLive = Layer.scoped(
+  DatabaseUrl,
+  Effect.gen(function*() {
+    const admin = Redacted.make(inject("pgAdminUrl"))
+    const template = inject("pgTemplate")
+    const name = `shiori_test_${Crypto.randomBytes(6).toString("hex")}`
+    yield* Effect.acquireRelease(
+      withPgClient(
+        admin,
+        (c) => c.query(`CREATE DATABASE ${quoteIdentifier(name)} TEMPLATE ${quoteIdentifier(template)}`)
+      ),
+      () =>
+        withPgClient(admin, (c) => c.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(name)} WITH (FORCE)`)).pipe(
+          Effect.ignore
+        )
+    )
+    return Redacted.make(withDatabase(inject("pgAdminUrl"), name))
+  })
+)
+
+/** Pool over a fresh database, plus its url. */
+export const TestSqlLive = Layer.unwrapEffect(
+  Effect.map(DatabaseUrl, (url) => PgClient.layer({ url, maxConnections: 10 }))
+).pipe(Layer.orDie, Layer.provideMerge(TestDatabaseUrlLive))

@@ -1,0 +1,50 @@
+/**
+ * The real server stacks (the same layers `npm start` runs) on ephemeral ports over a fresh
+ * database. Tests talk to them over real HTTP.
+ */
+import { HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { ConfigProvider, Context, Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
+import { IdentityHttpLive } from "../../src/identity/IdentityServer.js"
+import { AppSecret, ServerConfig } from "../../src/platform/Config.js"
+import { TestSqlLive } from "./TestDatabase.js"
+
+export interface TestServersShape {
+  readonly catalog: string
+  readonly identity: string
+}
+
+export class TestServers extends Context.Tag("test/TestServers")<TestServers, TestServersShape>() {}
+
+const listen = <E, R>(http: Layer.Layer<never, E, R>) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(
+      http.pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })))
+    )
+    const server = Context.get(context, HttpServer.HttpServer)
+    const address = server.address
+    if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("expected a TCP address")
+    return `http://127.0.0.1:${address.port}`
+  })
+
+/** Settings of the test servers; anything not given here comes from the environment defaults. */
+export const testConfig = (overrides: Record<string, string> = {}) =>
+  Layer.setConfigProvider(
+    ConfigProvider.fromMap(new Map(Object.entries({ LOG_LEVEL: "Warning", ...overrides }))).pipe(
+      ConfigProvider.orElse(() => ConfigProvider.fromEnv())
+    )
+  )
+
+export const TestServersLive = Layer.scoped(
+  TestServers,
+  Effect.gen(function*() {
+    const catalog = yield* listen(Layer.fresh(CatalogHttpLive))
+    const identity = yield* listen(Layer.fresh(IdentityHttpLive))
+    return { catalog, identity }
+  })
+).pipe(
+  Layer.provideMerge(Layer.mergeAll(ServerConfig.Default, AppSecret.Default)),
+  Layer.provideMerge(TestSqlLive)
+)
