@@ -26,8 +26,11 @@ export const Scopes = [
 ] as const
 export type Scope = (typeof Scopes)[number]
 
-/** Endpoint or group annotation: the scope a credential needs for it. */
-export class RequiredScope extends Context.Tag("shiori/RequiredScope")<RequiredScope, Scope>() {}
+/**
+ * Endpoint or group annotation: the scope a credential needs for it; `"any"` when any valid
+ * credential will do. Every endpoint behind the credential middleware must carry one.
+ */
+export class RequiredScope extends Context.Tag("shiori/RequiredScope")<RequiredScope, Scope | "any">() {}
 
 /** Endpoint or group annotation: the endpoint is public (no credential needed). */
 export class Public extends Context.Tag("shiori/Public")<Public, boolean>() {}

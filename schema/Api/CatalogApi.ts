@@ -11,12 +11,14 @@ import {
   ServiceUnavailable,
   ValidationFailed
 } from "../Problem.js"
+import { CredentialApi } from "./CredentialApi.js"
 import { HealthApi } from "./HealthApi.js"
 import { ProblemsApi } from "./ProblemsApi.js"
 
 export class CatalogApi extends HttpApi.make("catalog")
   .add(HealthApi)
   .add(ProblemsApi)
+  .add(CredentialApi)
   // Failures any operation can meet: bad parameters, a bad body, a defect, the database away.
   .addError(problem(InvalidParameter))
   .addError(problem(ValidationFailed))

@@ -13,6 +13,7 @@ import { problemMiddleware, problemOpenApiTransform } from "../platform/ProblemM
 import { withRequestId } from "../platform/RequestId.js"
 import { RouteTable } from "../platform/RouteTable.js"
 import { AuthorizationLive, Credentials } from "./auth/Authorization.js"
+import { HttpCredentialsLive } from "./auth/Http.js"
 import { HttpProblemsLive } from "./problems/Http.js"
 
 /** The documented API: the contract plus how its errors are documented. */
@@ -27,7 +28,7 @@ const HttpHealthLive = HttpApiBuilder.group(
 )
 
 export const CatalogApiLive = HttpApiBuilder.api(CatalogApiDocumented).pipe(
-  Layer.provide([HttpHealthLive, HttpProblemsLive]),
+  Layer.provide([HttpHealthLive, HttpProblemsLive, HttpCredentialsLive]),
   Layer.provide(AuthorizationLive(catalogRoutes)),
   Layer.provide(Credentials.Default)
 )

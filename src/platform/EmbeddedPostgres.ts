@@ -79,6 +79,19 @@ const initialise = (dataDir: string, ids: { uid: number; gid: number } | undefin
     catch: (cause) => new EmbeddedPostgresError({ message: `initdb failed in ${dataDir}`, cause })
   })
 
+/** The port of a live postmaster in `dataDir`, from its `postmaster.pid` (line 4 is the port). */
+const runningCluster = (dataDir: string): number | undefined => {
+  try {
+    const lines = Fs.readFileSync(Path.join(dataDir, "postmaster.pid"), "utf8").split("\n")
+    const pid = Number(lines[0])
+    const port = Number(lines[3])
+    process.kill(pid, 0)
+    return Number.isInteger(port) && port > 0 ? port : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * Starts the cluster in `dataDir` (initialising it when empty) and stops it when the scope closes.
  * Trust authentication is safe here because the cluster listens on 127.0.0.1 and a private
@@ -101,6 +114,14 @@ export const startEmbeddedPostgres = (options: EmbeddedPostgresOptions) =>
       }
     }
     yield* initialise(dataDir, ids)
+    const running = runningCluster(dataDir)
+    if (running !== undefined) {
+      // Another process of ours (e.g. `npm start` while an operator runs the CLI) owns the cluster.
+      return {
+        port: running,
+        url: (database: string) => Redacted.make(`postgres://postgres@127.0.0.1:${running}/${database}`)
+      } satisfies EmbeddedCluster
+    }
     const port = options.port === 0 ? yield* freePort : options.port
     const socketDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "shiori-pg-"))
     if (ids) Fs.chownSync(socketDir, ids.uid, ids.gid)

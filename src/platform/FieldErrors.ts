@@ -144,7 +144,8 @@ export const collectFieldErrors = (
           return
         }
         const members = issue.ast.types.filter((t) => t._tag !== "UndefinedKeyword")
-        const allowed = literalsOf({ ...issue.ast, types: members } as SchemaAST.Union)
+        const perMember = members.map(literalsOf)
+        const allowed = perMember.every((l) => l !== undefined) ? perMember.flatMap((l) => l!) : undefined
         if (allowed !== undefined) return push(path, "UNKNOWN_VALUE", { allowed }, issue.ast)
         return push(path, "INVALID_FORMAT", undefined, issue.ast)
       }

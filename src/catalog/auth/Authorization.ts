@@ -82,7 +82,7 @@ export const AuthorizationLive = (routes: RouteTable) =>
     Authorization,
     Effect.gen(function*() {
       const credentials = yield* Credentials
-      const scopes = new Map<string, Scope>()
+      const scopes = new Map<string, Scope | "any">()
       for (const route of routes.routes) {
         const needsCredential = route.group.middlewares.has(Authorization as any)
         if (!needsCredential) continue
@@ -106,7 +106,7 @@ export const AuthorizationLive = (routes: RouteTable) =>
             const principal = yield* credentials.authenticate(token.value)
             const route = yield* HttpRouter.RouteContext
             const required = scopes.get(`${route.route.method} ${route.route.path}`)
-            if (required !== undefined && !principal.scopes.has(required)) {
+            if (required !== undefined && required !== "any" && !principal.scopes.has(required)) {
               return yield* new ScopeRequired({
                 detail: `This operation needs the \`${required}\` scope.`
               })

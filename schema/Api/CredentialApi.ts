@@ -1,0 +1,33 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { RequiredScope, Scopes } from "../Annotations.js"
+import { Authorization } from "./Security.js"
+
+export const CredentialInfo = Schema.Struct({
+  object: Schema.Literal("credential"),
+  kind: Schema.Literal("api_key", "access_token").annotations({ description: "What the bearer token is." }),
+  id: Schema.String.annotations({ description: "API key id or access-token `jti`; never the secret." }),
+  site: Schema.String.annotations({ description: "The site (tenant) the credential acts for." }),
+  scopes: Schema.Array(Schema.Literal(...Scopes)),
+  content_limit: Schema.Literal("sfw", "nsfw").annotations({
+    description: "`sfw` credentials never see nsfw works anywhere (DECISIONS 4)."
+  }),
+  user_id: Schema.NullOr(Schema.Int).annotations({ description: "The person the credential acts for, if any." })
+}).annotations({ identifier: "CredentialInfo", description: "What the presented credential may do." })
+
+export class CredentialApi extends HttpApiGroup.make("credentials")
+  .add(
+    HttpApiEndpoint.get("getCredential", "/v2/credential")
+      .addSuccess(CredentialInfo)
+      .annotate(OpenApi.Summary, "Inspect the presented credential")
+      .annotate(
+        OpenApi.Description,
+        "Echoes the site, scopes and content limit of the bearer credential, so an integrator can check a key " +
+          "before using it. Needs no particular scope."
+      )
+  )
+  .middleware(Authorization)
+  .annotate(RequiredScope, "any")
+  .annotate(OpenApi.Title, "Credentials")
+  .annotate(OpenApi.Description, "The bearer credential itself.")
+{}

@@ -1,0 +1,44 @@
+/**
+ * OpenID Provider metadata (OpenID Connect Discovery 1.0 section 3, RFC 8414 section 2) and the
+ * JWK Set (RFC 7517 section 5) served at `{issuer}/oauth/jwks` (DECISIONS 1, 13).
+ */
+import { Schema } from "effect"
+
+const Strings = Schema.Array(Schema.String)
+
+export class DiscoveryDocument extends Schema.Class<DiscoveryDocument>("DiscoveryDocument")({
+  issuer: Schema.String.annotations({ description: "Byte-identical to every token's `iss` (DECISIONS 1)." }),
+  authorization_endpoint: Schema.String,
+  token_endpoint: Schema.String,
+  userinfo_endpoint: Schema.String,
+  jwks_uri: Schema.String,
+  revocation_endpoint: Schema.String,
+  end_session_endpoint: Schema.String,
+  response_types_supported: Strings,
+  response_modes_supported: Strings,
+  grant_types_supported: Strings,
+  subject_types_supported: Strings,
+  id_token_signing_alg_values_supported: Strings,
+  scopes_supported: Strings,
+  claims_supported: Strings,
+  token_endpoint_auth_methods_supported: Strings,
+  revocation_endpoint_auth_methods_supported: Strings,
+  code_challenge_methods_supported: Strings,
+  authorization_response_iss_parameter_supported: Schema.Boolean,
+  request_parameter_supported: Schema.Boolean,
+  claims_parameter_supported: Schema.Boolean
+}, { description: "OpenID Provider configuration." }) {}
+
+/** A public RSA signing key (RFC 7517 section 4, RFC 7518 section 6.3.1). */
+export class Jwk extends Schema.Class<Jwk>("Jwk")({
+  kty: Schema.Literal("RSA"),
+  kid: Schema.String.annotations({ description: "RFC 7638 thumbprint of the key." }),
+  use: Schema.Literal("sig"),
+  alg: Schema.Literal("RS256"),
+  n: Schema.String,
+  e: Schema.String
+}, { description: "Public signing key." }) {}
+
+export class Jwks extends Schema.Class<Jwks>("Jwks")({
+  keys: Schema.Array(Jwk)
+}, { description: "JWK Set: the active key and retired keys whose tokens may still be live." }) {}

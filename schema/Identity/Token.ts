@@ -1,0 +1,76 @@
+/**
+ * The token endpoint's wire shapes (SPEC 4.2, RFC 6749 sections 4.1.3, 5.1 and 6).
+ */
+import { Schema } from "effect"
+
+/** Access token lifetime in seconds (SPEC 4.2, SPEC 8). */
+export const ACCESS_TOKEN_TTL_SECONDS = 900
+
+const optionalString = (description: string) =>
+  Schema.optionalWith(Schema.String, { exact: true }).annotations({ description })
+
+/**
+ * The raw token request as a client sends it (JSON per SPEC, or form-urlencoded per RFC 6749).
+ * Every field is an optional string so decoding never fails on an unexpected grant; the token
+ * service narrows it to one of the grants below and answers RFC 6749 section 5.2 errors
+ * (`unsupported_grant_type`, `invalid_request`) itself.
+ */
+export class TokenRequest extends Schema.Class<TokenRequest>("TokenRequest")({
+  grant_type: optionalString("`authorization_code` or `refresh_token`."),
+  code: optionalString("The authorization code (64 hex characters)."),
+  redirect_uri: optionalString("Must equal the redirect_uri sent to authorize."),
+  client_id: optionalString("Client id (client_secret_post or public client)."),
+  client_secret: optionalString("Client secret (client_secret_post)."),
+  code_verifier: optionalString("PKCE verifier (RFC 7636), when a challenge was sent at authorize."),
+  refresh_token: optionalString("The refresh token to rotate."),
+  scope: optionalString("Space-separated; on refresh it may narrow the granted scope, never widen it.")
+}, { description: "Token request (both grants)." }) {}
+
+/** The authorization_code grant after narrowing (RFC 6749 section 4.1.3, RFC 7636 section 4.5). */
+export const AuthorizationCodeGrant = Schema.Struct({
+  grant_type: Schema.Literal("authorization_code"),
+  code: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/)),
+  redirect_uri: Schema.String,
+  client_id: Schema.optionalWith(Schema.String, { exact: true }),
+  client_secret: Schema.optionalWith(Schema.String, { exact: true }),
+  code_verifier: Schema.optionalWith(Schema.String, { exact: true })
+})
+export type AuthorizationCodeGrant = typeof AuthorizationCodeGrant.Type
+
+/** The refresh_token grant after narrowing (RFC 6749 section 6). */
+export const RefreshTokenGrant = Schema.Struct({
+  grant_type: Schema.Literal("refresh_token"),
+  refresh_token: Schema.String.pipe(Schema.minLength(1)),
+  client_id: Schema.optionalWith(Schema.String, { exact: true }),
+  client_secret: Schema.optionalWith(Schema.String, { exact: true }),
+  scope: Schema.optionalWith(Schema.String, { exact: true })
+})
+export type RefreshTokenGrant = typeof RefreshTokenGrant.Type
+
+/** The two grants of SPEC 4.2, discriminated by `grant_type`. */
+export const TokenGrant = Schema.Union(AuthorizationCodeGrant, RefreshTokenGrant)
+export type TokenGrant = typeof TokenGrant.Type
+
+/** Successful token response (SPEC 4.2, RFC 6749 section 5.1); bare JSON, never the envelope. */
+export class TokenResponse extends Schema.Class<TokenResponse>("TokenResponse")({
+  access_token: Schema.String.annotations({ description: "JWT (RFC 9068), valid 15 minutes." }),
+  token_type: Schema.Literal("Bearer"),
+  expires_in: Schema.Int.annotations({ description: "Always 900 seconds.", examples: [ACCESS_TOKEN_TTL_SECONDS] }),
+  refresh_token: Schema.String.annotations({
+    description: "Opaque, not a JWT; replaced on every refresh; lifetime follows the session."
+  }),
+  scope: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+    description: "Echoes the granted scope."
+  }),
+  id_token: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+    description: "RS256 id_token, present when the scope includes `openid`."
+  })
+}, { description: "Token response." }) {}
+
+/** Revocation request (RFC 7009 section 2.1). */
+export class RevokeRequest extends Schema.Class<RevokeRequest>("RevokeRequest")({
+  token: optionalString("The refresh token to revoke."),
+  token_type_hint: optionalString("`refresh_token` or `access_token`; a hint only."),
+  client_id: optionalString("Client id (client_secret_post or public client)."),
+  client_secret: optionalString("Client secret (client_secret_post).")
+}, { description: "Revocation request." }) {}

@@ -1,0 +1,28 @@
+/**
+ * The userinfo response (SPEC 4.2 "GET /oauth/userinfo"), bare JSON.
+ *
+ * `id`, `sub`, `roles` and `updated_at` are always present. `name` and `picture` come only with scope
+ * `profile` or an empty scope, `email` only with scope `email` or an empty scope, and `site_roles` is
+ * omitted when the calling token's site grants none.
+ */
+import { Schema } from "effect"
+import { GrantedRole, SiteRole, Subject, UserId } from "./User.js"
+
+export class UserInfo extends Schema.Class<UserInfo>("UserInfo")({
+  id: UserId,
+  sub: Subject,
+  name: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+    description: "Present with scope `profile` or an empty scope."
+  }),
+  email: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+    description: "Present with scope `email` or an empty scope."
+  }),
+  picture: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+    description: "Avatar URL; may be empty. Present with scope `profile` or an empty scope."
+  }),
+  roles: Schema.Array(GrantedRole).annotations({ description: "Same as the access token's `roles` claim." }),
+  site_roles: Schema.optionalWith(Schema.Array(SiteRole), { exact: true }).annotations({
+    description: "Roles scoped to the calling token's site; omitted when none granted."
+  }),
+  updated_at: Schema.Int.annotations({ description: "Unix timestamp (seconds) of the last profile change." })
+}, { description: "User information (SPEC 4.2)." }) {}

@@ -1,0 +1,62 @@
+/**
+ * Scope strings (RFC 6749 section 3.3) and the scope rules of userinfo (SPEC 4.2).
+ */
+import { GrantedRole, Subject, UserId } from "../../../schema/Identity/User.js"
+import { UserInfo } from "../../../schema/Identity/UserInfo.js"
+
+/** The scopes this provider knows; an authorize request with any other is `invalid_scope`. */
+export const SUPPORTED_SCOPES = ["openid", "profile", "email", "offline_access"] as const
+
+/** RFC 6749 section 3.3: `scope-token = 1*( %x21 / %x23-5B / %x5D-7E )`. */
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/
+
+/**
+ * Splits a space-delimited scope string into distinct tokens in first-seen order; `undefined` and
+ * "" are the empty scope. Answers `undefined` when a token is malformed.
+ */
+export const parseScope = (scope: string | undefined): ReadonlyArray<string> | undefined => {
+  if (scope === undefined || scope === "") return []
+  const tokens = scope.split(" ")
+  if (tokens.some((token) => !SCOPE_TOKEN.test(token))) return undefined
+  return [...new Set(tokens)]
+}
+
+export const formatScope = (scopes: ReadonlyArray<string>): string => scopes.join(" ")
+
+/** Whether every scope of `requested` is in `granted` (consent reuse, refresh narrowing: DECISIONS 2, 6). */
+export const isSubset = (requested: ReadonlyArray<string>, granted: ReadonlyArray<string>): boolean => {
+  const set = new Set(granted)
+  return requested.every((scope) => set.has(scope))
+}
+
+export interface UserInfoSource {
+  readonly id: number
+  readonly sub: string
+  readonly name: string
+  readonly email: string
+  readonly picture: string
+  readonly roles: ReadonlyArray<GrantedRole>
+  readonly updatedAt: Date
+}
+
+/**
+ * SPEC 4.2 userinfo: `id`, `sub`, `roles`, `updated_at` always; `name` and `picture` with scope
+ * `profile` or an empty scope; `email` with scope `email` or an empty scope; `site_roles` (already
+ * scoped to the token's site by the caller) omitted when none are granted.
+ */
+export const userInfoFor = (
+  user: UserInfoSource,
+  scopes: ReadonlyArray<string>,
+  siteRoles: ReadonlyArray<string>
+): UserInfo => {
+  const all = scopes.length === 0
+  return new UserInfo({
+    id: UserId.make(user.id),
+    sub: Subject.make(user.sub),
+    ...(all || scopes.includes("profile") ? { name: user.name, picture: user.picture } : {}),
+    ...(all || scopes.includes("email") ? { email: user.email } : {}),
+    roles: user.roles,
+    ...(siteRoles.length > 0 ? { site_roles: siteRoles } : {}),
+    updated_at: Math.floor(user.updatedAt.getTime() / 1000)
+  })
+}

@@ -1,0 +1,291 @@
+/**
+ * Signed tokens: RFC 9068 access tokens (DECISIONS 5) and OpenID Connect id_tokens (OIDC Core 1.0
+ * section 2), both RS256 with the active key's `kid`.
+ *
+ * Access token claims: `iss sub aud client_id scope jti iat exp` (RFC 9068 section 2.2) plus `uid`
+ * (integer user id), `roles`, `site_roles`, `site` (the client's site, when it has one) and `fid`
+ * (the refresh family; a revoked family makes its access tokens dead at userinfo and the catalog,
+ * DECISIONS 7). That revocation lookup needs the database and is the caller's second step after
+ * `verifyAccessToken`.
+ */
+import { Clock, Config, Effect, Option, Schema } from "effect"
+import * as Jose from "jose"
+import * as Crypto from "node:crypto"
+import { GrantedRole } from "../../../schema/Identity/User.js"
+import { SIGNING_ALG, SigningKeys } from "../keys/SigningKeys.js"
+import { ACCESS_TOKEN_TTL_SECONDS, ID_TOKEN_TTL_SECONDS } from "./Lifetimes.js"
+
+export const DEFAULT_ISSUER = "http://127.0.0.1:8081/api/v1"
+
+/** RFC 9068 section 2.1: `typ` is `at+jwt` (the `application/` prefix is optional, RFC 7515 section 4.1.9). */
+export const ACCESS_TOKEN_TYP = "at+jwt"
+
+/** Seconds of clock difference tolerated on `exp`/`iat` between this service's instances. */
+const VERIFY_CLOCK_TOLERANCE_SECONDS = 5
+
+/**
+ * OIDC Core 1.0 section 3.1.3.6: base64url of the left-most half of the SHA-256 (the hash of RS256)
+ * of the ASCII octets of the access token.
+ */
+export const atHash = (accessToken: string): string =>
+  Crypto.createHash("sha256").update(accessToken, "ascii").digest().subarray(0, 16).toString("base64url")
+
+// ---------------------------------------------------------------------------------------------
+// Claims and failures
+// ---------------------------------------------------------------------------------------------
+
+/** The verified payload of an access token. */
+export class AccessTokenClaims extends Schema.Class<AccessTokenClaims>("AccessTokenClaims")({
+  iss: Schema.String,
+  sub: Schema.String,
+  aud: Schema.Union(Schema.String, Schema.Array(Schema.String)),
+  client_id: Schema.String,
+  scope: Schema.String,
+  jti: Schema.String,
+  iat: Schema.Int,
+  exp: Schema.Int,
+  uid: Schema.Int,
+  roles: Schema.Array(GrantedRole),
+  site_roles: Schema.Array(Schema.String),
+  site: Schema.optionalWith(Schema.String, { exact: true }),
+  fid: Schema.optionalWith(Schema.String, { exact: true })
+}) {
+  get scopes(): ReadonlyArray<string> {
+    return this.scope === "" ? [] : this.scope.split(" ")
+  }
+}
+
+/** Why a presented access token was refused. Every reason is RFC 6750 `invalid_token`. */
+export const AccessTokenRejection = Schema.Literal(
+  "malformed",
+  "unsupported_algorithm",
+  "wrong_type",
+  "unknown_key",
+  "bad_signature",
+  "wrong_issuer",
+  "wrong_audience",
+  "expired",
+  "not_yet_valid",
+  "invalid_claims"
+)
+export type AccessTokenRejection = typeof AccessTokenRejection.Type
+
+export class AccessTokenRejected extends Schema.TaggedError<AccessTokenRejected>()("AccessTokenRejected", {
+  reason: AccessTokenRejection,
+  message: Schema.String
+}) {
+  /** Envelope code (DECISIONS 10): 10003 for an expired token, 10002 for every other rejection. */
+  get envelopeCode(): 10002 | 10003 {
+    return this.reason === "expired" ? 10003 : 10002
+  }
+}
+
+/** The verified payload of an id_token given back as `id_token_hint` (OIDC RP-Initiated Logout). */
+export class IdTokenHint extends Schema.Class<IdTokenHint>("IdTokenHint")({
+  iss: Schema.String,
+  sub: Schema.String,
+  aud: Schema.Union(Schema.String, Schema.Array(Schema.String)),
+  exp: Schema.Int,
+  sid: Schema.optionalWith(Schema.String, { exact: true })
+}) {}
+
+export class IdTokenHintRejected extends Schema.TaggedError<IdTokenHintRejected>()("IdTokenHintRejected", {
+  message: Schema.String
+}) {}
+
+const reject = (reason: AccessTokenRejection, message: string) => new AccessTokenRejected({ reason, message })
+
+/** jose's failure classes to rejection reasons; anything unexpected counts as malformed. */
+const fromJoseError = (error: unknown): AccessTokenRejected => {
+  if (error instanceof Jose.errors.JWTExpired) return reject("expired", "token is expired")
+  if (error instanceof Jose.errors.JWTClaimValidationFailed) {
+    switch (error.claim) {
+      case "iss":
+        return reject("wrong_issuer", "token was issued by another issuer")
+      case "aud":
+        return reject("wrong_audience", "token is not meant for this audience")
+      case "iat":
+      case "nbf":
+        return reject("not_yet_valid", "token is not valid yet")
+      case "typ":
+        return reject("wrong_type", "token is not an access token")
+      default:
+        return reject("invalid_claims", `claim ${error.claim} is invalid`)
+    }
+  }
+  if (error instanceof Jose.errors.JOSEAlgNotAllowed) return reject("unsupported_algorithm", "algorithm not allowed")
+  if (error instanceof Jose.errors.JWSSignatureVerificationFailed) {
+    return reject("bad_signature", "signature verification failed")
+  }
+  return reject("malformed", "token is not a well-formed JWS")
+}
+
+/** `at+jwt` and `application/at+jwt` are the same media type (RFC 7515 section 4.1.9). */
+const normalizeTyp = (typ: string | undefined) => typ?.toLowerCase().replace(/^application\//, "")
+
+// ---------------------------------------------------------------------------------------------
+// Service
+// ---------------------------------------------------------------------------------------------
+
+export interface AccessTokenInput {
+  readonly sub: string
+  readonly uid: number
+  readonly clientId: string
+  /** The resource server(s) the token is for (RFC 9068 section 3). */
+  readonly audience: string | ReadonlyArray<string>
+  readonly scopes: ReadonlyArray<string>
+  readonly roles: ReadonlyArray<GrantedRole>
+  readonly siteRoles: ReadonlyArray<string>
+  readonly site?: string | undefined
+  readonly familyId?: string | undefined
+}
+
+export interface IssuedAccessToken {
+  readonly token: string
+  readonly jti: string
+  readonly expiresIn: number
+  /** Unix seconds. */
+  readonly expiresAt: number
+}
+
+export interface IdTokenInput {
+  readonly sub: string
+  readonly clientId: string
+  /** Unix seconds of the end-user authentication (OIDC Core section 2). */
+  readonly authTime: number
+  readonly nonce?: string | undefined
+  /** The access token issued alongside; adds `at_hash`. */
+  readonly accessToken?: string | undefined
+  readonly sid?: string | undefined
+  /** Extra claims (for example `email`, `name`); they never override the protocol claims. */
+  readonly claims?: Readonly<Record<string, unknown>> | undefined
+}
+
+export class Tokens extends Effect.Service<Tokens>()("identity/Tokens", {
+  effect: Effect.gen(function*() {
+    const issuer = yield* Config.string("IDENTITY_ISSUER").pipe(Config.withDefault(DEFAULT_ISSUER))
+    const keys = yield* SigningKeys
+    const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
+    const currentDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+    const sign = (payload: Jose.JWTPayload, typ: string) =>
+      Effect.gen(function*() {
+        const key = yield* keys.signingKey
+        return yield* Effect.promise(() =>
+          new Jose.SignJWT(payload).setProtectedHeader({ alg: key.alg, kid: key.kid, typ }).sign(key.privateKey)
+        )
+      })
+
+    const issueAccessToken = Effect.fn("Tokens.issueAccessToken")(function*(input: AccessTokenInput) {
+      const iat = yield* nowSeconds
+      const jti = Crypto.randomUUID()
+      const exp = iat + ACCESS_TOKEN_TTL_SECONDS
+      const token = yield* sign({
+        iss: issuer,
+        sub: input.sub,
+        aud: typeof input.audience === "string" ? input.audience : [...input.audience],
+        client_id: input.clientId,
+        scope: input.scopes.join(" "),
+        jti,
+        iat,
+        exp,
+        uid: input.uid,
+        roles: [...input.roles],
+        site_roles: [...input.siteRoles],
+        ...(input.site !== undefined ? { site: input.site } : {}),
+        ...(input.familyId !== undefined ? { fid: input.familyId } : {})
+      }, ACCESS_TOKEN_TYP)
+      return { token, jti, expiresIn: ACCESS_TOKEN_TTL_SECONDS, expiresAt: exp } satisfies IssuedAccessToken
+    })
+
+    /** OIDC Core 1.0 sections 2 and 3.1.3.6: `aud` and `azp` are the client id. */
+    const issueIdToken = Effect.fn("Tokens.issueIdToken")(function*(input: IdTokenInput) {
+      const iat = yield* nowSeconds
+      return yield* sign({
+        ...input.claims,
+        iss: issuer,
+        sub: input.sub,
+        aud: input.clientId,
+        azp: input.clientId,
+        iat,
+        exp: iat + ID_TOKEN_TTL_SECONDS,
+        auth_time: input.authTime,
+        ...(input.nonce !== undefined ? { nonce: input.nonce } : {}),
+        ...(input.accessToken !== undefined ? { at_hash: atHash(input.accessToken) } : {}),
+        ...(input.sid !== undefined ? { sid: input.sid } : {})
+      }, "JWT")
+    })
+
+    /**
+     * Verifies a presented access token: RS256 only (so `alg: none` and HS256 keyed with the public
+     * key are refused before any key is touched), `typ` must be `at+jwt` (an id_token is not an access
+     * token, RFC 9068 section 4), signature by a published key, our issuer, not expired. `audience`,
+     * when given, must be among the token's `aud`.
+     */
+    const verifyAccessToken = Effect.fn("Tokens.verifyAccessToken")(
+      function*(token: string, options?: { readonly audience?: string }) {
+        const header = yield* Effect.try({
+          try: () => Jose.decodeProtectedHeader(token),
+          catch: () => reject("malformed", "token is not a well-formed JWS")
+        })
+        if (header.alg !== SIGNING_ALG) return yield* reject("unsupported_algorithm", "only RS256 is accepted")
+        if (normalizeTyp(header.typ) !== ACCESS_TOKEN_TYP) {
+          return yield* reject("wrong_type", "token is not an access token")
+        }
+        if (typeof header.kid !== "string") return yield* reject("unknown_key", "token names no key")
+        const key = yield* keys.verificationKey(header.kid)
+        if (Option.isNone(key)) return yield* reject("unknown_key", "token was signed by an unknown key")
+        const now = yield* currentDate
+        const { payload } = yield* Effect.tryPromise({
+          try: () =>
+            Jose.jwtVerify(token, key.value, {
+              algorithms: [SIGNING_ALG],
+              typ: ACCESS_TOKEN_TYP,
+              issuer,
+              currentDate: now,
+              clockTolerance: VERIFY_CLOCK_TOLERANCE_SECONDS,
+              requiredClaims: ["iss", "sub", "aud", "exp", "iat", "jti", "client_id"],
+              ...(options?.audience !== undefined ? { audience: options.audience } : {})
+            }),
+          catch: fromJoseError
+        })
+        return yield* Schema.decodeUnknown(AccessTokenClaims)(payload).pipe(
+          Effect.mapError(() => reject("invalid_claims", "token claims do not have the expected shape"))
+        )
+      }
+    )
+
+    /**
+     * Verifies an `id_token_hint` (OIDC RP-Initiated Logout 1.0 section 2): our signature and issuer,
+     * an id_token `typ`; expiry is deliberately not checked, since the hint is usually old.
+     */
+    const verifyIdTokenHint = Effect.fn("Tokens.verifyIdTokenHint")(function*(token: string) {
+      const fail = (message: string) => new IdTokenHintRejected({ message })
+      const header = yield* Effect.try({
+        try: () => Jose.decodeProtectedHeader(token),
+        catch: () => fail("id_token_hint is not a well-formed JWS")
+      })
+      if (header.alg !== SIGNING_ALG || typeof header.kid !== "string") return yield* fail("unsupported id_token_hint")
+      if (header.typ !== undefined && normalizeTyp(header.typ) !== "jwt") return yield* fail("not an id_token")
+      const key = yield* keys.verificationKey(header.kid)
+      if (Option.isNone(key)) return yield* fail("id_token_hint was signed by an unknown key")
+      const { payload } = yield* Effect.tryPromise({
+        try: () => Jose.compactVerify(token, key.value, { algorithms: [SIGNING_ALG] }),
+        catch: () => fail("id_token_hint signature verification failed")
+      })
+      const claims = yield* Effect.try({
+        try: () => JSON.parse(new TextDecoder().decode(payload)) as unknown,
+        catch: () => fail("id_token_hint payload is not JSON")
+      }).pipe(
+        Effect.flatMap((json) =>
+          Schema.decodeUnknown(IdTokenHint)(json).pipe(Effect.mapError(() => fail("bad claims")))
+        )
+      )
+      if (claims.iss !== issuer) return yield* fail("id_token_hint was issued by another issuer")
+      return claims
+    })
+
+    return { issuer, issueAccessToken, issueIdToken, verifyAccessToken, verifyIdTokenHint } as const
+  }),
+  dependencies: [SigningKeys.Default]
+}) {}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, TestClock } from "effect"
+import { RateLimiter, RateLimiterMemory } from "../../src/identity/ratelimit/RateLimiter.js"
+
+const policy = { capacity: 3, refillPerSecond: 0.5 }
+
+describe("RateLimiter, in-memory layer (DECISIONS 9)", () => {
+  it.effect("allows a burst of `capacity`, then refuses with Retry-After", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      for (let i = 0; i < 3; i++) {
+        expect(yield* limiter.take("token:client-a", policy)).toEqual({ allowed: true, retryAfterSeconds: 0 })
+      }
+      expect(yield* limiter.take("token:client-a", policy)).toEqual({ allowed: false, retryAfterSeconds: 2 })
+    }).pipe(Effect.provide(RateLimiterMemory)))
+
+  it.effect("refills at `refillPerSecond`; a refused call takes nothing", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      for (let i = 0; i < 3; i++) yield* limiter.take("k", policy)
+      yield* TestClock.adjust("1 seconds")
+      // Half a token: still refused, and only one more second is needed.
+      expect(yield* limiter.take("k", policy)).toEqual({ allowed: false, retryAfterSeconds: 1 })
+      yield* TestClock.adjust("1 seconds")
+      expect((yield* limiter.take("k", policy)).allowed).toBe(true)
+      expect((yield* limiter.take("k", policy)).allowed).toBe(false)
+    }).pipe(Effect.provide(RateLimiterMemory)))
+
+  it.effect("never holds more than `capacity` after a long idle period", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      yield* limiter.take("k", policy)
+      yield* TestClock.adjust("1 hours")
+      const results = []
+      for (let i = 0; i < 4; i++) results.push((yield* limiter.take("k", policy)).allowed)
+      expect(results).toEqual([true, true, true, false])
+    }).pipe(Effect.provide(RateLimiterMemory)))
+
+  it.effect("keeps clients apart: one client's flood never slows another (issue 4, item 3)", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      for (let i = 0; i < 50; i++) yield* limiter.take("token:noisy", policy)
+      expect((yield* limiter.take("token:noisy", policy)).allowed).toBe(false)
+      expect((yield* limiter.take("token:quiet", policy)).allowed).toBe(true)
+    }).pipe(Effect.provide(RateLimiterMemory)))
+
+  it.effect("stays exact under concurrent takes", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      const results = yield* Effect.all(
+        Array.from({ length: 20 }, () => limiter.take("k", { capacity: 5, refillPerSecond: 1 })),
+        { concurrency: "unbounded" }
+      )
+      expect(results.filter((result) => result.allowed)).toHaveLength(5)
+    }).pipe(Effect.provide(RateLimiterMemory)))
+})

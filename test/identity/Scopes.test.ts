@@ -1,0 +1,77 @@
+import { describe, expect, it } from "@effect/vitest"
+import { makeDiscoveryDocument } from "../../src/identity/oauth/Discovery.js"
+import { isSubset, parseScope, userInfoFor } from "../../src/identity/oauth/Scopes.js"
+import { DEFAULT_ISSUER } from "../../src/identity/tokens/Tokens.js"
+
+const user = {
+  id: 7,
+  sub: "1b4e28ba-2fa1-4d3b-a3f5-ef19b5a7633b",
+  name: "Rin",
+  email: "rin@example.com",
+  picture: "",
+  roles: ["moderator"],
+  updatedAt: new Date("2026-02-01T00:00:00Z")
+} as const
+
+describe("Scopes (RFC 6749 section 3.3)", () => {
+  it("parses space-delimited scopes, dropping duplicates, and refuses malformed tokens", () => {
+    expect(parseScope(undefined)).toEqual([])
+    expect(parseScope("")).toEqual([])
+    expect(parseScope("openid profile openid")).toEqual(["openid", "profile"])
+    expect(parseScope("openid  profile")).toBeUndefined()
+    expect(parseScope("open\"id")).toBeUndefined()
+  })
+
+  it("narrows but never widens (DECISIONS 6)", () => {
+    expect(isSubset(["openid"], ["openid", "email"])).toBe(true)
+    expect(isSubset(["openid", "profile"], ["openid", "email"])).toBe(false)
+  })
+})
+
+describe("userinfo scope rules (SPEC 4.2)", () => {
+  it("returns everything with an empty scope", () => {
+    expect(userInfoFor(user, [], [])).toEqual({
+      id: 7,
+      sub: user.sub,
+      name: "Rin",
+      email: "rin@example.com",
+      picture: "",
+      roles: ["moderator"],
+      updated_at: 1769904000
+    })
+  })
+
+  it("returns name and picture only with profile, email only with email; id, sub, roles always", () => {
+    expect(userInfoFor(user, ["openid"], [])).toEqual({
+      id: 7,
+      sub: user.sub,
+      roles: ["moderator"],
+      updated_at: 1769904000
+    })
+    expect(Object.keys(userInfoFor(user, ["openid", "profile"], []))).toEqual(
+      ["id", "sub", "name", "picture", "roles", "updated_at"]
+    )
+    expect(Object.keys(userInfoFor(user, ["openid", "email"], []))).toEqual([
+      "id",
+      "sub",
+      "email",
+      "roles",
+      "updated_at"
+    ])
+  })
+
+  it("includes site_roles only when some are granted", () => {
+    expect(userInfoFor(user, ["openid"], ["editor"]).site_roles).toEqual(["editor"])
+    expect("site_roles" in userInfoFor(user, ["openid"], [])).toBe(false)
+  })
+})
+
+describe("discovery (DECISIONS 1)", () => {
+  it("uses the issuer byte-for-byte and advertises the JWKS at {issuer}/oauth/jwks (SPEC 4.2)", () => {
+    const document = makeDiscoveryDocument(DEFAULT_ISSUER)
+    expect(document.issuer).toBe("http://127.0.0.1:8081/api/v1")
+    expect(document.jwks_uri).toBe("http://127.0.0.1:8081/api/v1/oauth/jwks")
+    expect(document.code_challenge_methods_supported).toEqual(["S256", "plain"])
+    expect(document.id_token_signing_alg_values_supported).toEqual(["RS256"])
+  })
+})
