@@ -3,7 +3,7 @@
  * API key (`sk_...`) or an identity access token. The middleware proves the credential, checks
  * the endpoint's `RequiredScope`, and hands the handlers a `Principal`.
  */
-import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
+import { HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
 import type { Option } from "effect"
 import type { Scope } from "../Annotations.js"
@@ -31,7 +31,9 @@ export interface PrincipalShape {
 export class Principal extends Context.Tag("catalog/Principal")<Principal, PrincipalShape>() {}
 
 export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("catalog/Authorization", {
-  failure: Schema.Union(problem(MissingCredential), problem(InvalidCredential), problem(ScopeRequired)),
+  failure: Schema.Union(problem(MissingCredential), problem(InvalidCredential), problem(ScopeRequired)).pipe(
+    HttpApiSchema.withEncoding({ kind: "Json", contentType: "application/problem+json" })
+  ),
   provides: Principal,
   security: {
     bearer: HttpApiSecurity.bearer.pipe(

@@ -3,12 +3,11 @@
  * its own port. Built fresh so it never shares a router with the identity server (RECIPES.md).
  */
 import { HttpApiBuilder, HttpApiScalar, HttpServer, OpenApi } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
-import { createServer } from "node:http"
 import { CatalogApi } from "../../schema/Api/CatalogApi.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
+import { listen } from "../platform/HttpListener.js"
 import { problemMiddleware, problemOpenApiTransform } from "../platform/ProblemMiddleware.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { RouteTable } from "../platform/RouteTable.js"
@@ -42,9 +41,8 @@ export const CatalogHttpLive = HttpApiBuilder.serve(withRequestId).pipe(
 )
 
 export const CatalogServerLive = Layer.unwrapEffect(
-  Effect.map(ServerConfig, (config) =>
-    CatalogHttpLive.pipe(
-      HttpServer.withLogAddress,
-      Layer.provide(NodeHttpServer.layer(createServer, { port: config.catalogPort, host: config.host }))
-    ))
+  Effect.map(
+    ServerConfig,
+    (config) => listen(HttpServer.withLogAddress(CatalogHttpLive), { port: config.catalogPort, host: config.host })
+  )
 ).pipe(Layer.fresh)

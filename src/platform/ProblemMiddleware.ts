@@ -342,31 +342,37 @@ export const problemMiddleware = (routes: RouteTable) =>
     })
   )
 
-/** Documents the 400/422 responses as our problems instead of the platform's decode error. */
+/**
+ * Documents every error response as what the middleware sends: a problem document. The platform
+ * documents a status with several problem members as a plain union with the default JSON media
+ * type, and adds its own decode error to every 400; both are corrected here.
+ */
 export const problemOpenApiTransform = (spec: Record<string, any>): Record<string, any> => {
-  const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
-  const schemas = spec.components?.schemas ?? {}
+  const decodeErrorRef = "#/components/schemas/HttpApiDecodeError"
+  const invalidParameterRef = "#/components/schemas/InvalidParameterProblem"
+  const membersOf = (schema: any): Array<any> => schema === undefined ? [] : schema.anyOf ?? [schema]
   for (const item of Object.values<any>(spec.paths ?? {})) {
     for (const op of Object.values<any>(item)) {
       if (typeof op !== "object" || op === null || op.responses === undefined) continue
-      const bad = op.responses["400"]
-      if (bad?.content?.["application/json"]?.schema) {
-        const current = bad.content["application/json"].schema
-        const others = (current.anyOf ?? [current]).filter((s: any) =>
-          s.$ref !== "#/components/schemas/HttpApiDecodeError"
-        )
-        const existing = bad.content["application/problem+json"]?.schema
-        const merged = [...(existing ? (existing.anyOf ?? [existing]) : []), ...others]
-        if (!merged.some((s: any) => s.$ref === ref("InvalidParameterProblem").$ref)) {
-          merged.push(ref("InvalidParameterProblem"))
+      for (const [status, response] of Object.entries<any>(op.responses)) {
+        if (Number(status) < 400 || response.content === undefined) continue
+        const members = [
+          ...membersOf(response.content["application/problem+json"]?.schema),
+          ...membersOf(response.content["application/json"]?.schema)
+        ].filter((s) => s.$ref !== decodeErrorRef)
+        if (status === "400" && !members.some((s) => s.$ref === invalidParameterRef)) {
+          members.push({ $ref: invalidParameterRef })
         }
-        delete bad.content["application/json"]
-        bad.content["application/problem+json"] = { schema: merged.length === 1 ? merged[0] : { anyOf: merged } }
+        const unique = members.filter((s, i) => members.findIndex((t) => JSON.stringify(t) === JSON.stringify(s)) === i)
+        response.content = {
+          "application/problem+json": { schema: unique.length === 1 ? unique[0] : { anyOf: unique } }
+        }
       }
       // VALIDATION_FAILED is declared API-wide; it can only happen where there is a body.
       if (op.requestBody === undefined && op.responses["422"] !== undefined) delete op.responses["422"]
     }
   }
+  const schemas = spec.components?.schemas ?? {}
   delete schemas["HttpApiDecodeError"]
   delete schemas["Issue"]
   return spec

@@ -9,8 +9,8 @@ import * as Crypto from "node:crypto"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
 import { DatabaseUrl } from "../../src/platform/Database.js"
 import { runCli } from "../support/Cli.js"
-import { expectProblem } from "../support/Problems.js"
-import { TestServers, TestServersLive, testConfig } from "../support/TestServers.js"
+import { expectProblem, sleepReal } from "../support/Problems.js"
+import { testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 
 const Env = Layer.mergeAll(TestServersLive, ApiKeys.Default.pipe(Layer.provide(TestServersLive))).pipe(
   Layer.provide(testConfig())
@@ -33,7 +33,9 @@ describe("catalog credentials (SPEC 5, DECISIONS 3)", () => {
       Effect.gen(function*() {
         const { catalog } = yield* TestServers
         const forged = `sk_${Crypto.randomBytes(32).toString("base64url")}`
-        for (const [token, scheme] of [[forged, "Bearer"], ["sk_short", "Bearer"], ["dXNlcjpwYXNz", "Basic"]] as const) {
+        for (
+          const [token, scheme] of [[forged, "Bearer"], ["sk_short", "Bearer"], ["dXNlcjpwYXNz", "Basic"]] as const
+        ) {
           const res = yield* get(`${catalog}/v2/credential`, token, scheme)
           expect(res.headers.get("www-authenticate")).toMatch(/error="invalid_token"/)
           yield* Effect.promise(() => expectProblem(res, "INVALID_CREDENTIAL", "/v2/credential"))
@@ -91,14 +93,21 @@ describe("catalog credentials (SPEC 5, DECISIONS 3)", () => {
         )
         expect(created.code, created.stderr).toBe(0)
         const out = JSON.parse(created.stdout) as { key: string; id: string; site: string; scopes: Array<string> }
-        expect(out).toEqual({ key: expect.stringMatching(/^sk_[A-Za-z0-9_-]{43}$/), id: out.id, site: "mirror_bot", scopes: ["catalog:read"] })
+        expect(out).toEqual({
+          key: expect.stringMatching(/^sk_[A-Za-z0-9_-]{43}$/),
+          id: out.id,
+          site: "mirror_bot",
+          scopes: ["catalog:read"]
+        })
 
         const ok = yield* get(`${catalog}/v2/credential`, out.key)
         expect(ok.status).toBe(200)
 
         const listed = yield* Effect.promise(() => runCli(["api-key", "list", "--json"], env))
         expect(listed.stdout).not.toContain(out.key)
-        expect(JSON.parse(listed.stdout).items).toContainEqual(expect.objectContaining({ id: out.id, revoked_at: null }))
+        expect(JSON.parse(listed.stdout).items).toContainEqual(
+          expect.objectContaining({ id: out.id, revoked_at: null })
+        )
 
         const revoked = yield* Effect.promise(() => runCli(["api-key", "revoke", out.id, "--json"], env))
         expect(revoked.code, revoked.stderr).toBe(0)
@@ -109,7 +118,7 @@ describe("catalog credentials (SPEC 5, DECISIONS 3)", () => {
         for (let attempt = 0; attempt < 40 && status !== 401; attempt++) {
           const res = yield* get(`${catalog}/v2/credential`, out.key)
           status = res.status
-          if (status !== 401) yield* Effect.sleep("50 millis")
+          if (status !== 401) yield* sleepReal(50)
         }
         expect(status).toBe(401)
       }))

@@ -10,6 +10,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import { createServer } from "node:http"
 import { problemCodeOnFailure } from "../../schema/Annotations.js"
+import { HealthApi } from "../../schema/Api/HealthApi.js"
 import {
   EntityMerged,
   InternalError,
@@ -21,6 +22,7 @@ import {
   ValidationFailed
 } from "../../schema/Problem.js"
 import { ServerConfig } from "../../src/platform/Config.js"
+import { healthHandlers } from "../../src/platform/Health.js"
 import { problemMiddleware } from "../../src/platform/ProblemMiddleware.js"
 import { withRequestId } from "../../src/platform/RequestId.js"
 import { RouteTable } from "../../src/platform/RouteTable.js"
@@ -68,6 +70,7 @@ class ProbeGroup extends HttpApiGroup.make("probe")
 
 export class ProbeApi extends HttpApi.make("probe")
   .add(ProbeGroup)
+  .add(HealthApi)
   .addError(problem(InvalidParameter))
   .addError(problem(ValidationFailed))
   .addError(problem(PayloadTooLarge))
@@ -91,6 +94,12 @@ const ProbeLive = HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
       .handle("database", () => sql`SELECT 1`.pipe(Effect.orDie, Effect.as({ ok: true })))
   }))
 
+const ProbeHealthLive = HttpApiBuilder.group(
+  ProbeApi,
+  "health",
+  (handlers) => Effect.map(healthHandlers, (h) => handlers.handle("healthz", h.healthz).handle("readyz", h.readyz))
+)
+
 export class ProbeServer extends Context.Tag("test/ProbeServer")<ProbeServer, string>() {}
 
 export const ProbeServerLive = Layer.scoped(
@@ -99,7 +108,7 @@ export const ProbeServerLive = Layer.scoped(
     const routes = RouteTable.fromApi(ProbeApi)
     const http = HttpApiBuilder.serve(withRequestId).pipe(
       Layer.provide(problemMiddleware(routes)),
-      Layer.provide(HttpApiBuilder.api(ProbeApi).pipe(Layer.provide(ProbeLive))),
+      Layer.provide(HttpApiBuilder.api(ProbeApi).pipe(Layer.provide([ProbeLive, ProbeHealthLive]))),
       Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
     )
     const context = yield* Layer.build(http)

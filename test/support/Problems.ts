@@ -2,7 +2,7 @@
  * Member-by-member validation of a problem document response (SPEC 7.1).
  */
 import { expect } from "@effect/vitest"
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { FieldError, ProblemCodes, problemSlug } from "../../schema/Problem.js"
 import type { ProblemCode } from "../../schema/Problem.js"
 
@@ -43,3 +43,6 @@ export const expectProblem = async (
   for (const error of body.errors) expect(Schema.is(FieldError)(error), JSON.stringify(error)).toBe(true)
   return body
 }
+
+/** Real-time wait: `it.effect` runs on the TestClock, where `Effect.sleep` never elapses. */
+export const sleepReal = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))

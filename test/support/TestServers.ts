@@ -3,12 +3,11 @@
  * database. Tests talk to them over real HTTP.
  */
 import { HttpServer } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
-import { createServer } from "node:http"
 import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
 import { IdentityHttpLive } from "../../src/identity/IdentityServer.js"
 import { AppSecret, ServerConfig } from "../../src/platform/Config.js"
+import { listen } from "../../src/platform/HttpListener.js"
 import { TestSqlLive } from "./TestDatabase.js"
 
 export interface TestServersShape {
@@ -20,9 +19,7 @@ export class TestServers extends Context.Tag("test/TestServers")<TestServers, Te
 
 const listen = <E, R>(http: Layer.Layer<never, E, R>) =>
   Effect.gen(function*() {
-    const context = yield* Layer.build(
-      http.pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })))
-    )
+    const context = yield* Layer.build(listen(http, { port: 0, host: "127.0.0.1" }))
     const server = Context.get(context, HttpServer.HttpServer)
     const address = server.address
     if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("expected a TCP address")

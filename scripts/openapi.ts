@@ -1,0 +1,17 @@
+/**
+ * `npm run openapi`: writes the OpenAPI 3.1 documents of both interfaces to `openapi/`, the same
+ * documents the servers serve, for client generators.
+ */
+import { OpenApi } from "@effect/platform"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { IdentityApi } from "../schema/Api/IdentityApi.js"
+import { CatalogApiDocumented } from "../src/catalog/CatalogServer.js"
+
+const out = Path.resolve("openapi")
+Fs.mkdirSync(out, { recursive: true })
+for (const [file, api] of [["catalog.json", CatalogApiDocumented], ["identity.json", IdentityApi]] as const) {
+  const spec = OpenApi.fromApi(api as any)
+  Fs.writeFileSync(Path.join(out, file), JSON.stringify(spec, null, 2) + "\n")
+  console.log(`openapi/${file}: ${Object.keys(spec.paths).length} paths`)
+}

@@ -1,0 +1,87 @@
+/**
+ * SPEC 7.1 / issue 2 points 3-4: with the database unreachable, `/readyz` and any operation that
+ * needs the database answer 503 SERVICE_UNAVAILABLE with Retry-After; `/healthz` stays 200.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, Redacted } from "effect"
+import * as Net from "node:net"
+import { DatabaseUrl } from "../../src/platform/Database.js"
+import { ProbeServer, ProbeServerLive } from "../support/ProbeApi.js"
+import { expectProblem } from "../support/Problems.js"
+import { TestDatabaseUrlLive } from "../support/TestDatabase.js"
+import { testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
+
+/** A TCP proxy in front of PostgreSQL that a test can cut, like a network partition. */
+class Proxy extends Context.Tag("test/Proxy")<Proxy, { readonly cut: () => void; readonly url: Redacted.Redacted }>() {}
+
+const ProxyLive = Layer.scoped(
+  Proxy,
+  Effect.gen(function*() {
+    const target = new URL(Redacted.value(yield* DatabaseUrl))
+    const sockets = new Set<Net.Socket>()
+    const server = Net.createServer((client) => {
+      const upstream = Net.connect(Number(target.port), target.hostname)
+      sockets.add(client).add(upstream)
+      client.pipe(upstream).pipe(client)
+      const close = () => {
+        client.destroy()
+        upstream.destroy()
+      }
+      client.on("error", close)
+      upstream.on("error", close)
+    })
+    yield* Effect.acquireRelease(
+      Effect.async<void>((resume) => server.listen(0, "127.0.0.1", () => resume(Effect.void))),
+      () => Effect.sync(() => server.close())
+    )
+    const port = (server.address() as Net.AddressInfo).port
+    const proxied = new URL(target)
+    proxied.port = String(port)
+    return {
+      url: Redacted.make(proxied.toString()),
+      cut: () => {
+        server.close()
+        for (const socket of sockets) socket.destroy()
+      }
+    }
+  })
+).pipe(Layer.provide(TestDatabaseUrlLive))
+
+const SqlThroughProxy = Layer.unwrapEffect(
+  Effect.map(Proxy, ({ url }) => PgClient.layer({ url, maxConnections: 4, connectTimeout: "1 second" }))
+).pipe(Layer.orDie)
+
+const Env = Layer.mergeAll(
+  TestServersLive,
+  ProbeServerLive.pipe(Layer.provide(SqlThroughProxy))
+).pipe(Layer.provideMerge(ProxyLive), Layer.provide(testConfig()))
+
+describe("database unreachable (SPEC 7.1 SERVICE_UNAVAILABLE)", () => {
+  it.layer(Env, { timeout: "60 seconds" })((it) => {
+    it.effect("queries fail over a cut connection: 503 with Retry-After, never 500", () =>
+      Effect.gen(function*() {
+        const probe = yield* ProbeServer
+        const proxy = yield* Proxy
+        const before = yield* Effect.promise(() => fetch(`${probe}/probe/database`))
+        expect(before.status).toBe(200)
+        proxy.cut()
+        const res = yield* Effect.promise(() => fetch(`${probe}/probe/database`))
+        expect(res.headers.get("retry-after")).toBe("5")
+        yield* Effect.promise(() => expectProblem(res, "SERVICE_UNAVAILABLE", "/probe/database"))
+      }))
+
+    it.effect("readyz is 503 when the database does not answer; healthz stays 200", () =>
+      Effect.gen(function*() {
+        const probe = yield* ProbeServer
+        const ready = yield* Effect.promise(() => fetch(`${probe}/readyz`))
+        expect(ready.headers.get("retry-after")).toBe("5")
+        yield* Effect.promise(() => expectProblem(ready, "SERVICE_UNAVAILABLE", "/readyz"))
+        const health = yield* Effect.promise(() => fetch(`${probe}/healthz`))
+        expect(health.status).toBe(200)
+        // The real server over a live database stays ready.
+        const { catalog } = yield* TestServers
+        expect((yield* Effect.promise(() => fetch(`${catalog}/readyz`))).status).toBe(200)
+      }))
+  })
+})
