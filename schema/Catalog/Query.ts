@@ -1,0 +1,67 @@
+/**
+ * Query parameters every collection shares (SPEC 4.1, SPEC 8), with the problem code each one's
+ * failure maps to. One definition, used by every list endpoint.
+ */
+import { Schema } from "effect"
+import { problemCodeOnFailure } from "../Annotations.js"
+
+/** `limit`: 1..100, default 20; above 100 is 400 LIMIT_TOO_LARGE, never clamped (rule 1). */
+export const Limit = Schema.NumberFromString.pipe(
+  Schema.int(),
+  Schema.greaterThanOrEqualTo(1),
+  Schema.lessThanOrEqualTo(100, problemCodeOnFailure("LIMIT_TOO_LARGE"))
+).annotations({ description: "Page size, 1..100 (default 20). Above 100 is `LIMIT_TOO_LARGE`; never clamped." })
+
+export const DEFAULT_LIMIT = 20
+export const MAX_DEPTH = 10_000
+
+/** `cursor`: the opaque `next_cursor` of the previous page, passed back unchanged (rule 8). */
+export const CursorParam = Schema.String.pipe(
+  Schema.maxLength(512, problemCodeOnFailure("INVALID_CURSOR")),
+  Schema.pattern(/^cur_[A-Za-z0-9._~-]+$/, problemCodeOnFailure("INVALID_CURSOR"))
+).annotations({
+  description: "The `next_cursor` of the previous page, unchanged. A malformed, forged or foreign cursor is " +
+    "`INVALID_CURSOR`."
+})
+
+/** `page`: 1-based page number of page mode (rule 7). */
+export const Page = Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)).annotations({
+  description: "Page mode: 1-based page. `page * limit` may not exceed 10000."
+})
+
+export const BooleanParam = Schema.Literal("true", "false").pipe(
+  Schema.transform(Schema.Boolean, {
+    strict: true,
+    decode: (s) => s === "true",
+    encode: (b) => (b ? "true" : "false")
+  })
+)
+
+/**
+ * A comma-separated list of tokens from a closed set, e.g. `include=titles,covers`. An unknown
+ * token fails with `code` (UNKNOWN_INCLUDE, UNKNOWN_FACET...) and `UNKNOWN_VALUE` with `allowed`.
+ */
+export const tokenList = <const T extends ReadonlyArray<string>>(
+  tokens: T,
+  code: "UNKNOWN_INCLUDE" | "UNKNOWN_FACET",
+  description: string
+) =>
+  Schema.split(",").pipe(
+    Schema.compose(Schema.Array(Schema.Literal(...tokens).annotations(problemCodeOnFailure(code)))),
+    Schema.annotations({ description: `${description} Comma-separated; one of: ${tokens.join(", ")}.` })
+  )
+
+/** A closed choice, e.g. `sort=`; an unknown value fails with `code` (UNKNOWN_SORT). */
+export const choice = <const T extends ReadonlyArray<string>>(values: T, code: "UNKNOWN_SORT", description: string) =>
+  Schema.Literal(...values).annotations({ ...problemCodeOnFailure(code), description })
+
+/** `ids=`: at most 100 comma-separated ids (rule 6); more is TOO_MANY_IDS. */
+export const IdList = Schema.split(",").pipe(
+  Schema.compose(
+    Schema.Array(Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/))).pipe(
+      Schema.minItems(1),
+      Schema.maxItems(100, problemCodeOnFailure("TOO_MANY_IDS"))
+    )
+  ),
+  Schema.annotations({ description: "Batch lane: up to 100 comma-separated ids." })
+)

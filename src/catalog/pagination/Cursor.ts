@@ -1,0 +1,98 @@
+/**
+ * Cursors (DECISIONS 6): opaque, versioned and authenticated. A cursor carries the sort, the sort
+ * key and id of the last row, and a hash of the filters it was issued for; it is HMAC-signed with
+ * a key derived from `SHIORI_SECRET`. A malformed, forged, truncated or foreign-filter cursor is
+ * 400 INVALID_CURSOR. Every sort ends with `id`, so a position is always unique.
+ */
+import { Effect, Redacted } from "effect"
+import * as Crypto from "node:crypto"
+import { InvalidCursor } from "../../../schema/Problem.js"
+import { AppSecret } from "../../platform/Config.js"
+
+const VERSION = 1
+
+/** A position in a keyset-ordered list: the sort key values of the last row, then its id. */
+export interface Position {
+  readonly sort: string
+  readonly key: ReadonlyArray<string | number | null>
+  readonly id: string
+}
+
+const invalid = (detail: string) =>
+  new InvalidCursor({
+    detail,
+    errors: [{
+      reason: "INVALID_FORMAT",
+      detail: "`cursor` is not a cursor issued for this request.",
+      parameter: "cursor"
+    }]
+  })
+
+/** A stable digest of the filters a list was asked for (order of keys and values does not matter). */
+export const filterDigest = (filters: Record<string, unknown>): string => {
+  const canonical = JSON.stringify(
+    Object.keys(filters)
+      .filter((k) => filters[k] !== undefined)
+      .sort()
+      .map((k) => [k, filters[k]])
+  )
+  return Crypto.createHash("sha256").update(canonical).digest("base64url").slice(0, 12)
+}
+
+export class Cursors extends Effect.Service<Cursors>()("catalog/Cursors", {
+  effect: Effect.gen(function*() {
+    const { secret } = yield* AppSecret
+    const key = Crypto.createHmac("sha256", Redacted.value(secret)).update("shiori/cursor/v1").digest()
+    const sign = (payload: string) => Crypto.createHmac("sha256", key).update(payload).digest().subarray(0, 16)
+
+    /** `cur_<payload>.<mac>`, both base64url. */
+    const encode = (position: Position, filters: string): string => {
+      const payload = Buffer.from(JSON.stringify([VERSION, position.sort, position.key, position.id, filters]))
+        .toString("base64url")
+      return `cur_${payload}.${sign(payload).toString("base64url")}`
+    }
+
+    const decode = (cursor: string, expected: { readonly sort: string; readonly filters: string }) =>
+      Effect.suspend(() => {
+        const match = /^cur_([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{22})$/.exec(cursor)
+        if (match === null) return Effect.fail(invalid("The cursor is malformed."))
+        const [, payload, mac] = match
+        const given = Buffer.from(mac!, "base64url")
+        if (given.length !== 16 || !Crypto.timingSafeEqual(given, sign(payload!))) {
+          return Effect.fail(invalid("The cursor was not issued by this server or was altered."))
+        }
+        let parsed: unknown
+        try {
+          parsed = JSON.parse(Buffer.from(payload!, "base64url").toString("utf8"))
+        } catch {
+          return Effect.fail(invalid("The cursor is malformed."))
+        }
+        if (!Array.isArray(parsed) || parsed.length !== 5 || parsed[0] !== VERSION) {
+          return Effect.fail(invalid("The cursor is from another version of the API; restart from the first page."))
+        }
+        const [, sort, key, id, filters] = parsed as [number, string, Array<string | number | null>, string, string]
+        if (sort !== expected.sort || filters !== expected.filters) {
+          return Effect.fail(invalid("The cursor was issued for other filters or another sort."))
+        }
+        return Effect.succeed<Position>({ sort, key, id })
+      })
+
+    return { encode, decode } as const
+  }),
+  dependencies: [AppSecret.Default]
+}) {}
+
+/**
+ * Cuts a page fetched with `limit + 1` rows: the extra row only proves there is a next page
+ * (rule 8: the client never infers the end from the item count).
+ */
+export const pageOf = <Row>(
+  rows: ReadonlyArray<Row>,
+  limit: number,
+  positionOf: (row: Row) => Position,
+  encode: (position: Position) => string
+): { readonly items: ReadonlyArray<Row>; readonly next_cursor?: string } => {
+  if (rows.length <= limit) return { items: rows }
+  const items = rows.slice(0, limit)
+  return { items, next_cursor: encode(positionOf(items[items.length - 1]!)) }
+}

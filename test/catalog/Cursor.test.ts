@@ -1,0 +1,62 @@
+/**
+ * DECISIONS 6 / SPEC 4.1 rule 8: cursors are opaque, authenticated and bound to their filters.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Layer } from "effect"
+import { Cursors, filterDigest, pageOf } from "../../src/catalog/pagination/Cursor.js"
+import { testConfig } from "../support/TestServers.js"
+
+const Env = Cursors.Default.pipe(Layer.provide(testConfig()))
+
+describe("cursors (DECISIONS 6)", () => {
+  it.layer(Env)((it) => {
+    it.effect("round trip: the position comes back; the cursor matches the SPEC 2.2 pattern and length", () =>
+      Effect.gen(function*() {
+        const cursors = yield* Cursors
+        const filters = filterDigest({ site: "x", q: "sakura" })
+        const cursor = cursors.encode({ sort: "popularity", key: [1234.5], id: "42" }, filters)
+        expect(cursor).toMatch(/^cur_[A-Za-z0-9._~-]+$/)
+        expect(cursor.length).toBeLessThanOrEqual(512)
+        const position = yield* cursors.decode(cursor, { sort: "popularity", filters })
+        expect(position).toEqual({ sort: "popularity", key: [1234.5], id: "42" })
+      }))
+
+    it.effect("forged, truncated, altered or foreign-filter cursors are INVALID_CURSOR", () =>
+      Effect.gen(function*() {
+        const cursors = yield* Cursors
+        const filters = filterDigest({ site: "x" })
+        const cursor = cursors.encode({ sort: "id", key: [], id: "42" }, filters)
+        const payload = cursor.slice(4, cursor.indexOf("."))
+        const forgedPayload = Buffer.from(JSON.stringify([1, "id", [], "1", filters])).toString("base64url")
+        const attempts = [
+          cursor.slice(0, -3),
+          cursor.replace(payload, forgedPayload),
+          `cur_${forgedPayload}.AAAAAAAAAAAAAAAAAAAAAA`,
+          "cur_garbage",
+          cursor + "x"
+        ]
+        for (const attempt of attempts) {
+          const exit = yield* Effect.exit(cursors.decode(attempt, { sort: "id", filters }))
+          expect(Exit.isFailure(exit), attempt).toBe(true)
+          if (Exit.isFailure(exit)) expect(JSON.stringify(exit.cause)).toContain("INVALID_CURSOR")
+        }
+        const otherFilters = yield* Effect.exit(cursors.decode(cursor, { sort: "id", filters: filterDigest({}) }))
+        expect(Exit.isFailure(otherFilters)).toBe(true)
+        const otherSort = yield* Effect.exit(cursors.decode(cursor, { sort: "updated", filters }))
+        expect(Exit.isFailure(otherSort)).toBe(true)
+      }))
+  })
+
+  it("filter digests ignore key order and undefined values", () => {
+    expect(filterDigest({ a: 1, b: "x", c: undefined })).toBe(filterDigest({ b: "x", a: 1 }))
+    expect(filterDigest({ a: 1 })).not.toBe(filterDigest({ a: 2 }))
+  })
+
+  it("pageOf: limit+1 rows give a next cursor; limit rows or fewer do not (rule 8)", () => {
+    const rows = [1, 2, 3].map((n) => ({ id: String(n) }))
+    const encode = (p: { id: string }) => `cur_${p.id}`
+    const positionOf = (r: { id: string }) => ({ sort: "id", key: [], id: r.id })
+    expect(pageOf(rows, 2, positionOf, encode)).toEqual({ items: rows.slice(0, 2), next_cursor: "cur_2" })
+    expect(pageOf(rows, 3, positionOf, encode)).toEqual({ items: rows })
+  })
+})
