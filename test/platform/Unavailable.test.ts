@@ -33,7 +33,10 @@ const ProxyLive = Layer.scoped(
     })
     yield* Effect.acquireRelease(
       Effect.async<void>((resume) => server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-      () => Effect.sync(() => server.close())
+      () =>
+        Effect.sync(() => {
+          server.close()
+        })
     )
     const port = (server.address() as Net.AddressInfo).port
     const proxied = new URL(target)

@@ -17,7 +17,7 @@ export interface TestServersShape {
 
 export class TestServers extends Context.Tag("test/TestServers")<TestServers, TestServersShape>() {}
 
-const listen = <E, R>(http: Layer.Layer<never, E, R>) =>
+const serveOn = <E, R>(http: Layer.Layer<never, E, R>) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(listen(http, { port: 0, host: "127.0.0.1" }))
     const server = Context.get(context, HttpServer.HttpServer)
@@ -37,8 +37,8 @@ export const testConfig = (overrides: Record<string, string> = {}) =>
 export const TestServersLive = Layer.scoped(
   TestServers,
   Effect.gen(function*() {
-    const catalog = yield* listen(Layer.fresh(CatalogHttpLive))
-    const identity = yield* listen(Layer.fresh(IdentityHttpLive))
+    const catalog = yield* serveOn(Layer.fresh(CatalogHttpLive))
+    const identity = yield* serveOn(Layer.fresh(IdentityHttpLive))
     return { catalog, identity }
   })
 ).pipe(
