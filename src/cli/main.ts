@@ -11,10 +11,13 @@ import { emit } from "./Output.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
 
-const migrate = Command.make("migrate", { json }, (args) =>
-  emit(args.json, { migrated: true }, "Migrations are up to date.")).pipe(
-    Command.withDescription("Apply pending migrations (every command does this first)")
-  )
+const migrate = Command.make(
+  "migrate",
+  { json },
+  (args) => emit(args.json, { migrated: true }, "Migrations are up to date.")
+).pipe(
+  Command.withDescription("Apply pending migrations (every command does this first)")
+)
 
 const cli = Command.make("shiori").pipe(
   Command.withDescription("shiori operator commands"),
@@ -30,8 +33,10 @@ const ServicesLive = ApiKeys.Default.pipe(Layer.provideMerge(DatabaseLive))
 const StderrLogger = Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))
 
 run(process.argv).pipe(
-  Effect.catchTag("CliError", (e) =>
-    Console.error(`error: ${e.message}`).pipe(Effect.zipRight(Effect.sync(() => process.exitCode = 1)))),
+  Effect.catchTag(
+    "CliError",
+    (e) => Console.error(`error: ${e.message}`).pipe(Effect.zipRight(Effect.sync(() => process.exitCode = 1)))
+  ),
   // @effect/cli has already printed what was wrong with the arguments.
   Effect.catchIf(ValidationError.isValidationError, () => Effect.sync(() => process.exitCode = 2)),
   Effect.provide(ServicesLive),

@@ -5,8 +5,8 @@ import { HttpApiBuilder, HttpApiScalar, HttpServer } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"
 import { ServerConfig } from "../platform/Config.js"
-import { listen } from "../platform/HttpListener.js"
 import { healthHandlers } from "../platform/Health.js"
+import { listen } from "../platform/HttpListener.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { identityErrorMiddleware } from "./http/ErrorMiddleware.js"
 
@@ -26,6 +26,8 @@ export const IdentityHttpLive = HttpApiBuilder.serve(withRequestId).pipe(
 )
 
 export const IdentityServerLive = Layer.unwrapEffect(
-  Effect.map(ServerConfig, (config) =>
-    listen(HttpServer.withLogAddress(IdentityHttpLive), { port: config.identityPort, host: config.host }))
+  Effect.map(
+    ServerConfig,
+    (config) => listen(HttpServer.withLogAddress(IdentityHttpLive), { port: config.identityPort, host: config.host })
+  )
 ).pipe(Layer.fresh)

@@ -32,7 +32,9 @@ const ProxyLive = Layer.scoped(
       upstream.on("error", close)
     })
     yield* Effect.acquireRelease(
-      Effect.async<void>((resume) => server.listen(0, "127.0.0.1", () => resume(Effect.void))),
+      Effect.async<void>((resume) => {
+        server.listen(0, "127.0.0.1", () => resume(Effect.void))
+      }),
       () =>
         Effect.sync(() => {
           server.close()
