@@ -7,7 +7,9 @@ const json = Options.boolean("json").pipe(Options.withDescription("Print one JSO
 
 const create = Command.make("create", {
   site: Options.text("site").pipe(Options.withDescription("The site the key acts for (^[a-z][a-z0-9_]*$)")),
-  scopes: Options.text("scopes").pipe(Options.withDescription("Comma-separated scopes, e.g. catalog:read,claims:write")),
+  scopes: Options.text("scopes").pipe(
+    Options.withDescription("Comma-separated scopes, e.g. catalog:read,claims:write")
+  ),
   contentLimit: Options.choice("content-limit", ["sfw", "nsfw"]).pipe(Options.withDefault("sfw" as const)),
   user: Options.integer("user").pipe(Options.optional, Options.withDescription("Identity user id the key acts for")),
   json
