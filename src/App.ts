@@ -3,6 +3,7 @@
  */
 import { Effect, Layer } from "effect"
 import { CatalogServerLive } from "./catalog/CatalogServer.js"
+import { DemoCatalogLive } from "./catalog/seed/DemoCatalog.js"
 import { IdentityServerLive } from "./identity/IdentityServer.js"
 import { AppSecret, ServerConfig } from "./platform/Config.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "./platform/Database.js"
@@ -26,6 +27,7 @@ export const InfrastructureLive = Layer.mergeAll(MigratorLive, ServerConfig.Defa
 )
 
 export const MainLive = ServersLive.pipe(
+  Layer.provide(DemoCatalogLive),
   Layer.provide(InfrastructureLive),
   Layer.provide(LoggingLive)
 )

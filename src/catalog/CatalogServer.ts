@@ -8,7 +8,7 @@ import { CatalogApi } from "../../schema/Api/CatalogApi.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
 import { listen } from "../platform/HttpListener.js"
-import { problemMiddleware, problemOpenApiTransform } from "../platform/ProblemMiddleware.js"
+import { problemMiddleware, problemOpenApiTransform, startingProblem } from "../platform/ProblemMiddleware.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { RouteTable } from "../platform/RouteTable.js"
 import { AuthorizationLive, Credentials } from "./auth/Authorization.js"
@@ -43,6 +43,11 @@ export const CatalogHttpLive = HttpApiBuilder.serve(withRequestId).pipe(
 export const CatalogServerLive = Layer.unwrapEffect(
   Effect.map(
     ServerConfig,
-    (config) => listen(HttpServer.withLogAddress(CatalogHttpLive), { port: config.catalogPort, host: config.host })
+    (config) =>
+      listen(HttpServer.withLogAddress(CatalogHttpLive), {
+        port: config.catalogPort,
+        host: config.host,
+        starting: startingProblem({ docsUrl: config.docsUrl, publicUrl: config.catalogPublicUrl })
+      })
   )
 ).pipe(Layer.fresh)

@@ -8,6 +8,7 @@ import { ApiKeys } from "../catalog/auth/ApiKeys.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "../platform/Database.js"
 import { apiKeyCommand } from "./ApiKeyCommands.js"
 import { emit } from "./Output.js"
+import { seedCommand } from "./SeedCommand.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
 
@@ -21,7 +22,7 @@ const migrate = Command.make(
 
 const cli = Command.make("shiori").pipe(
   Command.withDescription("shiori operator commands"),
-  Command.withSubcommands([migrate, apiKeyCommand])
+  Command.withSubcommands([migrate, seedCommand, apiKeyCommand])
 )
 
 const run = Command.run(cli, { name: "shiori", version: "0.1.0" })

@@ -142,7 +142,12 @@ export const startEmbeddedPostgres = (options: EmbeddedPostgresOptions) =>
           "-c",
           "max_connections=200",
           "-c",
-          "shared_buffers=256MB"
+          "shared_buffers=256MB",
+          // A private development cluster: no replicas, so COPY into fresh tables can skip the WAL.
+          "-c",
+          "wal_level=minimal",
+          "-c",
+          "max_wal_senders=0"
         ], { stdio: ["ignore", "ignore", "pipe"], ...(ids ?? {}) })
         let ready = false
         let tail = ""

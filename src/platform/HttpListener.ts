@@ -8,11 +8,17 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Duration, Effect, Layer } from "effect"
 import * as Http from "node:http"
+import { makeRequestId } from "./RequestId.js"
 
 export interface ListenOptions {
   readonly port: number
   readonly host: string
   readonly grace?: Duration.DurationInput
+  /**
+   * The answer to a request that arrives after the socket listens but before the application's
+   * handler is attached (the platform listens first): 503 with `Retry-After`, never a hang.
+   */
+  readonly starting?: (url: string, requestId: string) => { readonly contentType: string; readonly body: string }
 }
 
 const drain = (server: Http.Server, inFlight: Set<Http.ServerResponse>, grace: Duration.Duration) =>
@@ -37,10 +43,22 @@ export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptio
     const server = Http.createServer()
     const inFlight = new Set<Http.ServerResponse>()
     let draining = false
-    server.on("request", (_req, res) => {
+    server.on("request", (req, res) => {
       inFlight.add(res)
       if (draining) res.setHeader("connection", "close")
       res.once("close", () => inFlight.delete(res))
+      if (server.listenerCount("request") === 1) {
+        const requestId = makeRequestId()
+        const { body, contentType } = options.starting?.(req.url ?? "/", requestId) ??
+          { contentType: "application/json", body: JSON.stringify({ status: "starting" }) }
+        res.writeHead(503, {
+          "content-type": contentType,
+          "retry-after": "1",
+          "x-request-id": requestId,
+          "content-length": Buffer.byteLength(body)
+        })
+        res.end(body)
+      }
     })
     const Drain = Layer.scopedDiscard(
       Effect.addFinalizer(() =>

@@ -377,3 +377,17 @@ export const problemOpenApiTransform = (spec: Record<string, any>): Record<strin
   delete schemas["Issue"]
   return spec
 }
+
+/** The problem document for a request that arrives while the server is still starting. */
+export const startingProblem = (ctx: ProblemContext) => (url: string, requestId: string) => {
+  const p = stampProblem(
+    new ServiceUnavailable({ detail: "The server is starting.", retry_after: 1 }),
+    ctx,
+    url,
+    requestId
+  )
+  return {
+    contentType: "application/problem+json",
+    body: JSON.stringify(Schema.encodeSync(problem(ServiceUnavailable) as Schema.Schema<any, any>)(p))
+  }
+}

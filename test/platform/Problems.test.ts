@@ -4,8 +4,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import * as Net from "node:net"
+import { listen } from "../../src/platform/HttpListener.js"
+import { startingProblem } from "../../src/platform/ProblemMiddleware.js"
 import { ProbeServer, ProbeServerLive } from "../support/ProbeApi.js"
-import { expectProblem } from "../support/Problems.js"
+import { expectProblem, sleepReal } from "../support/Problems.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
 import { testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 
@@ -241,4 +244,34 @@ describe("problem documents (SPEC 7.1)", () => {
         expect(ids.size).toBe(4)
       }))
   })
+})
+
+describe("start-up window (issue 2 point 2)", () => {
+  it.effect("a request after listen but before the app is attached gets 503 + Retry-After, not a hang", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(() =>
+        new Promise<number>((resolve) => {
+          const probe = Net.createServer()
+          probe.listen(0, "127.0.0.1", () => {
+            const { port } = probe.address() as Net.AddressInfo
+            probe.close(() => resolve(port))
+          })
+        })
+      )
+      // An application whose construction never finishes: the socket listens, no handler is attached.
+      const neverReady = Layer.effectDiscard(Effect.never)
+      yield* Layer.launch(listen(neverReady, {
+        port,
+        host: "127.0.0.1",
+        starting: startingProblem({ docsUrl: "http://docs.test", publicUrl: "http://x.test" })
+      })).pipe(Effect.forkScoped)
+      let res: Response | undefined
+      for (let i = 0; i < 100 && res === undefined; i++) {
+        res = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))
+        if (res === undefined) yield* sleepReal(20)
+      }
+      expect(res!.headers.get("retry-after")).toBe("1")
+      const body = yield* Effect.promise(() => expectProblem(res!, "SERVICE_UNAVAILABLE", "/healthz"))
+      expect(body.retry_after).toBe(1)
+    }).pipe(Effect.scoped))
 })

@@ -1,0 +1,38 @@
+/**
+ * Where characters and credit names appear (SPEC 2.4; NameCredit fields are ours).
+ */
+import { Schema } from "effect"
+import { RosterRole, RowIdentity } from "./Character.js"
+import { CharacterId, ListOf, Spoiler } from "./Common.js"
+import { CreditNameBasic, RoleKey } from "./Credit.js"
+import { WorkBasic } from "./Work.js"
+
+export const Appearance = Schema.Struct({
+  object: Schema.Literal("appearance"),
+  work: WorkBasic,
+  roster_role: RosterRole.annotations({ description: "`unknown` when reached only through a voice credit." }),
+  spoiler: Spoiler.annotations({ description: "`none` when reached only through a voice credit." }),
+  voices: Schema.Array(CreditNameBasic).annotations({
+    description: "Who voices the character in this work; `[]` when empty, never null."
+  }),
+  identity: Schema.optional(RowIdentity.annotations({
+    description: "Opaque identity of the roster row; absent when the work is reached only through a voice credit."
+  }))
+}).annotations({ identifier: "Appearance", description: "A work a character appears in." })
+export type Appearance = typeof Appearance.Type
+
+export const NameCredit = Schema.Struct({
+  object: Schema.Literal("name_credit"),
+  work: WorkBasic,
+  role_key: RoleKey,
+  role_name: Schema.String.pipe(Schema.maxLength(512)),
+  character_id: Schema.NullOr(CharacterId).annotations({ description: "The character voiced; null otherwise." }),
+  note: Schema.String.pipe(Schema.maxLength(512)).annotations({ description: "Empty if none." })
+}).annotations({ identifier: "NameCredit", description: "A credit of a credit name on a work." })
+export type NameCredit = typeof NameCredit.Type
+
+export const ListAppearance = ListOf(Appearance, "ListAppearance")
+export type ListAppearance = typeof ListAppearance.Type
+
+export const ListNameCredit = ListOf(NameCredit, "ListNameCredit")
+export type ListNameCredit = typeof ListNameCredit.Type

@@ -1,0 +1,55 @@
+/**
+ * The mirror feed (SPEC 2.7 Change, SPEC 6) and the merge map (DECISIONS.md 8).
+ */
+import { Schema } from "effect"
+import { Id, ListOf, Timestamp } from "./Common.js"
+
+export const TargetObject = Schema.Literal(
+  "work",
+  "release",
+  "character",
+  "credit_name",
+  "person",
+  "company",
+  "tag",
+  "engine"
+).annotations({ description: "Entity type (closed)." })
+export type TargetObject = typeof TargetObject.Type
+
+export const Change = Schema.Struct({
+  object: Schema.Literal("change"),
+  target_object: TargetObject,
+  id: Id,
+  updated_at: Timestamp.annotations({ description: "The moment the row last changed." }),
+  gone: Schema.optional(
+    Schema.Literal(true).annotations({
+      description: "Present and true only when the id left the public population (merged away or no longer " +
+        "served); never sent as false. Drop the mirrored row; if it was merged, the redirects list names its " +
+        "replacement."
+    })
+  )
+}).annotations({
+  identifier: "Change",
+  description: "One entity whose record changed. The feed lists each entity once, at its latest change, in " +
+    "commit-safe order: a mirror that pages from a cold start and then keeps polling with the last cursor " +
+    "never misses a change."
+})
+export type Change = typeof Change.Type
+
+export const Redirect = Schema.Struct({
+  object: Schema.Literal("redirect"),
+  target_object: TargetObject,
+  from_id: Id.annotations({ description: "The merged-away id." }),
+  current_id: Id.annotations({ description: "The live id that replaced it (chains of merges already followed)." }),
+  merged_at: Timestamp
+}).annotations({
+  identifier: "Redirect",
+  description: "A merged-away id and the live id that replaced it."
+})
+export type Redirect = typeof Redirect.Type
+
+export const ListChange = ListOf(Change, "ListChange")
+export type ListChange = typeof ListChange.Type
+
+export const ListRedirect = ListOf(Redirect, "ListRedirect")
+export type ListRedirect = typeof ListRedirect.Type

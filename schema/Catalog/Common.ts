@@ -1,0 +1,324 @@
+/**
+ * Value types shared by every catalog record (SPEC 2.1-2.3): ids, timestamps, language tags,
+ * localized names, images, upstream references, links and the list envelope.
+ *
+ * Records are `Schema.Struct`s (not classes) so repositories can hand plain rows to the encoder.
+ */
+import { Schema } from "effect"
+
+// ---------------------------------------------------------------------------------------------
+// Ids (SPEC 2.1.2): decimal strings of 1 to 20 digits, branded per entity type.
+// ---------------------------------------------------------------------------------------------
+
+/** Any catalog id: `^[0-9]+$`, 1 to 20 characters. */
+export const Id = Schema.String.pipe(
+  Schema.pattern(/^[0-9]+$/),
+  Schema.maxLength(20)
+).annotations({ description: "Catalog id: a decimal string of 1 to 20 digits.", examples: ["1042"] })
+
+const brandedId = <B extends string>(brand: B, what: string) =>
+  Id.pipe(Schema.brand(brand)).annotations({ description: `Id of ${what} (decimal string, 1 to 20 digits).` })
+
+export const WorkId = brandedId("WorkId", "a work")
+export type WorkId = typeof WorkId.Type
+export const ReleaseId = brandedId("ReleaseId", "a release")
+export type ReleaseId = typeof ReleaseId.Type
+export const CharacterId = brandedId("CharacterId", "a character")
+export type CharacterId = typeof CharacterId.Type
+export const TraitId = brandedId("TraitId", "a character trait")
+export type TraitId = typeof TraitId.Type
+export const CreditNameId = brandedId("CreditNameId", "a credit name")
+export type CreditNameId = typeof CreditNameId.Type
+export const PersonId = brandedId("PersonId", "a person")
+export type PersonId = typeof PersonId.Type
+export const CompanyId = brandedId("CompanyId", "a company")
+export type CompanyId = typeof CompanyId.Type
+export const EngineId = brandedId("EngineId", "an engine")
+export type EngineId = typeof EngineId.Type
+export const TagId = brandedId("TagId", "a tag")
+export type TagId = typeof TagId.Type
+export const CoverId = brandedId("CoverId", "a cover row (not the image hash)")
+export type CoverId = typeof CoverId.Type
+
+// ---------------------------------------------------------------------------------------------
+// Scalars
+// ---------------------------------------------------------------------------------------------
+
+/** RFC 3339 UTC date-time, at most 32 characters (SPEC 2.1.3). */
+export const Timestamp = Schema.String.pipe(
+  Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/),
+  Schema.maxLength(32)
+).annotations({
+  description: "RFC 3339 date-time in UTC, at most 32 characters.",
+  jsonSchema: { format: "date-time" },
+  examples: ["2025-06-01T09:30:00.000Z"]
+})
+export type Timestamp = typeof Timestamp.Type
+
+/** BCP-47 language tag (`ja`, `en`, `zh-Hans`, `pt-BR`), at most 32 characters. */
+export const LangTag = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/),
+  Schema.maxLength(32)
+).annotations({ description: "BCP-47 language tag, at most 32 characters.", examples: ["ja", "en", "zh-Hans"] })
+export type LangTag = typeof LangTag.Type
+
+/** Open vocabulary key (SPEC 2.1.8): new values appear without notice. */
+export const Source = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotations({
+  description: "Open vocabulary (new keys appear; clients must accept unknown values), at most 64 characters."
+})
+
+export const DisplayString = Schema.String.pipe(Schema.maxLength(512))
+
+/** A partial calendar date: year only, year and month, or a full date. */
+export const PartialDate = Schema.String.pipe(
+  Schema.pattern(/^\d{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$/)
+).annotations({
+  description: "Partial date: `YYYY` (only the year is known), `YYYY-MM` or `YYYY-MM-DD`.",
+  examples: ["2019", "2019-07", "2019-07-26"]
+})
+export type PartialDate = typeof PartialDate.Type
+
+/** Absolute http(s) URL. */
+export const Url = (maxLength: number) =>
+  Schema.String.pipe(Schema.pattern(/^https?:\/\/[^\s]+$/), Schema.maxLength(maxLength)).annotations({
+    jsonSchema: { format: "uri" }
+  })
+
+export const Count = Schema.NonNegativeInt.annotations({ description: "int64 >= 0" })
+
+// ---------------------------------------------------------------------------------------------
+// Closed vocabularies used by several records
+// ---------------------------------------------------------------------------------------------
+
+export const Spoiler = Schema.Literal("none", "minor", "major").annotations({
+  description: "Spoiler level (closed): `none`, `minor`, `major`."
+})
+export type Spoiler = typeof Spoiler.Type
+
+export const ContentRating = Schema.Literal("sfw", "nsfw").annotations({
+  description: "Content rating (closed). `nsfw` works are never shown to an `sfw` credential."
+})
+export type ContentRating = typeof ContentRating.Type
+
+export const Gender = Schema.Literal("male", "female", "other")
+export type Gender = typeof Gender.Type
+
+/**
+ * The five rating sources of DECISIONS.md 5 (closed: they define the `rating_<source>` sorts).
+ */
+export const RatingSource = Schema.Literal("vndb", "bangumi", "egs", "steam", "dlsite").annotations({
+  description: "Rating source (closed): `vndb`, `bangumi`, `egs`, `steam`, `dlsite`."
+})
+export type RatingSource = typeof RatingSource.Type
+export const ratingSources: ReadonlyArray<RatingSource> = ["vndb", "bangumi", "egs", "steam", "dlsite"]
+
+/** Platform short code; an open vocabulary. */
+export const Platform = Schema.String.pipe(Schema.pattern(/^[a-z0-9]{2,16}$/)).annotations({
+  description: "Platform short code (open vocabulary), e.g. `win` (Windows), `mac`, `lin` (Linux), `ios`, " +
+    "`and` (Android), `web`, `swi` (Nintendo Switch), `ps4`, `ps5`, `psv` (PS Vita), `xbo` (Xbox One), `dvd` " +
+    "(DVD player). Also the token of the `platform` filter and facet."
+})
+
+/** Distribution medium short code; an open vocabulary. */
+export const Medium = Schema.String.pipe(Schema.pattern(/^[a-z0-9]{2,16}$/)).annotations({
+  description: "Distribution medium (open vocabulary), e.g. `dl` (download), `cd`, `dvd`, `bd` (Blu-ray), " +
+    "`cart` (cartridge), `mem` (memory card), `web` (played in a browser). Also the token of the `medium` facet."
+})
+
+// ---------------------------------------------------------------------------------------------
+// Names and texts
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * LocalizedText (SPEC 2.3, fields ours): the display name of an entity in one language.
+ */
+export const LocalizedText = Schema.Struct({
+  value: DisplayString.annotations({ description: "The name as written in that language (max 512)." }),
+  latin: Schema.NullOr(DisplayString).annotations({
+    description: "Romanization of `value` when it is not written in Latin script; null when `value` is " +
+      "already Latin script or no romanization is recorded (max 512)."
+  })
+}).annotations({
+  identifier: "LocalizedText",
+  description: "A display name in one language: the text and, for non-Latin scripts, its romanization."
+})
+export type LocalizedText = typeof LocalizedText.Type
+
+/** `localized`: map from BCP-47 tag to LocalizedText; `{}` when none. */
+export const Localized = Schema.Record({ key: LangTag, value: LocalizedText }).annotations({
+  description: "Map from BCP-47 language tag to the name in that language; `{}` if none."
+})
+export type Localized = typeof Localized.Type
+
+/** EntityName (SPEC 2.3): an alias. `search_hint` aliases exist in storage but never appear. */
+export const EntityName = Schema.Struct({
+  lang: LangTag,
+  value: DisplayString,
+  alias_kind: Schema.Literal("translation", "spelling_variant").annotations({
+    description: "`translation` (the name in another language) or `spelling_variant` (another spelling, " +
+      "abbreviation or romanization)."
+  }),
+  is_machine: Schema.Boolean.annotations({ description: "True when produced by machine translation." })
+}).annotations({ identifier: "EntityName", description: "An alternative name (alias) of an entity." })
+export type EntityName = typeof EntityName.Type
+
+/** Intro (SPEC 2.3): a description or biography in one language. */
+export const Intro = Schema.Struct({
+  lang: LangTag,
+  value: Schema.String.pipe(Schema.maxLength(20000)),
+  is_machine: Schema.Boolean.annotations({ description: "True when produced by machine translation." }),
+  source: Source.annotations({ description: "Where the text comes from (open vocabulary), e.g. `vndb`, `official`." })
+}).annotations({
+  identifier: "Intro",
+  description: "A description (of a work or company) or biography in one language."
+})
+export type Intro = typeof Intro.Type
+
+// ---------------------------------------------------------------------------------------------
+// Images (SPEC 2.3)
+// ---------------------------------------------------------------------------------------------
+
+export const ImageHash = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/), Schema.length(64)).annotations({
+  description: "SHA-256 of the image bytes, 64 lowercase hex digits."
+})
+
+export const Thumbhash = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9+/=_-]+$/), Schema.maxLength(128))
+  .annotations({ description: "ThumbHash placeholder (base64), at most 128 characters." })
+
+export const Pixels = Schema.Int.pipe(Schema.between(0, 65535))
+
+export const Sexual = Schema.Literal("safe", "suggestive", "explicit")
+export const Violence = Schema.Literal("tame", "violent", "brutal")
+
+const imageFields = {
+  url: Url(512).annotations({ description: "Absolute URL of the image (never a bare hash)." }),
+  hash: ImageHash,
+  width: Schema.NullOr(Pixels).annotations({ description: "Width in pixels; null if unknown." }),
+  height: Schema.NullOr(Pixels).annotations({ description: "Height in pixels; null if unknown." }),
+  thumbhash: Schema.NullOr(Thumbhash),
+  sexual: Schema.NullOr(Sexual).annotations({ description: "Sexual content level; null = not assessed." }),
+  violence: Schema.NullOr(Violence).annotations({ description: "Violence level; currently always null." }),
+  source: Source.annotations({ description: "Where the image comes from (open vocabulary)." })
+}
+
+export const Image = Schema.Struct(imageFields).annotations({ identifier: "Image", description: "An image." })
+export type Image = typeof Image.Type
+
+export const Cover = Schema.Struct({
+  id: CoverId,
+  vote_count: Count.annotations({ description: "Net votes for this cover (int64 >= 0)." }),
+  portrait_pinned: Schema.Boolean.annotations({
+    description: "True when moderators pinned this cover as the work's portrait cover."
+  }),
+  cover_kind: Schema.String.pipe(Schema.maxLength(32)).annotations({
+    description: "Kind of cover (open vocabulary, e.g. `package`, `digital`, `limited`); empty if unrecorded."
+  }),
+  ...imageFields
+}).annotations({ identifier: "Cover", description: "A cover image of a work, with its vote standing." })
+export type Cover = typeof Cover.Type
+
+// ---------------------------------------------------------------------------------------------
+// Upstream references and links (SPEC 2.3, fields ours)
+// ---------------------------------------------------------------------------------------------
+
+export const Ref = Schema.Struct({
+  source: Source.annotations({
+    description: "Upstream catalog (open vocabulary), e.g. `vndb`, `bangumi`, `egs`, `steam`, `dlsite`, `wikidata`."
+  }),
+  external_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
+    description: "The entity's id in that source, matched exactly (e.g. `v17`, `RJ123456`)."
+  }),
+  url: Schema.NullOr(Url(1024)).annotations({ description: "The entity's page at the source; null if none." })
+}).annotations({
+  identifier: "Ref",
+  description: "Upstream anchor: the same entity in another catalog. A (source, external_id) pair names at most " +
+    "one entity of a type; it is what `refs=` batch lookups match."
+})
+export type Ref = typeof Ref.Type
+
+export const WorkLink = Schema.Struct({
+  site: Source.annotations({
+    description: "What the link points to (open vocabulary), e.g. `official`, `twitter`, `steam`, `dlsite`, " +
+      "`wikipedia`, `youtube`, `pixiv`."
+  }),
+  url: Url(1024),
+  label: Schema.String.pipe(Schema.maxLength(512)).annotations({
+    description: "Link text to display; empty when the site name is enough."
+  }),
+  lang: Schema.NullOr(LangTag).annotations({ description: "Language of the linked page; null if unknown." })
+}).annotations({
+  identifier: "WorkLink",
+  description: "An external web link of a work, company or credit name."
+})
+export type WorkLink = typeof WorkLink.Type
+
+/** A short reference to another record where the full record is not embedded. */
+export const NamedRef = <S extends Schema.Schema.Any>(id: S) => Schema.Struct({ id, display_name: DisplayString })
+
+// ---------------------------------------------------------------------------------------------
+// List envelope (SPEC 2.2)
+// ---------------------------------------------------------------------------------------------
+
+export const FacetValue = Schema.Struct({
+  value: Schema.String.pipe(Schema.maxLength(256)).annotations({
+    description: "Token to pass back to the same filter."
+  }),
+  display_name: Schema.String.pipe(Schema.maxLength(512)),
+  count: Count.annotations({ description: "Hits after the same filters as the items." })
+}).annotations({ identifier: "FacetValue", description: "One value of a facet with its hit count." })
+export type FacetValue = typeof FacetValue.Type
+
+export const Cursor = Schema.String.pipe(
+  Schema.pattern(/^cur_[A-Za-z0-9._~-]+$/),
+  Schema.maxLength(512)
+).annotations({
+  description: "Opaque cursor; pass it back unchanged as `cursor`. Omitted on the last page."
+})
+
+export const TotalRelation = Schema.Literal("eq", "gte").annotations({
+  description: "`eq`: total is exact; `gte`: total is a lower bound."
+})
+
+const listFields = <Item extends Schema.Schema.Any>(item: Item) => ({
+  object: Schema.Literal("list"),
+  items: Schema.Array(item).annotations({ description: "The page's items; `[]` when empty, never null." }),
+  next_cursor: Schema.optional(Cursor),
+  total: Schema.optional(Count.annotations({
+    description: "Number of matching items: only with `include_total=true`, always in page mode."
+  })),
+  total_relation: Schema.optional(TotalRelation.annotations({ description: "Page mode only." })),
+  facets: Schema.optional(
+    Schema.Record({ key: Schema.String, value: Schema.NullOr(Schema.Array(FacetValue)) }).annotations({
+      description: "Facet name to its values; only when `facets=` is requested."
+    })
+  ),
+  missing: Schema.optional(
+    Schema.Array(Schema.String.pipe(Schema.maxLength(330))).annotations({
+      description: "`ids=`/`refs=` batch lane only: the requested ids (or refs, as sent) that are not visible."
+    })
+  )
+})
+
+/** The list envelope around `item` (SPEC 2.2). */
+export const ListOf = <Item extends Schema.Schema.Any>(item: Item, identifier: string) =>
+  Schema.Struct(listFields(item)).annotations({
+    identifier,
+    description: "A page of a collection (list envelope)."
+  })
+
+/** The list envelope with a required `meta` member (the calendar list, SPEC 2.2). */
+export const ListWithMetaOf = <Item extends Schema.Schema.Any, Meta extends Schema.Schema.Any>(
+  item: Item,
+  meta: Meta,
+  identifier: string
+) =>
+  Schema.Struct({ ...listFields(item), meta }).annotations({
+    identifier,
+    description: "A page of a collection with its `meta` block."
+  })
+
+export const ListCover = ListOf(Cover, "ListCover")
+export type ListCover = typeof ListCover.Type
+
+export const ListIntro = ListOf(Intro, "ListIntro")
+export type ListIntro = typeof ListIntro.Type

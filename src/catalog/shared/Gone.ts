@@ -1,0 +1,43 @@
+/**
+ * SPEC 4.1 rule 9 and SPEC 7.1: a merged-away entity read by id is 404 ENTITY_MERGED naming the
+ * surviving id (never a redirect); anything else that is not visible is 404 NOT_FOUND.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { EntityObject } from "../../../schema/Api/Paths.js"
+import { EntityMerged, NotFound } from "../../../schema/Problem.js"
+
+export class Gone extends Effect.Service<Gone>()("catalog/Gone", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /** The failure for an id that did not resolve to a visible row. */
+    const missing = Effect.fn("Gone.missing")(function*(object: EntityObject, id: string) {
+      const rows = yield* sql<{ current_id: string }>`
+        SELECT current_id::text AS current_id FROM catalog_redirects
+        WHERE target_object = ${object} AND from_id = ${id}
+      `.pipe(Effect.orDie)
+      const redirect = rows[0]
+      if (redirect !== undefined) {
+        return yield* new EntityMerged({
+          detail: `This ${object} was merged into ${redirect.current_id}.`,
+          object,
+          current_id: redirect.current_id
+        })
+      }
+      return yield* new NotFound({ detail: `No ${object} with id ${id}.` })
+    })
+
+    /** Many ids at once: which of `ids` were merged, for `missing[]` bookkeeping. */
+    const mergedAmong = Effect.fn("Gone.mergedAmong")(function*(object: EntityObject, ids: ReadonlyArray<string>) {
+      if (ids.length === 0) return new Map<string, string>()
+      const rows = yield* sql<{ from_id: string; current_id: string }>`
+        SELECT from_id::text AS from_id, current_id::text AS current_id FROM catalog_redirects
+        WHERE target_object = ${object} AND from_id = ANY(${ids}::bigint[])
+      `.pipe(Effect.orDie)
+      return new Map(rows.map((r) => [r.from_id, r.current_id]))
+    })
+
+    return { missing, mergedAmong } as const
+  })
+}) {}

@@ -1,0 +1,34 @@
+/**
+ * Conditional reads (DECISIONS 10): single-record GETs send a strong `ETag` (a digest of the
+ * encoded body) and answer `304 Not Modified` when `If-None-Match` names it (RFC 9110 13.1.2).
+ */
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import * as Crypto from "node:crypto"
+
+export const etagOf = (json: string): string =>
+  `"${Crypto.createHash("sha256").update(json).digest("base64url").slice(0, 27)}"`
+
+/** True when an `If-None-Match` value (a list, or `*`) matches `etag` (weak comparison, RFC 9110 13.1.2). */
+export const noneMatch = (header: string | undefined, etag: string): boolean => {
+  if (header === undefined) return false
+  if (header.trim() === "*") return true
+  const opaque = etag.replace(/^W\//, "")
+  return header.split(",").some((candidate) => candidate.trim().replace(/^W\//, "") === opaque)
+}
+
+/**
+ * Encodes `value` with `schema` and answers 200 with an ETag, or 304 when the client's copy is
+ * current. Handlers return this instead of the bare value.
+ */
+export const conditionalJson = <A, I>(schema: Schema.Schema<A, I>, value: A) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const encoded = yield* Schema.encode(schema)(value).pipe(Effect.orDie)
+    const json = JSON.stringify(encoded)
+    const etag = etagOf(json)
+    if (noneMatch(request.headers["if-none-match"], etag)) {
+      return HttpServerResponse.empty({ status: 304, headers: { etag } })
+    }
+    return HttpServerResponse.text(json, { contentType: "application/json", headers: { etag } })
+  })
