@@ -4,9 +4,24 @@
  */
 import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef } from "effect"
+import * as Crypto from "node:crypto"
 import { monotonicFactory } from "ulid"
 
-const ulid = monotonicFactory()
+/**
+ * ulid's default source asks the OS for fresh random bytes for every character, which showed up
+ * as 5% of a loaded server's CPU. The same CSPRNG, drawn in 4096-word batches, costs nothing.
+ */
+const pool = new Uint32Array(4096)
+let next = pool.length
+const pooledRandom = (): number => {
+  if (next === pool.length) {
+    Crypto.getRandomValues(pool)
+    next = 0
+  }
+  return pool[next++]! / 0x1_0000_0000
+}
+
+const ulid = monotonicFactory(pooledRandom)
 
 export const currentRequestId: FiberRef.FiberRef<string> = FiberRef.unsafeMake("")
 
