@@ -3,14 +3,22 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { HealthApi } from "./HealthApi.js"
+import { IdentityAuthApi } from "./IdentityAuthApi.js"
+import { IdentityDiscoveryApi } from "./IdentityDiscoveryApi.js"
+import { IdentityOAuthApi } from "./IdentityOAuthApi.js"
+import { IdentityPagesApi } from "./IdentityPagesApi.js"
 
 export class IdentityApi extends HttpApi.make("identity")
   .add(HealthApi)
+  .add(IdentityDiscoveryApi)
+  .add(IdentityOAuthApi)
+  .add(IdentityAuthApi)
+  .add(IdentityPagesApi)
   .annotate(OpenApi.Title, "shiori identity provider")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(
     OpenApi.Description,
     "OAuth 2.0 / OpenID Connect provider. Protocol endpoints answer bare RFC 6749 JSON; the other endpoints " +
-      "answer the `{code, message, data}` envelope."
+      "answer the `{code, message, data}` envelope; the sign-in pages are HTML."
   )
 {}

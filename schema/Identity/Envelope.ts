@@ -142,7 +142,13 @@ export const EnvelopeCodes = {
   PERMISSION_DENIED: entry(40301, 403, "Permission denied", "The signed-in user lacks the role this operation needs."),
   NOT_FOUND: entry(40401, 404, "Not found", "The addressed resource does not exist."),
   RATE_LIMITED: entry(42901, 429, "Rate limited", "Too many requests. Wait as `Retry-After` says."),
-  INTERNAL_ERROR: entry(50001, 500, "Internal error", "An unexpected server failure. Retry with backoff.")
+  INTERNAL_ERROR: entry(50001, 500, "Internal error", "An unexpected server failure. Retry with backoff."),
+  SERVICE_UNAVAILABLE: entry(
+    50301,
+    503,
+    "Service unavailable",
+    "The database does not answer. Retry with backoff after `Retry-After`."
+  )
 } as const
 
 export type EnvelopeCodeName = keyof typeof EnvelopeCodes

@@ -5,8 +5,11 @@ import { Command, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Logger, LogLevel } from "effect"
 import { ApiKeys } from "../catalog/auth/ApiKeys.js"
+import { Clients } from "../identity/clients/Clients.js"
+import { Users } from "../identity/users/Users.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "../platform/Database.js"
 import { apiKeyCommand } from "./ApiKeyCommands.js"
+import { clientCommand, keysCommand, roleCommand, userCommand } from "./IdentityCommands.js"
 import { emit } from "./Output.js"
 import { seedCommand } from "./SeedCommand.js"
 
@@ -22,14 +25,16 @@ const migrate = Command.make(
 
 const cli = Command.make("shiori").pipe(
   Command.withDescription("shiori operator commands"),
-  Command.withSubcommands([migrate, seedCommand, apiKeyCommand])
+  Command.withSubcommands([migrate, seedCommand, apiKeyCommand, userCommand, roleCommand, clientCommand, keysCommand])
 )
 
 const run = Command.run(cli, { name: "shiori", version: "0.1.0" })
 
 const DatabaseLive = MigratorLive.pipe(Layer.provideMerge(SqlLive), Layer.provideMerge(DatabaseUrlLive))
 
-const ServicesLive = ApiKeys.Default.pipe(Layer.provideMerge(DatabaseLive))
+const ServicesLive = Layer.mergeAll(ApiKeys.Default, Users.Default, Clients.Default).pipe(
+  Layer.provideMerge(DatabaseLive)
+)
 
 const StderrLogger = Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))
 

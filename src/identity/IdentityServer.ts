@@ -1,14 +1,20 @@
 /**
  * The identity server stack (SPEC 4.2) on its own port, built fresh (RECIPES.md).
  */
-import { HttpApiBuilder, HttpApiScalar, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpApiScalar, HttpApp, HttpServer, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
+import { createServer } from "node:http"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
-import { listen } from "../platform/HttpListener.js"
 import { withRequestId } from "../platform/RequestId.js"
+import { HttpAuthLive } from "./http/AuthHttp.js"
+import { HttpDiscoveryLive } from "./http/DiscoveryHttp.js"
 import { identityErrorMiddleware } from "./http/ErrorMiddleware.js"
+import { HttpOAuthLive } from "./http/OAuthHttp.js"
+import { HttpPagesLive } from "./http/PagesHttp.js"
+import { IdentityServicesLive } from "./IdentityServices.js"
 
 const HttpHealthLive = HttpApiBuilder.group(
   IdentityApi,
@@ -16,9 +22,25 @@ const HttpHealthLive = HttpApiBuilder.group(
   (handlers) => Effect.map(healthHandlers, (h) => handlers.handle("healthz", h.healthz).handle("readyz", h.readyz))
 )
 
-export const IdentityApiLive = HttpApiBuilder.api(IdentityApi).pipe(Layer.provide([HttpHealthLive]))
+export const IdentityApiLive = HttpApiBuilder.api(IdentityApi).pipe(
+  Layer.provide([HttpHealthLive, HttpDiscoveryLive, HttpOAuthLive, HttpAuthLive, HttpPagesLive]),
+  Layer.provide(IdentityServicesLive)
+)
 
-export const IdentityHttpLive = HttpApiBuilder.serve(withRequestId).pipe(
+/**
+ * No identity response may be framed (DECISIONS 12: clickjacking of the sign-in and consent pages);
+ * pages set their full policy themselves, everything else gets `frame-ancestors 'none'`.
+ */
+const withFrameProtection = (app: HttpApp.Default): HttpApp.Default =>
+  HttpApp.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setHeaders(response, {
+      "x-frame-options": "DENY",
+      "x-content-type-options": "nosniff",
+      "content-security-policy": response.headers["content-security-policy"] ?? "frame-ancestors 'none'"
+    }))
+  ).pipe(Effect.zipRight(app))
+
+export const IdentityHttpLive = HttpApiBuilder.serve((app) => withRequestId(withFrameProtection(app))).pipe(
   Layer.provide(HttpApiScalar.layer({ path: "/api/v1/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/v1/openapi.json" })),
   Layer.provide(identityErrorMiddleware),
@@ -26,8 +48,9 @@ export const IdentityHttpLive = HttpApiBuilder.serve(withRequestId).pipe(
 )
 
 export const IdentityServerLive = Layer.unwrapEffect(
-  Effect.map(
-    ServerConfig,
-    (config) => listen(HttpServer.withLogAddress(IdentityHttpLive), { port: config.identityPort, host: config.host })
-  )
+  Effect.map(ServerConfig, (config) =>
+    IdentityHttpLive.pipe(
+      HttpServer.withLogAddress,
+      Layer.provide(NodeHttpServer.layer(createServer, { port: config.identityPort, host: config.host }))
+    ))
 ).pipe(Layer.fresh)

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import {
   Envelope,
   EnvelopeCodes,
@@ -51,4 +53,12 @@ describe("Envelope codes (SPEC 7.2, DECISIONS 10)", () => {
       )
       expect(notOk._tag).toBe("Left")
     }))
+
+  it("DECISIONS 10: the README's identity section lists every code with its status and message", () => {
+    const readme = Fs.readFileSync(Path.resolve(import.meta.dirname, "../../README.md"), "utf8")
+    const section = readme.slice(readme.indexOf("## Identity provider"), readme.indexOf("## Operator CLI"))
+    for (const entry of Object.values(EnvelopeCodes)) {
+      expect(section).toContain(`| ${entry.code} | ${entry.status} | ${entry.message} |`)
+    }
+  })
 })

@@ -7,10 +7,13 @@ import { HttpRouter, HttpServerRequest } from "@effect/platform"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Option, Redacted, Schedule, Stream } from "effect"
 import type { Scope } from "../../../schema/Annotations.js"
-import { RequiredScope } from "../../../schema/Annotations.js"
+import { RequiredScope, Scopes } from "../../../schema/Annotations.js"
 import { Authorization } from "../../../schema/Api/Security.js"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
 import { InvalidCredential, MissingCredential, ScopeRequired } from "../../../schema/Problem.js"
+import { AccessTokenVerifier, AccessTokenVerifierJwks } from "../../identity/tokens/AccessTokenVerifier.js"
+import { TokenLiveness } from "../../identity/tokens/Liveness.js"
+import type { AccessTokenClaims } from "../../identity/tokens/Tokens.js"
 import type { RouteTable } from "../../platform/RouteTable.js"
 import { API_KEYS_CHANNEL, ApiKeys, hashKey } from "./ApiKeys.js"
 
@@ -18,10 +21,28 @@ import { API_KEYS_CHANNEL, ApiKeys, hashKey } from "./ApiKeys.js"
 const CACHE_TTL = Duration.toMillis(Duration.seconds(60))
 const CACHE_MAX = 10_000
 
+const catalogScopes: ReadonlySet<string> = new Set(Scopes)
+
+/**
+ * An identity access token as a catalog principal. The catalog scopes of a user token are the OAuth
+ * scopes of the same name that the client asked for and the user granted (`catalog:read`,
+ * `claims:write`, ...); `openid`, `profile` and the like grant nothing here. The site is the
+ * client's site (empty when the client has none), the content limit the client's.
+ */
+export const principalFromAccessToken = (claims: AccessTokenClaims): PrincipalShape => ({
+  credential: "access_token",
+  credentialId: claims.jti,
+  site: claims.site ?? "",
+  scopes: new Set(claims.scopes.filter((scope): scope is Scope => catalogScopes.has(scope))),
+  contentLimit: claims.content_limit ?? "sfw",
+  user: Option.some({ id: claims.uid, sub: claims.sub, roles: claims.roles, siteRoles: claims.site_roles })
+})
+
 /** Looks up credentials, with a small cache in front of the database. */
 export class Credentials extends Effect.Service<Credentials>()("catalog/Credentials", {
   scoped: Effect.gen(function*() {
     const keys = yield* ApiKeys
+    const accessTokens = yield* AccessTokenVerifier
     const pg = yield* PgClient.PgClient
     const cache = new Map<string, { readonly principal: PrincipalShape; readonly expires: number }>()
 
@@ -37,7 +58,21 @@ export class Credentials extends Effect.Service<Credentials>()("catalog/Credenti
       Effect.forkScoped
     )
 
+    /** Not an API key: an access token of the identity provider (SPEC 5), verified on every request. */
+    const authenticateAccessToken = (token: string) =>
+      accessTokens.verify(token).pipe(
+        Effect.map(principalFromAccessToken),
+        Effect.mapError((rejected) =>
+          new InvalidCredential({
+            detail: rejected.reason === "expired"
+              ? "The access token has expired; refresh it once, then retry."
+              : "The access token is invalid or was revoked."
+          })
+        )
+      )
+
     const authenticate = Effect.fn("Credentials.authenticate")(function*(token: string) {
+      if (!token.startsWith("sk_")) return yield* authenticateAccessToken(token)
       const hash = hashKey(token).toString("hex")
       const now = Date.now()
       const cached = cache.get(hash)
@@ -67,7 +102,7 @@ export class Credentials extends Effect.Service<Credentials>()("catalog/Credenti
 
     return { authenticate } as const
   }),
-  dependencies: [ApiKeys.Default]
+  dependencies: [ApiKeys.Default, AccessTokenVerifierJwks.pipe(Layer.provide(TokenLiveness.Default))]
 }) {}
 
 /** `Authorization: Bearer <token>` with the scheme matched case-insensitively (RFC 7235 2.1). */

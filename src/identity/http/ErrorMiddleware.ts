@@ -1,40 +1,100 @@
 /**
- * The identity server's errors are not problem documents: protocol endpoints answer RFC 6749
- * `{error, error_description}` (SPEC 7.2). This middleware covers what the router and decoder
- * produce on their own; declared failures pass through to their own schemas.
+ * The identity server's errors are not problem documents (SPEC 7.2). This middleware covers what the
+ * router and decoder produce on their own, in the shape of the part of the server that failed:
+ * protocol paths (`/oauth/*`, discovery) answer RFC 6749 `{error, error_description}` with
+ * `Cache-Control: no-store`; the authorization endpoint and the pages answer an HTML error page
+ * (they are browser navigations and must never redirect on a malformed request); everything else
+ * answers the envelope (DECISIONS 10). Declared failures pass through to their own schemas.
  */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
+import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
+import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
+import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
 import { isDatabaseUnavailable } from "../../platform/ProblemMiddleware.js"
+import { errorPage } from "../frontend/Pages.js"
+import { NO_STORE } from "../oauth/OAuthFailure.js"
+import { BASE_PATH, envelopeError, page, prefersJson } from "./Responses.js"
 
-const oauthError = (status: number, error: string, description: string, headers: Record<string, string> = {}) =>
-  HttpServerResponse.unsafeJson({ error, error_description: description }, { status, headers })
+type Shape = "oauth" | "page" | "envelope"
+
+const shapeOf = (path: string): Shape => {
+  if (path.startsWith(`${BASE_PATH}/oauth/authorize`) || path.startsWith(`${BASE_PATH}/ui/`)) return "page"
+  if (path.startsWith(`${BASE_PATH}/oauth/`) || path.includes("/.well-known/")) return "oauth"
+  return "envelope"
+}
+
+const oauthError = (status: number, error: OAuthErrorCode, description: string, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson({ error, error_description: description }, {
+    status,
+    headers: { ...NO_STORE, ...headers }
+  })
+
+const answer = (
+  request: HttpServerRequest.HttpServerRequest,
+  failure: { readonly status: number; readonly oauth: OAuthErrorCode; readonly envelope: EnvelopeCodeName },
+  description: string,
+  headers: Record<string, string> = {}
+) => {
+  const path = new URL(request.url, "http://localhost").pathname
+  const shape = shapeOf(path)
+  if (shape === "oauth") return oauthError(failure.status, failure.oauth, description, headers)
+  if (shape === "page" && !prefersJson(request)) {
+    const entry = EnvelopeCodes[failure.envelope]
+    return page(errorPage({ basePath: BASE_PATH }, { title: entry.message, message: description, code: entry.code }), {
+      status: failure.status,
+      headers
+    })
+  }
+  return HttpServerResponse.setStatus(envelopeError(failure.envelope, headers), failure.status)
+}
 
 export const identityErrorMiddleware = HttpApiBuilder.middleware((app: HttpApp.Default) =>
   app.pipe(
-    Effect.catchAllCause((cause) => {
-      const failure = Cause.failureOption(cause)
-      const squashed = Option.isSome(failure) ? failure.value : Cause.squash(cause)
-      const tag = (squashed as any)?._tag
-      if (tag === "HttpApiDecodeError") {
-        return Effect.succeed(oauthError(400, "invalid_request", "The request is missing or has malformed parameters."))
-      }
-      if (tag === "RouteNotFound") return Effect.succeed(oauthError(404, "not_found", "No resource at this path."))
-      if (tag === "RequestError") {
-        return Effect.succeed(oauthError(400, "invalid_request", "The request body is malformed."))
-      }
-      if (Option.isSome(failure) || Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
-      if (isDatabaseUnavailable(squashed)) {
-        return Effect.as(
-          Effect.logError("database unavailable", cause),
-          oauthError(503, "temporarily_unavailable", "The service is temporarily unavailable.", { "retry-after": "5" })
+    Effect.catchAllCause((cause) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const failure = Cause.failureOption(cause)
+        const squashed = Option.isSome(failure) ? failure.value : Cause.squash(cause)
+        const tag = (squashed as any)?._tag
+        if (tag === "HttpApiDecodeError") {
+          const invalid = {
+            status: 400,
+            oauth: "invalid_request",
+            envelope: shapeOf(new URL(request.url, "http://localhost").pathname) === "page"
+              ? "INVALID_AUTHORIZATION_REQUEST"
+              : "INVALID_REQUEST"
+          } as const
+          return answer(request, invalid, "A parameter is missing, repeated or malformed.")
+        }
+        if (tag === "RouteNotFound") {
+          return answer(request, { status: 404, oauth: "invalid_request", envelope: "NOT_FOUND" }, "No resource here.")
+        }
+        if (tag === "RequestError") {
+          return answer(
+            request,
+            { status: 400, oauth: "invalid_request", envelope: "INVALID_REQUEST" },
+            "The request body is malformed."
+          )
+        }
+        if (Option.isSome(failure) || Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
+        if (isDatabaseUnavailable(squashed)) {
+          yield* Effect.logError("database unavailable", cause)
+          return answer(
+            request,
+            { status: 503, oauth: "temporarily_unavailable", envelope: "SERVICE_UNAVAILABLE" },
+            "The service is temporarily unavailable.",
+            { "retry-after": "5" }
+          )
+        }
+        yield* Effect.logError("unhandled defect", cause)
+        return answer(
+          request,
+          { status: 500, oauth: "server_error", envelope: "INTERNAL_ERROR" },
+          "An unexpected error occurred."
         )
-      }
-      return Effect.as(
-        Effect.logError("unhandled defect", cause),
-        oauthError(500, "server_error", "An unexpected error occurred.")
-      )
-    })
+      })
+    )
   )
 )

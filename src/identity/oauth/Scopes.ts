@@ -1,11 +1,38 @@
 /**
  * Scope strings (RFC 6749 section 3.3) and the scope rules of userinfo (SPEC 4.2).
  */
+import { Scopes as CatalogScopes } from "../../../schema/Annotations.js"
 import { GrantedRole, Subject, UserId } from "../../../schema/Identity/User.js"
 import { UserInfo } from "../../../schema/Identity/UserInfo.js"
 
-/** The scopes this provider knows; an authorize request with any other is `invalid_scope`. */
-export const SUPPORTED_SCOPES = ["openid", "profile", "email", "offline_access"] as const
+/** The OpenID Connect scopes (OIDC Core section 5.4, 11). */
+export const OIDC_SCOPES = ["openid", "profile", "email", "offline_access"] as const
+
+/**
+ * The scopes this provider knows; an authorize request with any other is `invalid_scope`. The catalog
+ * scopes (DECISIONS 3) are OAuth scopes of the same name: a user token granted `catalog:read` may
+ * read the catalog on the user's behalf, and nothing else maps to a catalog scope.
+ */
+export const SUPPORTED_SCOPES = [...OIDC_SCOPES, ...CatalogScopes] as const
+
+/** What each scope lets a client do, as the consent page says it. */
+export const SCOPE_DESCRIPTIONS: Record<(typeof SUPPORTED_SCOPES)[number], string> = {
+  openid: "Sign you in with your shiori account.",
+  profile: "See your name and avatar.",
+  email: "See your email address.",
+  offline_access: "Stay connected while you are away (refresh tokens).",
+  "catalog:read": "Read the catalog on your behalf.",
+  "catalog:write": "Propose and amend catalog edits on your behalf.",
+  "claims:write": "Claim works for a site on your behalf.",
+  moderation: "Use your moderator rights (decide claims and proposals).",
+  "media:write": "Upload images on your behalf.",
+  "votes:write": "Vote on covers on your behalf.",
+  "news:write": "Submit news items on your behalf.",
+  "playtimes:write": "Report your playtimes."
+}
+
+export const isSupportedScope = (scope: string): scope is (typeof SUPPORTED_SCOPES)[number] =>
+  (SUPPORTED_SCOPES as ReadonlyArray<string>).includes(scope)
 
 /** RFC 6749 section 3.3: `scope-token = 1*( %x21 / %x23-5B / %x5D-7E )`. */
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/

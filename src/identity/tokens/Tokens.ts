@@ -3,10 +3,12 @@
  * section 2), both RS256 with the active key's `kid`.
  *
  * Access token claims: `iss sub aud client_id scope jti iat exp` (RFC 9068 section 2.2) plus `uid`
- * (integer user id), `roles`, `site_roles`, `site` (the client's site, when it has one) and `fid`
- * (the refresh family; a revoked family makes its access tokens dead at userinfo and the catalog,
- * DECISIONS 7). That revocation lookup needs the database and is the caller's second step after
- * `verifyAccessToken`.
+ * (integer user id), `roles`, `site_roles`, `site` (the client's site, when it has one),
+ * `auth_time`, `content_limit` (the client's catalog content gate), and either `fid` (the refresh
+ * family of a client's token) or `sid` (the provider session of a sign-in token). A revoked family
+ * or an ended session makes its access tokens dead at userinfo and the catalog (DECISIONS 7); that
+ * lookup needs the database and is the caller's second step after verification (`Liveness.ts`).
+ * `aud` is the client id for a client's token and the issuer for a sign-in token.
  */
 import { Clock, Config, Effect, Option, Schema } from "effect"
 import * as Jose from "jose"
@@ -48,7 +50,10 @@ export class AccessTokenClaims extends Schema.Class<AccessTokenClaims>("AccessTo
   roles: Schema.Array(GrantedRole),
   site_roles: Schema.Array(Schema.String),
   site: Schema.optionalWith(Schema.String, { exact: true }),
-  fid: Schema.optionalWith(Schema.String, { exact: true })
+  fid: Schema.optionalWith(Schema.String, { exact: true }),
+  sid: Schema.optionalWith(Schema.String, { exact: true }),
+  auth_time: Schema.optionalWith(Schema.Int, { exact: true }),
+  content_limit: Schema.optionalWith(Schema.Literal("sfw", "nsfw"), { exact: true })
 }) {
   get scopes(): ReadonlyArray<string> {
     return this.scope === "" ? [] : this.scope.split(" ")
@@ -66,7 +71,8 @@ export const AccessTokenRejection = Schema.Literal(
   "wrong_audience",
   "expired",
   "not_yet_valid",
-  "invalid_claims"
+  "invalid_claims",
+  "revoked"
 )
 export type AccessTokenRejection = typeof AccessTokenRejection.Type
 
@@ -123,6 +129,48 @@ const fromJoseError = (error: unknown): AccessTokenRejected => {
 /** `at+jwt` and `application/at+jwt` are the same media type (RFC 7515 section 4.1.9). */
 const normalizeTyp = (typ: string | undefined) => typ?.toLowerCase().replace(/^application\//, "")
 
+/**
+ * Verifies a presented access token: RS256 only (so `alg: none` and HS256 keyed with the public key
+ * are refused before any key is touched), `typ` must be `at+jwt` (an id_token is not an access
+ * token, RFC 9068 section 4), signature by a key `keyFor` knows, the issuer, not expired. Shared by
+ * the provider (its own key ring) and the catalog (the provider's JWKS).
+ */
+export const verifyAccessTokenWith = (token: string, options: {
+  readonly issuer: string
+  readonly keyFor: (kid: string) => Effect.Effect<Option.Option<Jose.CryptoKey | Jose.KeyObject>>
+  readonly now: Date
+  readonly audience?: string
+}): Effect.Effect<AccessTokenClaims, AccessTokenRejected> =>
+  Effect.gen(function*() {
+    const header = yield* Effect.try({
+      try: () => Jose.decodeProtectedHeader(token),
+      catch: () => reject("malformed", "token is not a well-formed JWS")
+    })
+    if (header.alg !== SIGNING_ALG) return yield* reject("unsupported_algorithm", "only RS256 is accepted")
+    if (normalizeTyp(header.typ) !== ACCESS_TOKEN_TYP) {
+      return yield* reject("wrong_type", "token is not an access token")
+    }
+    if (typeof header.kid !== "string") return yield* reject("unknown_key", "token names no key")
+    const key = yield* options.keyFor(header.kid)
+    if (Option.isNone(key)) return yield* reject("unknown_key", "token was signed by an unknown key")
+    const { payload } = yield* Effect.tryPromise({
+      try: () =>
+        Jose.jwtVerify(token, key.value, {
+          algorithms: [SIGNING_ALG],
+          typ: ACCESS_TOKEN_TYP,
+          issuer: options.issuer,
+          currentDate: options.now,
+          clockTolerance: VERIFY_CLOCK_TOLERANCE_SECONDS,
+          requiredClaims: ["iss", "sub", "aud", "exp", "iat", "jti", "client_id"],
+          ...(options.audience !== undefined ? { audience: options.audience } : {})
+        }),
+      catch: fromJoseError
+    })
+    return yield* Schema.decodeUnknown(AccessTokenClaims)(payload).pipe(
+      Effect.mapError(() => reject("invalid_claims", "token claims do not have the expected shape"))
+    )
+  })
+
 // ---------------------------------------------------------------------------------------------
 // Service
 // ---------------------------------------------------------------------------------------------
@@ -138,6 +186,12 @@ export interface AccessTokenInput {
   readonly siteRoles: ReadonlyArray<string>
   readonly site?: string | undefined
   readonly familyId?: string | undefined
+  /** The provider session a sign-in token belongs to (`sid`); ending the session kills the token. */
+  readonly sessionId?: string | undefined
+  /** Unix seconds of the end-user authentication (RFC 9068 section 2.2.1). */
+  readonly authTime?: number | undefined
+  /** The catalog content gate of the client (DECISIONS 4). */
+  readonly contentLimit?: "sfw" | "nsfw" | undefined
 }
 
 export interface IssuedAccessToken {
@@ -193,7 +247,10 @@ export class Tokens extends Effect.Service<Tokens>()("identity/Tokens", {
         roles: [...input.roles],
         site_roles: [...input.siteRoles],
         ...(input.site !== undefined ? { site: input.site } : {}),
-        ...(input.familyId !== undefined ? { fid: input.familyId } : {})
+        ...(input.familyId !== undefined ? { fid: input.familyId } : {}),
+        ...(input.sessionId !== undefined ? { sid: input.sessionId } : {}),
+        ...(input.authTime !== undefined ? { auth_time: input.authTime } : {}),
+        ...(input.contentLimit !== undefined ? { content_limit: input.contentLimit } : {})
       }, ACCESS_TOKEN_TYP)
       return { token, jti, expiresIn: ACCESS_TOKEN_TTL_SECONDS, expiresAt: exp } satisfies IssuedAccessToken
     })
@@ -217,41 +274,17 @@ export class Tokens extends Effect.Service<Tokens>()("identity/Tokens", {
     })
 
     /**
-     * Verifies a presented access token: RS256 only (so `alg: none` and HS256 keyed with the public
-     * key are refused before any key is touched), `typ` must be `at+jwt` (an id_token is not an access
-     * token, RFC 9068 section 4), signature by a published key, our issuer, not expired. `audience`,
-     * when given, must be among the token's `aud`.
+     * Verifies a presented access token against this provider's own key ring (see
+     * `verifyAccessTokenWith`). `audience`, when given, must be among the token's `aud`.
      */
     const verifyAccessToken = Effect.fn("Tokens.verifyAccessToken")(
       function*(token: string, options?: { readonly audience?: string }) {
-        const header = yield* Effect.try({
-          try: () => Jose.decodeProtectedHeader(token),
-          catch: () => reject("malformed", "token is not a well-formed JWS")
+        return yield* verifyAccessTokenWith(token, {
+          issuer,
+          keyFor: keys.verificationKey,
+          now: yield* currentDate,
+          ...(options?.audience !== undefined ? { audience: options.audience } : {})
         })
-        if (header.alg !== SIGNING_ALG) return yield* reject("unsupported_algorithm", "only RS256 is accepted")
-        if (normalizeTyp(header.typ) !== ACCESS_TOKEN_TYP) {
-          return yield* reject("wrong_type", "token is not an access token")
-        }
-        if (typeof header.kid !== "string") return yield* reject("unknown_key", "token names no key")
-        const key = yield* keys.verificationKey(header.kid)
-        if (Option.isNone(key)) return yield* reject("unknown_key", "token was signed by an unknown key")
-        const now = yield* currentDate
-        const { payload } = yield* Effect.tryPromise({
-          try: () =>
-            Jose.jwtVerify(token, key.value, {
-              algorithms: [SIGNING_ALG],
-              typ: ACCESS_TOKEN_TYP,
-              issuer,
-              currentDate: now,
-              clockTolerance: VERIFY_CLOCK_TOLERANCE_SECONDS,
-              requiredClaims: ["iss", "sub", "aud", "exp", "iat", "jti", "client_id"],
-              ...(options?.audience !== undefined ? { audience: options.audience } : {})
-            }),
-          catch: fromJoseError
-        })
-        return yield* Schema.decodeUnknown(AccessTokenClaims)(payload).pipe(
-          Effect.mapError(() => reject("invalid_claims", "token claims do not have the expected shape"))
-        )
       }
     )
 

@@ -1,0 +1,40 @@
+/**
+ * Account endpoints of the identity provider (SPEC 4.2 "other identity endpoints", SPEC 5). They
+ * answer the `{code, message, data}` envelope; the codes are in the README's identity section.
+ */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { LoginRequest, LoginResponse } from "../Identity/Login.js"
+import { MeResponse } from "../Identity/Me.js"
+import { envelopeError } from "./IdentityErrors.js"
+
+export class IdentityAuthApi extends HttpApiGroup.make("auth")
+  .add(
+    HttpApiEndpoint.post("login", "/api/v1/auth/login")
+      .setPayload(LoginRequest)
+      .addSuccess(LoginResponse)
+      .addError(envelopeError(400, "40001: the body is not `{email, password}` JSON."))
+      .addError(envelopeError(401, "10010: wrong email or password (also for an unknown email)."))
+      .addError(envelopeError(403, "10011: the account is banned."))
+      .addError(envelopeError(429, "10012: too many attempts for this account or from this address; `Retry-After`."))
+      .annotate(OpenApi.Summary, "Sign in with email and password")
+      .annotate(
+        OpenApi.Description,
+        "Answers `{code: 0, message, data: {access_token, token_type: \"Bearer\", expires_in: 900}}` and sets the " +
+          "provider's session cookie (HttpOnly, SameSite=Lax, Secure over https). The access token is the end-user " +
+          "Bearer token `GET /oauth/authorize` accepts. Attempts are rate limited per account and per IP address. " +
+          "Only `application/json` bodies are accepted (a cross-site form cannot sign a browser in)."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("me", "/api/v1/auth/me")
+      .addSuccess(MeResponse)
+      .addError(envelopeError(401, "10001 token missing, 10002 token invalid or revoked, 10003 token expired."))
+      .annotate(OpenApi.Summary, "The signed-in user")
+      .annotate(
+        OpenApi.Description,
+        "`Authorization: Bearer <access token from /auth/login>`. The user's own account in the envelope."
+      )
+  )
+  .annotate(OpenApi.Title, "Accounts")
+  .annotate(OpenApi.Description, "Envelope endpoints for the signed-in user.")
+{}

@@ -1,0 +1,61 @@
+/**
+ * The identity provider's services, each built once per server stack. Needs the SQL pool and
+ * `AppSecret` from the composition root.
+ */
+import { Config, Effect, Layer } from "effect"
+import { EndUsers } from "./auth/EndUsers.js"
+import { Login } from "./auth/Login.js"
+import { Clients } from "./clients/Clients.js"
+import { Passwords } from "./crypto/Passwords.js"
+import { Csrf } from "./frontend/Csrf.js"
+import { IdentityConfig } from "./IdentityConfig.js"
+import { SigningKeys } from "./keys/SigningKeys.js"
+import { Authorize } from "./oauth/Authorize.js"
+import { Grants } from "./oauth/Grants.js"
+import { Logout } from "./oauth/Logout.js"
+import { Revocation } from "./oauth/Revocation.js"
+import { TokenService } from "./oauth/TokenService.js"
+import { UserInfoService } from "./oauth/UserInfoService.js"
+import { RateLimiterLive, RateLimiterMemory } from "./ratelimit/RateLimiter.js"
+import { Sessions } from "./sessions/Sessions.js"
+import { TokenLiveness } from "./tokens/Liveness.js"
+import { Tokens } from "./tokens/Tokens.js"
+import { Users } from "./users/Users.js"
+
+/**
+ * Token buckets in PostgreSQL, shared by every process (default), or in this process's memory
+ * (`IDENTITY_RATE_LIMIT_STORE=memory`, single-process deployments only).
+ */
+export const RateLimiterFromConfig = Layer.unwrapEffect(
+  Effect.map(
+    Config.literal("postgres", "memory")("IDENTITY_RATE_LIMIT_STORE").pipe(Config.withDefault("postgres")),
+    (store) => store === "memory" ? RateLimiterMemory : RateLimiterLive
+  )
+)
+
+const Base = Layer.mergeAll(
+  IdentityConfig.Default,
+  SigningKeys.Default,
+  Passwords.Default,
+  Clients.Default,
+  Grants.Default,
+  TokenLiveness.Default,
+  Csrf.Default,
+  RateLimiterFromConfig
+)
+
+const Accounts = Layer.mergeAll(
+  Users.DefaultWithoutDependencies,
+  Sessions.DefaultWithoutDependencies,
+  Tokens.DefaultWithoutDependencies
+).pipe(Layer.provideMerge(Base))
+
+const People = Layer.mergeAll(EndUsers.DefaultWithoutDependencies, Login.Default).pipe(Layer.provideMerge(Accounts))
+
+export const IdentityServicesLive = Layer.mergeAll(
+  Authorize.Default,
+  TokenService.Default,
+  UserInfoService.Default,
+  Revocation.Default,
+  Logout.Default
+).pipe(Layer.provideMerge(People))

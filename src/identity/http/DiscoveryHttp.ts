@@ -1,0 +1,17 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import { IdentityConfig } from "../IdentityConfig.js"
+import { makeDiscoveryDocument } from "../oauth/Discovery.js"
+
+/** Both metadata locations serve the same document (DECISIONS 1). */
+export const HttpDiscoveryLive = HttpApiBuilder.group(IdentityApi, "discovery", (handlers) =>
+  Effect.gen(function*() {
+    const { issuer } = yield* IdentityConfig
+    const response = HttpServerResponse.unsafeJson(makeDiscoveryDocument(issuer), {
+      headers: { "cache-control": "public, max-age=300" }
+    })
+    return handlers
+      .handle("openidConfiguration", () => Effect.succeed(response))
+      .handle("authorizationServerMetadata", () => Effect.succeed(response))
+  }))

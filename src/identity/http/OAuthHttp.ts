@@ -1,0 +1,119 @@
+/**
+ * Handlers of the `oauth` group (SPEC 4.2). Each calls one service and turns its outcome into the
+ * wire response: redirects, bare RFC JSON with `Cache-Control: no-store`, or the error page.
+ */
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
+import { errorPage } from "../frontend/Pages.js"
+import { SigningKeys } from "../keys/SigningKeys.js"
+import type { AuthorizeOutcome } from "../oauth/Authorize.js"
+import { Authorize } from "../oauth/Authorize.js"
+import { Logout } from "../oauth/Logout.js"
+import { bearerChallenge, NO_STORE, oauthFailureResponse } from "../oauth/OAuthFailure.js"
+import { Revocation } from "../oauth/Revocation.js"
+import { TokenService } from "../oauth/TokenService.js"
+import { UserInfoService } from "../oauth/UserInfoService.js"
+import { BASE_PATH, envelopeError, page, prefersJson, redirectTo } from "./Responses.js"
+
+/** The error page (or, for an API caller, the envelope) of a request that must not redirect. */
+export const outcomeResponse = (request: HttpServerRequest.HttpServerRequest, outcome: AuthorizeOutcome) => {
+  if (outcome._tag === "Redirect") return redirectTo(outcome.location)
+  const entry = EnvelopeCodes[outcome.code]
+  if (prefersJson(request)) return envelopeError(outcome.code)
+  return page(
+    errorPage({ basePath: BASE_PATH }, { title: entry.message, message: outcome.message, code: entry.code }),
+    {
+      status: entry.status
+    }
+  )
+}
+
+const isJsonOrForm = (request: HttpServerRequest.HttpServerRequest) => {
+  const type = (request.headers["content-type"] ?? "").toLowerCase()
+  return type.includes("application/json") || type.includes("application/x-www-form-urlencoded")
+}
+
+const unsupportedBody = HttpServerResponse.unsafeJson({
+  error: "invalid_request",
+  error_description: "send the parameters as application/x-www-form-urlencoded or application/json"
+}, { status: 400, headers: NO_STORE })
+
+export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handlers) =>
+  Effect.gen(function*() {
+    const authorize = yield* Authorize
+    const tokenService = yield* TokenService
+    const userinfo = yield* UserInfoService
+    const revocation = yield* Revocation
+    const logout = yield* Logout
+    const keys = yield* SigningKeys
+
+    const userinfoHandler = () =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        return yield* userinfo.userinfo(request).pipe(
+          Effect.map((info) => HttpServerResponse.unsafeJson(info, { headers: NO_STORE })),
+          Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
+        )
+      })
+
+    return handlers
+      .handle("authorize", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          return yield* authorize.authorize(urlParams, request).pipe(
+            Effect.map((outcome) => outcomeResponse(request, outcome)),
+            Effect.catchTag("BearerRejected", (rejected) => {
+              const description = rejected.reason === "expired"
+                ? "the access token has expired"
+                : "the Bearer token is not a valid sign-in token"
+              return Effect.succeed(HttpServerResponse.unsafeJson(
+                { error: "invalid_token", error_description: description },
+                {
+                  status: 401,
+                  headers: {
+                    ...NO_STORE,
+                    "www-authenticate": bearerChallenge({ code: "invalid_token", description })
+                  }
+                }
+              ))
+            })
+          )
+        }))
+      .handle("token", ({ payload }) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          if (!isJsonOrForm(request)) return unsupportedBody
+          return yield* tokenService.exchange(payload, request.headers.authorization).pipe(
+            Effect.map((body) => HttpServerResponse.unsafeJson(body, { headers: NO_STORE })),
+            Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
+          )
+        }))
+      .handle("userinfo", userinfoHandler)
+      .handle("userinfoPost", userinfoHandler)
+      .handle("revoke", ({ payload }) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          if (!isJsonOrForm(request)) return unsupportedBody
+          return yield* revocation.revoke(payload, request.headers.authorization).pipe(
+            Effect.as(HttpServerResponse.empty({ status: 200, headers: NO_STORE })),
+            Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
+          )
+        }))
+      .handle("logout", ({ urlParams }) => Effect.succeed(redirectTo(logout.entryLocation(urlParams))))
+      .handle("postLogoutRedirect", ({ urlParams }) =>
+        Effect.map(logout.postLogoutRedirect(urlParams), (outcome) =>
+          outcome._tag === "Redirect" ? redirectTo(outcome.location) : envelopeError(outcome.code, {}).pipe(
+            (response) =>
+              outcome.code === "LOGOUT_TARGET_NOT_ALLOWED" || outcome.code === "INVALID_AUTHORIZATION_REQUEST"
+                ? HttpServerResponse.setStatus(response, 400)
+                : response
+          )))
+      .handle("jwks", () =>
+        Effect.map(keys.jwks, (jwks) =>
+          HttpServerResponse.unsafeJson(jwks, {
+            // Short enough that a rotated-in key (published two reload intervals before it signs) is seen.
+            headers: { "cache-control": "public, max-age=60" }
+          })))
+  }))

@@ -1,0 +1,194 @@
+/**
+ * The SQL behind authorization codes, refresh families, refresh tokens and consents (DECISIONS 2-7).
+ * Every secret is looked up by its SHA-256; single use and rotation are conditional UPDATEs, so
+ * concurrent redemptions of one code or one refresh token have exactly one winner.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import * as Crypto from "node:crypto"
+import type { PkceMethod } from "../crypto/Secrets.js"
+
+const Id = Schema.Union(Schema.Number, Schema.NumberFromString)
+
+const CodeRow = Schema.Struct({
+  client_id: Schema.String,
+  user_id: Id,
+  session_id: Schema.NullOr(Schema.String),
+  redirect_uri: Schema.String,
+  scopes: Schema.Array(Schema.String),
+  nonce: Schema.NullOr(Schema.String),
+  code_challenge: Schema.NullOr(Schema.String),
+  code_challenge_method: Schema.NullOr(Schema.Literal("S256", "plain")),
+  auth_time: Schema.DateFromSelf,
+  fresh: Schema.Boolean
+})
+export type CodeRow = typeof CodeRow.Type
+
+const RefreshRow = Schema.Struct({
+  family_id: Schema.String,
+  client_id: Schema.String,
+  user_id: Id,
+  scopes: Schema.Array(Schema.String),
+  auth_time: Schema.DateFromSelf,
+  expired: Schema.Boolean,
+  rotated: Schema.Boolean,
+  revoked: Schema.Boolean,
+  family_revoked: Schema.Boolean
+})
+export type RefreshRow = typeof RefreshRow.Type
+
+export interface NewCode {
+  readonly codeHash: string
+  readonly clientId: string
+  readonly userId: number
+  readonly sessionId: string | null
+  readonly redirectUri: string
+  readonly scopes: ReadonlyArray<string>
+  readonly nonce: string | null
+  readonly challenge: { readonly challenge: string; readonly method: PkceMethod } | null
+  readonly authTime: Date
+  readonly ttlSeconds: number
+}
+
+export class Grants extends Effect.Service<Grants>()("identity/Grants", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const decodeCodes = Schema.decodeUnknown(Schema.Array(CodeRow))
+    const decodeRefresh = Schema.decodeUnknown(Schema.Array(RefreshRow))
+
+    const insertCode = (code: NewCode) =>
+      sql`
+        INSERT INTO authorization_codes (code_hash, client_id, user_id, session_id, redirect_uri, scopes, nonce,
+                                         code_challenge, code_challenge_method, auth_time, expires_at)
+        VALUES (${code.codeHash}, ${code.clientId}, ${code.userId}, ${code.sessionId}, ${code.redirectUri},
+                ${code.scopes}::text[], ${code.nonce}, ${code.challenge?.challenge ?? null},
+                ${code.challenge?.method ?? null}, ${code.authTime}, now() + make_interval(secs => ${code.ttlSeconds}))
+      `.pipe(Effect.orDie, Effect.asVoid)
+
+    /**
+     * Marks the code used and answers it, or none when it is unknown or was used before. Concurrent
+     * callers serialise on the row; the loser sees `consumed_at` set.
+     */
+    const consumeCode = (codeHash: string) =>
+      sql`
+        UPDATE authorization_codes SET consumed_at = now()
+        WHERE code_hash = ${codeHash} AND consumed_at IS NULL
+        RETURNING client_id, user_id, session_id, redirect_uri, scopes, nonce, code_challenge, code_challenge_method,
+                  auth_time, expires_at > now() AS fresh
+      `.pipe(
+        Effect.flatMap(decodeCodes),
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      )
+
+    /** DECISIONS 4: a replayed code revokes every family it produced. Answers whether the code exists. */
+    const revokeCodeReplay = (codeHash: string) =>
+      Effect.gen(function*() {
+        const known = yield* sql`SELECT 1 AS one FROM authorization_codes WHERE code_hash = ${codeHash}`
+        if (known.length === 0) return false
+        yield* sql`
+          UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'code_replay'
+          WHERE code_hash = ${codeHash} AND revoked_at IS NULL
+        `
+        return true
+      }).pipe(Effect.orDie)
+
+    /** A new family and its first refresh token. */
+    const createFamily = (input: {
+      readonly clientId: string
+      readonly userId: number
+      readonly codeHash: string | null
+      readonly sessionId: string | null
+      readonly authTime: Date
+      readonly ttlSeconds: number
+      readonly scopes: ReadonlyArray<string>
+      readonly refreshHash: string
+    }) =>
+      Effect.gen(function*() {
+        const familyId = Crypto.randomUUID()
+        yield* sql`
+          INSERT INTO refresh_families (id, client_id, user_id, code_hash, session_id, auth_time, expires_at)
+          VALUES (${familyId}, ${input.clientId}, ${input.userId}, ${input.codeHash}, ${input.sessionId},
+                  ${input.authTime}, now() + make_interval(secs => ${input.ttlSeconds}))
+        `
+        yield* sql`
+          INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scopes, auth_time, expires_at)
+          VALUES (${input.refreshHash}, ${familyId}, ${input.clientId}, ${input.userId}, ${input.scopes}::text[],
+                  ${input.authTime}, now() + make_interval(secs => ${input.ttlSeconds}))
+        `
+        return familyId
+      }).pipe(Effect.orDie)
+
+    const findRefreshToken = (tokenHash: string) =>
+      sql`
+        SELECT t.family_id, t.client_id, t.user_id, t.scopes, t.auth_time, t.expires_at <= now() AS expired,
+               t.rotated_at IS NOT NULL AS rotated, t.revoked_at IS NOT NULL AS revoked,
+               f.revoked_at IS NOT NULL AS family_revoked
+        FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id
+        WHERE t.token_hash = ${tokenHash}
+      `.pipe(
+        Effect.flatMap(decodeRefresh),
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      )
+
+    /**
+     * Rotation in one statement (DECISIONS 6): the presented token is marked rotated and its successor
+     * inserted only while the token is unrotated, unrevoked and its family alive. Answers whether this
+     * caller won; of N concurrent callers exactly one does.
+     */
+    const rotate = (tokenHash: string, successorHash: string) =>
+      sql`
+        WITH old AS (
+          UPDATE refresh_tokens t SET rotated_at = now(), replaced_by = ${successorHash}
+          WHERE t.token_hash = ${tokenHash} AND t.rotated_at IS NULL AND t.revoked_at IS NULL AND t.expires_at > now()
+            AND EXISTS (SELECT 1 FROM refresh_families f WHERE f.id = t.family_id AND f.revoked_at IS NULL)
+          RETURNING family_id, client_id, user_id, scopes, auth_time, expires_at
+        )
+        INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scopes, auth_time, expires_at)
+        SELECT ${successorHash}, family_id, client_id, user_id, scopes, auth_time, expires_at FROM old
+        RETURNING family_id
+      `.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
+
+    const revokeFamily = (familyId: string, reason: string) =>
+      sql`
+        UPDATE refresh_families SET revoked_at = now(), revoked_reason = ${reason}
+        WHERE id = ${familyId}::uuid AND revoked_at IS NULL
+      `.pipe(Effect.orDie, Effect.asVoid)
+
+    const familyClient = (familyId: string) =>
+      sql<{ client_id: string }>`SELECT client_id FROM refresh_families WHERE id = ${familyId}::uuid`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.client_id)),
+        Effect.orDie
+      )
+
+    /** The scopes the user already granted the client (DECISIONS 2), if ever. */
+    const consentedScopes = (userId: number, clientId: string) =>
+      sql<{ scopes: ReadonlyArray<string> }>`
+        SELECT scopes FROM consents WHERE user_id = ${userId} AND client_id = ${clientId}
+      `.pipe(Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.scopes)), Effect.orDie)
+
+    /** Adds `scopes` to what the user granted the client. */
+    const recordConsent = (userId: number, clientId: string, scopes: ReadonlyArray<string>) =>
+      sql`
+        INSERT INTO consents (user_id, client_id, scopes) VALUES (${userId}, ${clientId}, ${scopes}::text[])
+        ON CONFLICT (user_id, client_id) DO UPDATE
+        SET scopes = ARRAY(SELECT DISTINCT s FROM unnest(consents.scopes || EXCLUDED.scopes) AS s ORDER BY s),
+            updated_at = now()
+      `.pipe(Effect.orDie, Effect.asVoid)
+
+    return {
+      insertCode,
+      consumeCode,
+      revokeCodeReplay,
+      createFamily,
+      findRefreshToken,
+      rotate,
+      revokeFamily,
+      familyClient,
+      consentedScopes,
+      recordConsent,
+      withTransaction: sql.withTransaction
+    } as const
+  })
+}) {}

@@ -1,0 +1,116 @@
+/**
+ * The provider's own browser session (DECISIONS 2, 12). The cookie holds 256 random bits; the table
+ * keeps only its SHA-256. A session also has a public `sid` (a UUID) that the access tokens minted
+ * by sign-in carry, so ending the session kills them too. Ending a session revokes the refresh
+ * families it produced: logging out of the provider logs the user out of the relying parties that
+ * signed in through it.
+ */
+import type { HttpServerRequest } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { randomToken, sha256Hex } from "../crypto/Secrets.js"
+import { IdentityConfig } from "../IdentityConfig.js"
+
+export const SESSION_COOKIE = "shiori_session"
+
+export interface Session {
+  /** SHA-256 of the cookie value; the primary key. */
+  readonly id: string
+  readonly sid: string
+  readonly userId: number
+  readonly authTime: Date
+  readonly expiresAt: Date
+}
+
+const SessionRow = Schema.Struct({
+  id: Schema.String,
+  sid: Schema.String,
+  user_id: Schema.Union(Schema.Number, Schema.NumberFromString),
+  auth_time: Schema.DateFromSelf,
+  expires_at: Schema.DateFromSelf
+})
+
+const toSession = (row: typeof SessionRow.Type): Session => ({
+  id: row.id,
+  sid: row.sid,
+  userId: row.user_id,
+  authTime: row.auth_time,
+  expiresAt: row.expires_at
+})
+
+export class Sessions extends Effect.Service<Sessions>()("identity/Sessions", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* IdentityConfig
+    const decodeRows = Schema.decodeUnknown(Schema.Array(SessionRow))
+
+    const create = Effect.fn("Sessions.create")(function*(userId: number, client: {
+      readonly userAgent: string
+      readonly ip: string
+    }) {
+      const cookie = randomToken()
+      const rows = yield* sql`
+        INSERT INTO sessions (id, user_id, auth_time, expires_at, user_agent, ip)
+        VALUES (${sha256Hex(cookie)}, ${userId}, now(), now() + make_interval(secs => ${config.sessionTtlSeconds}),
+                ${client.userAgent.slice(0, 512)}, ${client.ip.slice(0, 64)})
+        RETURNING id, sid, user_id, auth_time, expires_at
+      `.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+      return { cookie, session: toSession(rows[0]!) }
+    })
+
+    /** The live session behind a cookie value: not ended, not expired, its user not banned. */
+    const fromCookie = Effect.fn("Sessions.fromCookie")(function*(cookie: string | undefined) {
+      if (cookie === undefined || !/^[A-Za-z0-9_-]{43}$/.test(cookie)) return Option.none<Session>()
+      const rows = yield* sql`
+        SELECT s.id, s.sid, s.user_id, s.auth_time, s.expires_at
+        FROM sessions s JOIN users u ON u.id = s.user_id
+        WHERE s.id = ${sha256Hex(cookie)} AND s.ended_at IS NULL AND s.expires_at > now() AND NOT u.banned
+      `.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+      return Option.map(Option.fromNullable(rows[0]), toSession)
+    })
+
+    /** The live session with public id `sid`. */
+    const fromSid = Effect.fn("Sessions.fromSid")(function*(sid: string) {
+      if (!/^[0-9a-f-]{36}$/i.test(sid)) return Option.none<Session>()
+      const rows = yield* sql`
+        SELECT id, sid, user_id, auth_time, expires_at FROM sessions
+        WHERE sid = ${sid} AND ended_at IS NULL AND expires_at > now()
+      `.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+      return Option.map(Option.fromNullable(rows[0]), toSession)
+    })
+
+    /** Ends the session and revokes the refresh families it produced. */
+    const end = Effect.fn("Sessions.end")(function*(id: string) {
+      yield* Effect.gen(function*() {
+        yield* sql`UPDATE sessions SET ended_at = now() WHERE id = ${id} AND ended_at IS NULL`
+        yield* sql`
+          UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'logout'
+          WHERE session_id = ${id} AND revoked_at IS NULL
+        `
+      }).pipe(sql.withTransaction, Effect.orDie)
+    })
+
+    const cookieOptions = {
+      path: config.basePath === "" ? "/" : config.basePath,
+      httpOnly: true,
+      secure: config.secureCookies,
+      sameSite: "lax" as const
+    }
+
+    /** `Set-Cookie` for a new session (HttpOnly, SameSite=Lax, Secure over https; DECISIONS 12). */
+    const setCookie = (response: HttpServerResponse.HttpServerResponse, cookie: string) =>
+      HttpServerResponse.unsafeSetCookie(response, SESSION_COOKIE, cookie, {
+        ...cookieOptions,
+        maxAge: `${config.sessionTtlSeconds} seconds`
+      })
+
+    const clearCookie = (response: HttpServerResponse.HttpServerResponse) =>
+      HttpServerResponse.expireCookie(response, SESSION_COOKIE, cookieOptions)
+
+    const fromRequest = (request: HttpServerRequest.HttpServerRequest) => fromCookie(request.cookies[SESSION_COOKIE])
+
+    return { create, fromCookie, fromSid, fromRequest, end, setCookie, clearCookie, cookieOptions } as const
+  }),
+  dependencies: [IdentityConfig.Default]
+}) {}

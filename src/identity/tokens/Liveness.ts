@@ -1,0 +1,79 @@
+/**
+ * The second half of accepting an access token: is what it belongs to still alive? Client tokens
+ * carry their refresh family (`fid`); sign-in tokens carry their session (`sid`). A revoked family
+ * (reuse, code replay, RFC 7009 revocation, logout, ban) or an ended session makes its access
+ * tokens dead before `exp` (DECISIONS 4, 6, 7). A token with neither claim was not minted here.
+ *
+ * `TokenLiveness` asks the database every time (userinfo, authorize, the provider's own endpoints);
+ * `cachedLiveness` remembers "alive" for a few seconds and "dead" for good, for the catalog's hot
+ * path. Either way a revoked family stops working within the cache time, well inside the 900 s
+ * token lifetime.
+ */
+import { SqlClient } from "@effect/sql"
+import { Clock, Config, Effect } from "effect"
+
+export interface LivenessClaims {
+  readonly fid?: string | undefined
+  readonly sid?: string | undefined
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export interface LivenessCheck {
+  readonly isLive: (claims: LivenessClaims) => Effect.Effect<boolean>
+}
+
+export class TokenLiveness extends Effect.Service<TokenLiveness>()("identity/TokenLiveness", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const isLive = Effect.fn("TokenLiveness.isLive")(function*(claims: LivenessClaims) {
+      if (claims.fid !== undefined) {
+        if (!UUID.test(claims.fid)) return false
+        const rows = yield* sql<{ live: boolean }>`
+          SELECT (f.revoked_at IS NULL AND NOT u.banned) AS live
+          FROM refresh_families f JOIN users u ON u.id = f.user_id
+          WHERE f.id = ${claims.fid}::uuid
+        `.pipe(Effect.orDie)
+        return rows[0]?.live === true
+      }
+      if (claims.sid !== undefined) {
+        if (!UUID.test(claims.sid)) return false
+        const rows = yield* sql<{ live: boolean }>`
+          SELECT (s.ended_at IS NULL AND s.expires_at > now() AND NOT u.banned) AS live
+          FROM sessions s JOIN users u ON u.id = s.user_id
+          WHERE s.sid = ${claims.sid}::uuid
+        `.pipe(Effect.orDie)
+        return rows[0]?.live === true
+      }
+      return false
+    })
+    return { isLive } satisfies LivenessCheck
+  })
+}) {}
+
+const CACHE_MAX = 50_000
+
+/** `check` behind a cache: "alive" for `ttlMillis`, "dead" until evicted by size (it never revives). */
+export const cachedLiveness = (check: LivenessCheck, ttlMillis: number): LivenessCheck => {
+  const cache = new Map<string, { readonly live: boolean; readonly expires: number }>()
+  return {
+    isLive: (claims) =>
+      Effect.gen(function*() {
+        const key = claims.fid !== undefined ? `f:${claims.fid}` : claims.sid !== undefined ? `s:${claims.sid}` : ""
+        if (key === "") return false
+        const now = yield* Clock.currentTimeMillis
+        const cached = cache.get(key)
+        if (cached !== undefined && cached.expires > now) return cached.live
+        const live = yield* check.isLive(claims)
+        if (cache.size >= CACHE_MAX) cache.clear()
+        cache.set(key, { live, expires: live ? now + ttlMillis : Number.POSITIVE_INFINITY })
+        return live
+      })
+  }
+}
+
+/** How long the catalog trusts "alive" (`IDENTITY_REVOCATION_CACHE_SECONDS`, default 5). */
+export const revocationCacheMillis = Config.number("IDENTITY_REVOCATION_CACHE_SECONDS").pipe(
+  Config.withDefault(5),
+  Config.map((seconds) => Math.max(0, seconds) * 1000)
+)

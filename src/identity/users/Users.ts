@@ -1,0 +1,180 @@
+/**
+ * Accounts (SPEC 5): integer `id`, UUID `sub`, email, name, picture, granted roles (`user` is
+ * implicit), site roles per site, banned flag; passwords hashed with scrypt (DECISIONS 11).
+ */
+import { SqlClient } from "@effect/sql"
+import { Data, Effect, Option, Schema } from "effect"
+import * as Crypto from "node:crypto"
+import { Email, GrantedRole, SiteRole } from "../../../schema/Identity/User.js"
+import { Passwords } from "../crypto/Passwords.js"
+
+export interface User {
+  readonly id: number
+  readonly sub: string
+  readonly email: string
+  readonly name: string
+  readonly picture: string
+  readonly passwordHash: string
+  readonly roles: ReadonlyArray<GrantedRole>
+  readonly banned: boolean
+  readonly updatedAt: Date
+}
+
+export class UserInputError extends Data.TaggedError("UserInputError")<{ readonly message: string }> {}
+
+const UserRow = Schema.Struct({
+  id: Schema.Union(Schema.Number, Schema.NumberFromString),
+  sub: Schema.String,
+  email: Schema.String,
+  name: Schema.String,
+  picture: Schema.String,
+  password_hash: Schema.String,
+  roles: Schema.Array(GrantedRole),
+  banned: Schema.Boolean,
+  updated_at: Schema.DateFromSelf
+})
+
+const toUser = (row: typeof UserRow.Type): User => ({
+  id: row.id,
+  sub: row.sub,
+  email: row.email,
+  name: row.name,
+  picture: row.picture,
+  passwordHash: row.password_hash,
+  roles: row.roles,
+  banned: row.banned,
+  updatedAt: row.updated_at
+})
+
+/** Passwords shorter than this are refused at creation (NIST SP 800-63B 5.1.1.2 minimum). */
+export const MIN_PASSWORD_LENGTH = 8
+const MAX_PASSWORD_LENGTH = 1024
+
+export const isUserId = (id: string): boolean => /^[1-9][0-9]{0,17}$/.test(id)
+
+export class Users extends Effect.Service<Users>()("identity/Users", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const passwords = yield* Passwords
+    const decodeRows = Schema.decodeUnknown(Schema.Array(UserRow))
+    const one = <E, R>(query: Effect.Effect<ReadonlyArray<unknown>, E, R>) =>
+      query.pipe(
+        Effect.flatMap(decodeRows),
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toUser)),
+        Effect.orDie
+      )
+
+    const create = Effect.fn("Users.create")(function*(input: {
+      readonly email: string
+      readonly password: string
+      readonly name: string
+      readonly roles: ReadonlyArray<string>
+    }) {
+      const email = input.email.trim()
+      if (!Schema.is(Email)(email)) return yield* new UserInputError({ message: `not an email address: ${email}` })
+      if (input.password.length < MIN_PASSWORD_LENGTH || input.password.length > MAX_PASSWORD_LENGTH) {
+        return yield* new UserInputError({
+          message: `the password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`
+        })
+      }
+      const roles = [...new Set(input.roles)]
+      const bad = roles.filter((role) => !Schema.is(GrantedRole)(role))
+      if (bad.length > 0) {
+        return yield* new UserInputError({
+          message: `unknown role ${bad.join(", ")}; roles are creator, moderator, admin, ren (user is implicit)`
+        })
+      }
+      const passwordHash = yield* passwords.hash(input.password)
+      const sub = Crypto.randomUUID()
+      const rows = yield* sql<{ id: string }>`
+        INSERT INTO users (sub, email, name, password_hash, roles)
+        VALUES (${sub}, ${email}, ${input.name}, ${passwordHash}, ${roles}::text[])
+        ON CONFLICT DO NOTHING
+        RETURNING id
+      `.pipe(Effect.orDie)
+      if (rows.length === 0) return yield* new UserInputError({ message: `email already registered: ${email}` })
+      return { id: Number(rows[0]!.id), sub }
+    })
+
+    const findById = (id: number) => one(sql`SELECT * FROM users WHERE id = ${id}`)
+    const findByEmail = (email: string) => one(sql`SELECT * FROM users WHERE lower(email) = lower(${email.trim()})`)
+
+    /** Upgrades a hash made with older scrypt parameters after a successful sign-in. */
+    const rehashIfNeeded = (user: User, password: string) =>
+      passwords.needsRehash(user.passwordHash)
+        ? Effect.flatMap(passwords.hash(password), (hash) =>
+          sql`UPDATE users SET password_hash = ${hash} WHERE id = ${user.id}`.pipe(Effect.orDie, Effect.asVoid))
+        : Effect.void
+
+    /**
+     * Bans (or unbans) an account. A ban also ends every session and revokes every refresh family
+     * of the user, so tokens already out stop working at userinfo and the catalog (SPEC 5).
+     */
+    const setBanned = Effect.fn("Users.setBanned")(function*(id: number, banned: boolean) {
+      return yield* Effect.gen(function*() {
+        const rows = yield* sql`UPDATE users SET banned = ${banned}, updated_at = now() WHERE id = ${id} RETURNING id`
+        if (rows.length === 0) return false
+        if (banned) {
+          yield* sql`UPDATE sessions SET ended_at = now() WHERE user_id = ${id} AND ended_at IS NULL`
+          yield* sql`
+            UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'banned'
+            WHERE user_id = ${id} AND revoked_at IS NULL
+          `
+        }
+        return true
+      }).pipe(sql.withTransaction, Effect.orDie)
+    })
+
+    const grantRole = Effect.fn("Users.grantRole")(function*(id: number, role: string, site: Option.Option<string>) {
+      if (Option.isSome(site)) {
+        if (!Schema.is(SiteRole)(role)) {
+          return yield* new UserInputError({
+            message: `site role must match ^[a-z][a-z0-9_-]{0,31}$ and not be user, admin or ren: ${role}`
+          })
+        }
+        const rows = yield* sql`
+          INSERT INTO user_site_roles (user_id, site, role)
+          SELECT id, ${site.value}, ${role} FROM users WHERE id = ${id}
+          ON CONFLICT DO NOTHING
+          RETURNING user_id
+        `.pipe(Effect.orDie)
+        if (rows.length === 0 && Option.isNone(yield* findById(id))) return false
+        yield* sql`UPDATE users SET updated_at = now() WHERE id = ${id}`.pipe(Effect.orDie)
+        return true
+      }
+      if (!Schema.is(GrantedRole)(role)) {
+        return yield* new UserInputError({ message: `role must be creator, moderator, admin or ren: ${role}` })
+      }
+      const rows = yield* sql`
+        UPDATE users SET roles = CASE WHEN ${role} = ANY(roles) THEN roles ELSE array_append(roles, ${role}) END,
+                         updated_at = now()
+        WHERE id = ${id} RETURNING id
+      `.pipe(Effect.orDie)
+      return rows.length > 0
+    })
+
+    const revokeRole = Effect.fn("Users.revokeRole")(function*(id: number, role: string, site: Option.Option<string>) {
+      if (Option.isSome(site)) {
+        yield* sql`DELETE FROM user_site_roles WHERE user_id = ${id} AND site = ${site.value} AND role = ${role}`.pipe(
+          Effect.orDie
+        )
+      }
+      const rows = yield* (Option.isSome(site)
+        ? sql`UPDATE users SET updated_at = now() WHERE id = ${id} RETURNING id`
+        : sql`UPDATE users SET roles = array_remove(roles, ${role}), updated_at = now() WHERE id = ${id} RETURNING id`)
+        .pipe(Effect.orDie)
+      return rows.length > 0
+    })
+
+    /** The user's roles at `site`; none without a site (SPEC 5: scoped to the issuing client's site). */
+    const siteRoles = (id: number, site: string | null | undefined) =>
+      site === null || site === undefined
+        ? Effect.succeed<ReadonlyArray<string>>([])
+        : sql<{ role: string }>`
+            SELECT role FROM user_site_roles WHERE user_id = ${id} AND site = ${site} ORDER BY role
+          `.pipe(Effect.map((rows) => rows.map((row) => row.role)), Effect.orDie)
+
+    return { create, findById, findByEmail, rehashIfNeeded, setBanned, grantRole, revokeRole, siteRoles } as const
+  }),
+  dependencies: [Passwords.Default]
+}) {}

@@ -1,0 +1,350 @@
+/**
+ * `GET /api/v1/oauth/authorize` (SPEC 4.2; RFC 6749 sections 3.1, 4.1.1, 4.1.2, 4.1.2.1; RFC 7636;
+ * RFC 9207; OIDC Core 3.1.2.1; DECISIONS 2-4) and the consent page behind it.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import {
+  authorize,
+  codeParams,
+  cookiesOf,
+  createClient,
+  createUser,
+  decideConsent,
+  getCode,
+  hiddenValue,
+  IdentityServers,
+  IdentityTestEnv,
+  login,
+  pkcePair,
+  serverLayerOptions,
+  signIn,
+  tokensFor
+} from "../support/IdentityServers.js"
+
+const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
+
+/** Asserts a redirect back to the client with an RFC 6749 section 4.1.2.1 error. */
+const expectErrorRedirect = (
+  res: Response,
+  redirectUri: string,
+  error: string,
+  state: string | undefined,
+  iss: string
+) => {
+  expect(res.status).toBe(302)
+  const location = new URL(res.headers.get("location")!)
+  expect(`${location.origin}${location.pathname}`).toBe(redirectUri)
+  expect(location.searchParams.get("error")).toBe(error)
+  expect(location.searchParams.get("error_description")).toEqual(expect.any(String))
+  expect(location.searchParams.get("state")).toBe(state ?? null)
+  expect(location.searchParams.get("iss")).toBe(iss)
+}
+
+/** Asserts the error page: no redirect at all (DECISIONS 2). */
+const expectErrorPage = async (res: Response, status: number, code: number) => {
+  expect(res.status).toBe(status)
+  expect(res.headers.get("location")).toBeNull()
+  expect(res.headers.get("content-type")).toMatch(/^text\/html/)
+  const html = await res.text()
+  expect(html).toContain(`<html lang="en">`)
+  expect(html).toContain(`Error code ${code}`)
+}
+
+describe("GET /api/v1/oauth/authorize", () => {
+  it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
+    it.effect("SPEC 4.2 / RFC 9207: Bearer user -> 302 to redirect_uri with a 64-hex code, the state echoed and iss", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient({ redirectUris: ["https://rp.example/cb?from=shiori"] })
+        const session = yield* signIn(identity)
+        const { code, location, state } = yield* promise(() => getCode(identity, client, session.accessToken))
+        expect(code).toMatch(/^[0-9a-f]{64}$/)
+        expect(location.searchParams.get("state")).toBe(state)
+        expect(location.searchParams.get("iss")).toBe(issuer)
+        // The registered URI's own query is kept (RFC 6749 section 3.1.2).
+        expect(location.searchParams.get("from")).toBe("shiori")
+      }))
+
+    it.effect("DECISIONS 2: the provider's session cookie works like the Bearer token", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const client = yield* createClient()
+        const session = yield* signIn(identity)
+        const res = yield* promise(() => authorize(identity, codeParams(client), { cookie: session.cookie }))
+        expect(res.status).toBe(302)
+        expect(new URL(res.headers.get("location")!).searchParams.get("code")).toMatch(/^[0-9a-f]{64}$/)
+      }))
+
+    it.effect("DECISIONS 2: with neither, the browser goes to the sign-in page and comes back (return_to)", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient()
+        const params = codeParams(client, { scope: "openid" })
+        const res = yield* promise(() => authorize(identity, params))
+        expect(res.status).toBe(302)
+        const location = new URL(res.headers.get("location")!)
+        expect(`${location.origin}${location.pathname}`).toBe(`${issuer}/ui/login`)
+        const returnTo = location.searchParams.get("return_to")!
+        expect(returnTo.startsWith("/api/v1/oauth/authorize?")).toBe(true)
+        expect(new URL(returnTo, identity).searchParams.get("state")).toBe(params.state)
+      }))
+
+    it.effect("DECISIONS 2: an unknown or missing client never redirects: error page (15001 / 15007)", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const unknown = yield* promise(() =>
+          authorize(identity, {
+            ...codeParams({ clientId: "nope", redirectUri: "https://evil.example/cb", secret: null })
+          })
+        )
+        yield* promise(() => expectErrorPage(unknown, 404, 15001))
+        const missing = yield* promise(() =>
+          authorize(identity, { redirect_uri: "https://evil.example/cb", response_type: "code", state: "s" })
+        )
+        yield* promise(() => expectErrorPage(missing, 400, 15007))
+        // An API caller asking for JSON gets the envelope instead of HTML, still without a redirect.
+        const json = yield* promise(() =>
+          fetch(`${identity}/api/v1/oauth/authorize?client_id=nope&redirect_uri=x&response_type=code&state=s`, {
+            redirect: "manual",
+            headers: { accept: "application/json" }
+          })
+        )
+        expect(json.status).toBe(404)
+        expect(yield* promise(() => json.json())).toEqual({ code: 15001, message: "Unknown client", data: null })
+      }))
+
+    it.effect("RFC 6749 3.1.2.3: redirect_uri must match exactly; any variation is an error page, never a redirect", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const client = yield* createClient({ redirectUris: ["https://rp.example/callback"] })
+        const session = yield* signIn(identity)
+        for (
+          const redirectUri of [
+            "https://rp.example/callback/",
+            "https://rp.example/callback?x=1",
+            "https://RP.example/callback",
+            "https://rp.example:443/callback",
+            "https://rp.example/Callback",
+            "http://rp.example/callback",
+            "https://rp.example.evil.example/callback",
+            "https://evil.example/callback"
+          ]
+        ) {
+          const res = yield* promise(() =>
+            authorize(identity, codeParams({ ...client, redirectUri }), { bearer: session.accessToken })
+          )
+          yield* promise(() => expectErrorPage(res, 400, 15002))
+        }
+        const missing = yield* promise(() =>
+          authorize(identity, { client_id: client.clientId, response_type: "code", state: "s" }, {
+            bearer: session.accessToken
+          })
+        )
+        yield* promise(() => expectErrorPage(missing, 400, 15002))
+      }))
+
+    it.effect("RFC 6749 4.1.2.1: other errors go back to the redirect_uri with error, state and iss", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient()
+        const pub = yield* createClient({ public: true })
+        const session = yield* signIn(identity)
+        const bearer = { bearer: session.accessToken }
+        const cases: Array<[Record<string, string | undefined>, string, typeof client]> = [
+          [codeParams(client, { response_type: "token" }), "unsupported_response_type", client],
+          [codeParams(client, { response_type: undefined }), "invalid_request", client],
+          [codeParams(client, { scope: "openid admin:everything" }), "invalid_scope", client],
+          [
+            codeParams(client, { code_challenge: pkcePair().challenge, code_challenge_method: "S512" }),
+            "invalid_request",
+            client
+          ],
+          [codeParams(client, { code_challenge: "too-short" }), "invalid_request", client],
+          [codeParams(client, { code_challenge_method: "S256" }), "invalid_request", client],
+          [codeParams(client, { prompt: "none login" }), "invalid_request", client],
+          // DECISIONS 3: public clients must use PKCE.
+          [codeParams(pub), "invalid_request", pub]
+        ]
+        for (const [params, error, which] of cases) {
+          const res = yield* promise(() => authorize(identity, params, bearer))
+          expectErrorRedirect(res, which.redirectUri, error, params.state, issuer)
+        }
+        // SPEC 4.2: state is required; the error still goes back, without a state.
+        const noState = yield* promise(() => authorize(identity, codeParams(client, { state: undefined }), bearer))
+        expectErrorRedirect(noState, client.redirectUri, "invalid_request", undefined, issuer)
+      }))
+
+    it.effect("RFC 6749 3.1: a repeated parameter is refused on the error page", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const client = yield* createClient()
+        const url = `${identity}/api/v1/oauth/authorize?client_id=${client.clientId}&client_id=${client.clientId}` +
+          `&redirect_uri=${encodeURIComponent(client.redirectUri)}&response_type=code&state=s`
+        const res = yield* promise(() => fetch(url, { redirect: "manual" }))
+        yield* promise(() => expectErrorPage(res, 400, 15007))
+      }))
+
+    it.effect("SPEC 4.2: prompt=login forces a new sign-in even with a live session, then resumes", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient()
+        const user = yield* createUser()
+        const session = yield* promise(() => login(identity, user))
+        for (const auth of [{ cookie: session.cookie }, { bearer: session.accessToken }]) {
+          const res = yield* promise(() => authorize(identity, codeParams(client, { prompt: "login" }), auth))
+          expect(res.status).toBe(302)
+          const location = new URL(res.headers.get("location")!)
+          expect(`${location.origin}${location.pathname}`).toBe(`${issuer}/ui/login`)
+          const resume = new URL(location.searchParams.get("return_to")!, identity)
+          expect(resume.searchParams.get("prompt")).toBeNull()
+          expect(Number(resume.searchParams.get("max_age"))).toBeLessThanOrEqual(120)
+        }
+        // After a fresh sign-in, the resumed request (max_age satisfied) issues a code.
+        const again = yield* promise(() => login(identity, user))
+        const first = yield* promise(() => authorize(identity, codeParams(client, { prompt: "login" }), again))
+        const resume = new URL(first.headers.get("location")!).searchParams.get("return_to")!
+        const done = yield* promise(() =>
+          fetch(`${identity}${resume}`, { redirect: "manual", headers: { cookie: again.cookie } })
+        )
+        expect(done.status).toBe(302)
+        expect(new URL(done.headers.get("location")!).searchParams.get("code")).toMatch(/^[0-9a-f]{64}$/)
+      }))
+
+    it.effect("OIDC 3.1.2.1: max_age older than the session's sign-in asks to sign in again", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient()
+        const session = yield* signIn(identity)
+        yield* promise(() => new Promise((resolve) => setTimeout(resolve, 1100)))
+        const res = yield* promise(() => authorize(identity, codeParams(client, { max_age: "0" }), session))
+        expect(res.headers.get("location")).toMatch(new RegExp(`^${issuer}/ui/login\\?`))
+      }))
+
+    it.effect("SPEC 4.2: select_account with login_hint: the hinted user proceeds, another account is asked to sign in", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient()
+        const user = yield* createUser()
+        const other = yield* createUser()
+        const session = yield* promise(() => login(identity, user))
+        const same = yield* promise(() =>
+          authorize(identity, codeParams(client, { prompt: "select_account", login_hint: user.email }), session)
+        )
+        expect(new URL(same.headers.get("location")!).searchParams.get("code")).toMatch(/^[0-9a-f]{64}$/)
+        const switching = yield* promise(() =>
+          authorize(identity, codeParams(client, { prompt: "select_account", login_hint: other.email }), session)
+        )
+        const location = new URL(switching.headers.get("location")!)
+        expect(`${location.origin}${location.pathname}`).toBe(`${issuer}/ui/login`)
+        expect(location.searchParams.get("login_hint")).toBe(other.email)
+        // The sign-in page pre-fills the hinted email and offers to continue as the current user.
+        const page = yield* promise(async () => {
+          const res = await fetch(location, { headers: { cookie: session.cookie } })
+          return res.text()
+        })
+        expect(hiddenValue(page, "return_to")).toContain("login_hint=")
+        expect(page).toContain(`value="${other.email}"`)
+        expect(page).toContain(`Continue as ${user.email}`)
+      }))
+
+    it.effect("OIDC 3.1.2.6: prompt=none never shows a page: login_required / consent_required", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient({ autoConsent: false })
+        const params = codeParams(client, { prompt: "none" })
+        const anonymous = yield* promise(() => authorize(identity, params))
+        expectErrorRedirect(anonymous, client.redirectUri, "login_required", params.state, issuer)
+        const session = yield* signIn(identity)
+        const noConsent = yield* promise(() => authorize(identity, params, session))
+        expectErrorRedirect(noConsent, client.redirectUri, "consent_required", params.state, issuer)
+      }))
+
+    it.effect("DECISIONS 2: consent is asked once per client and scope set; a wider set asks again; deny -> access_denied", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient({
+          autoConsent: false,
+          name: "Visual Novel <Portal>",
+          logoUrl: "https://rp.example/logo.png"
+        })
+        const session = yield* signIn(identity)
+        const params = codeParams(client, { scope: "openid profile" })
+        const first = yield* promise(() => authorize(identity, params, session))
+        const consentUrl = first.headers.get("location")!
+        expect(consentUrl.startsWith(`${issuer}/ui/consent?`)).toBe(true)
+
+        const approved = yield* promise(() => decideConsent(consentUrl, session.cookie, "approve"))
+        // The page names the client (escaped), shows its logo and the requested scopes.
+        expect(approved.html).toContain("Visual Novel &lt;Portal&gt;")
+        expect(approved.html).toContain(`src="https://rp.example/logo.png"`)
+        expect(approved.html).toContain(`<span class="scope">profile</span>`)
+        expect(approved.res.status).toBe(303)
+        const resumed = yield* promise(() =>
+          fetch(approved.res.headers.get("location")!, { redirect: "manual", headers: { cookie: session.cookie } })
+        )
+        const back = new URL(resumed.headers.get("location")!)
+        expect(back.searchParams.get("code")).toMatch(/^[0-9a-f]{64}$/)
+        expect(back.searchParams.get("state")).toBe(params.state)
+
+        // Same client, same or narrower scope: no consent page. Wider: asked again.
+        const again = yield* promise(() => authorize(identity, codeParams(client, { scope: "openid" }), session))
+        expect(new URL(again.headers.get("location")!).searchParams.get("code")).toMatch(/^[0-9a-f]{64}$/)
+        const wider = yield* promise(() => authorize(identity, codeParams(client, { scope: "openid email" }), session))
+        const widerConsent = wider.headers.get("location")!
+        expect(widerConsent.startsWith(`${issuer}/ui/consent?`)).toBe(true)
+
+        const denied = yield* promise(() => decideConsent(widerConsent, session.cookie, "deny"))
+        expect(denied.res.status).toBe(303)
+        const deniedTo = new URL(denied.res.headers.get("location")!)
+        expect(deniedTo.searchParams.get("error")).toBe("access_denied")
+        expect(deniedTo.searchParams.get("iss")).toBe(issuer)
+      }))
+
+    it.effect("DECISIONS 12: the consent form refuses a missing, forged or other-session CSRF token (403)", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const client = yield* createClient({ autoConsent: false })
+        const session = yield* signIn(identity)
+        const otherSession = yield* signIn(identity)
+        const first = yield* promise(() => authorize(identity, codeParams(client), session))
+        const consentUrl = first.headers.get("location")!
+        const page = yield* promise(() => fetch(consentUrl, { headers: { cookie: session.cookie } }))
+        const html = yield* promise(() => page.text())
+        const csrfCookie = cookiesOf(page).join("; ")
+        const post = (cookie: string, csrf: string | undefined) =>
+          promise(() =>
+            fetch(`${identity}/api/v1/ui/consent`, {
+              method: "POST",
+              redirect: "manual",
+              headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+              body: new URLSearchParams({
+                ...(csrf === undefined ? {} : { csrf }),
+                request: hiddenValue(html, "request"),
+                decision: "approve"
+              }).toString()
+            })
+          )
+        const token = hiddenValue(html, "csrf")
+        expect((yield* post(`${session.cookie}; ${csrfCookie}`, undefined)).status).toBe(403)
+        expect((yield* post(`${session.cookie}; ${csrfCookie}`, `${token.slice(0, -2)}xx`)).status).toBe(403)
+        expect((yield* post(session.cookie, token)).status).toBe(403)
+        expect((yield* post(`${otherSession.cookie}; ${csrfCookie}`, token)).status).toBe(403)
+        expect((yield* post(`${session.cookie}; ${csrfCookie}`, token)).status).toBe(303)
+      }))
+
+    it.effect("DECISIONS 2: only sign-in tokens authorize; a client's access token or an id_token is invalid_token", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const client = yield* createClient()
+        const session = yield* signIn(identity)
+        const tokens = yield* promise(() => tokensFor(identity, client, session, "openid"))
+        for (const bearer of [tokens.access_token, tokens.id_token!, "not-a-jwt"]) {
+          const res = yield* promise(() => authorize(identity, codeParams(client), { bearer }))
+          expect(res.status).toBe(401)
+          expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="shiori", error="invalid_token"/)
+          expect((yield* promise(() => res.json())).error).toBe("invalid_token")
+        }
+      }))
+  })
+})

@@ -1,0 +1,238 @@
+/**
+ * The sign-in pages in a real browser (DECISIONS 12; issue 4 "Browser test"): headless Chromium
+ * (Debian's `chromium`, installed by `.ci/run`), driven by playwright-core, walks a relying party's
+ * whole flow: RP -> authorize -> sign-in page -> consent -> callback with a code -> tokens; then
+ * RP-initiated logout with confirmation. Nothing is skipped: without Chromium this test fails.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import type * as Net from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { chromium } from "playwright-core"
+import {
+  createClient,
+  createUser,
+  IdentityServers,
+  IdentityTestEnv,
+  pkcePair,
+  serverLayerOptions
+} from "../support/IdentityServers.js"
+
+const CHROMIUM = "/usr/bin/chromium"
+
+const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
+
+interface RelyingParty {
+  readonly url: string
+  readonly signIns: Array<{ readonly sub: string; readonly tokens: Record<string, unknown> }>
+  readonly setClient: (client: { clientId: string; secret: string }) => void
+}
+
+/**
+ * A tiny confidential relying party on loopback: `/login` starts the flow (state + PKCE),
+ * `/callback` checks state and iss and exchanges the code from its back end, `/signed-out` is
+ * where logout returns.
+ */
+const relyingParty = (issuer: string) =>
+  Effect.acquireRelease(
+    promise(() =>
+      new Promise<RelyingParty & { server: Http.Server }>((resolve) => {
+        const pending = new Map<string, string>()
+        const signIns: RelyingParty["signIns"] = []
+        let client = { clientId: "", secret: "" }
+        let base = ""
+        const server = Http.createServer(async (req, res) => {
+          const url = new URL(req.url!, base)
+          const html = (status: number, body: string) => {
+            res.writeHead(status, { "content-type": "text/html; charset=utf-8" })
+            res.end(`<!doctype html><html lang="en"><head><title>RP</title></head><body>${body}</body></html>`)
+          }
+          if (url.pathname === "/login") {
+            const state = crypto.randomUUID()
+            const pkce = pkcePair()
+            pending.set(state, pkce.verifier)
+            const authorize = new URL(`${issuer}/oauth/authorize`)
+            authorize.search = new URLSearchParams({
+              client_id: client.clientId,
+              redirect_uri: `${base}/callback`,
+              response_type: "code",
+              scope: "openid profile email",
+              state,
+              code_challenge: pkce.challenge,
+              code_challenge_method: "S256"
+            }).toString()
+            res.writeHead(302, { location: authorize.href })
+            return res.end()
+          }
+          if (url.pathname === "/callback") {
+            const state = url.searchParams.get("state") ?? ""
+            const verifier = pending.get(state)
+            pending.delete(state)
+            if (verifier === undefined || url.searchParams.get("iss") !== issuer) return html(400, "<h1>Bad state</h1>")
+            const token = await fetch(`${issuer}/oauth/token`, {
+              method: "POST",
+              headers: {
+                "content-type": "application/x-www-form-urlencoded",
+                authorization: `Basic ${Buffer.from(`${client.clientId}:${client.secret}`).toString("base64")}`
+              },
+              body: new URLSearchParams({
+                grant_type: "authorization_code",
+                code: url.searchParams.get("code") ?? "",
+                redirect_uri: `${base}/callback`,
+                code_verifier: verifier
+              }).toString()
+            })
+            const tokens = await token.json() as Record<string, any>
+            if (token.status !== 200) return html(502, `<h1>Token error</h1><p>${tokens.error}</p>`)
+            const info = await fetch(`${issuer}/oauth/userinfo`, {
+              headers: { authorization: `Bearer ${tokens.access_token}` }
+            }).then((r) => r.json() as Promise<Record<string, any>>)
+            signIns.push({ sub: info.sub, tokens })
+            return html(200, `<h1>Welcome, ${info.name}</h1><p id="sub">${info.sub}</p>`)
+          }
+          if (url.pathname === "/signed-out") {
+            return html(200, `<h1>Signed out of the RP</h1><p id="state">${url.searchParams.get("state")}</p>`)
+          }
+          html(404, "<h1>Not found</h1>")
+        })
+        server.listen(0, "127.0.0.1", () => {
+          base = `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}`
+          resolve({ url: base, signIns, setClient: (c) => (client = c), server })
+        })
+      })
+    ),
+    ({ server }) => promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  )
+
+const browser = Effect.acquireRelease(
+  Effect.gen(function*() {
+    // Fail, never skip, when the browser is missing.
+    expect(Fs.existsSync(CHROMIUM), `${CHROMIUM} is not installed (apt-get install -y chromium)`).toBe(true)
+    const userDataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "shiori-chromium-"))
+    const context = yield* promise(() =>
+      chromium.launchPersistentContext(userDataDir, {
+        executablePath: CHROMIUM,
+        headless: true,
+        args: [
+          "--no-sandbox",
+          "--disable-gpu",
+          "--disable-background-networking",
+          "--disable-component-update",
+          "--disable-sync",
+          "--no-first-run"
+        ]
+      })
+    )
+    return { context, userDataDir }
+  }),
+  ({ context, userDataDir }) =>
+    promise(async () => {
+      await context.close().catch(() => {})
+      Fs.rmSync(userDataDir, { recursive: true, force: true })
+    })
+)
+
+describe("sign-in pages in headless Chromium", () => {
+  it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
+    it.effect(
+      "DECISIONS 12: authorize -> sign in -> consent -> callback -> tokens; then logout with confirmation",
+      () =>
+        Effect.gen(function*() {
+          const { issuer } = yield* IdentityServers
+          const rp = yield* relyingParty(issuer)
+          const registered = yield* createClient({
+            autoConsent: false,
+            name: "Browser RP",
+            redirectUris: [`${rp.url}/callback`]
+          })
+          rp.setClient({ clientId: registered.clientId, secret: registered.secret! })
+          const user = yield* createUser({ name: "Sakura" })
+          const { context } = yield* browser
+          const page = context.pages()[0] ?? (yield* promise(() => context.newPage()))
+          const headers: Array<Record<string, string>> = []
+          page.on("response", (response) => {
+            if (response.url().startsWith(`${issuer}/ui/`) && response.request().resourceType() === "document") {
+              headers.push(response.headers())
+            }
+          })
+
+          // The relying party sends the browser to authorize; with no session, the sign-in page.
+          yield* promise(() => page.goto(`${rp.url}/login`))
+          expect(page.url().startsWith(`${issuer}/ui/login?`)).toBe(true)
+          expect(yield* promise(() => page.locator("html").getAttribute("lang"))).toBe("en")
+          expect(yield* promise(() => page.getByRole("heading", { level: 1 }).textContent())).toBe("Sign in to shiori")
+
+          // A wrong password first: the form comes back with an announced error.
+          yield* promise(() => page.getByLabel("Email").fill(user.email))
+          yield* promise(() => page.getByLabel("Password").fill("wrong password"))
+          yield* promise(() => page.getByRole("button", { name: "Sign in" }).click())
+          yield* promise(() => page.getByRole("alert").waitFor())
+          expect(yield* promise(() => page.getByRole("alert").textContent())).toContain("not right")
+
+          yield* promise(() => page.getByLabel("Password").fill(user.password))
+          yield* promise(() => page.getByRole("button", { name: "Sign in" }).click())
+
+          // Consent: the client's name and the requested scopes; Allow.
+          yield* promise(() => page.waitForURL((url) => url.pathname === "/api/v1/ui/consent"))
+          expect(yield* promise(() => page.getByRole("heading", { level: 1 }).textContent())).toContain("Browser RP")
+          const scopes = yield* promise(() => page.locator(".scopes li").allTextContents())
+          expect(scopes.join(" ")).toMatch(/openid.*profile.*email/s)
+          yield* promise(() => page.getByRole("button", { name: "Allow" }).click())
+
+          // Back at the relying party, which exchanged the code for tokens.
+          yield* promise(() => page.waitForURL((url) => url.href.startsWith(`${rp.url}/callback`)))
+          expect(yield* promise(() => page.getByRole("heading", { level: 1 }).textContent())).toBe("Welcome, Sakura")
+          expect(rp.signIns).toHaveLength(1)
+          expect(rp.signIns[0]!.sub).toBe(user.sub)
+          expect(rp.signIns[0]!.tokens).toMatchObject({
+            token_type: "Bearer",
+            expires_in: 900,
+            id_token: expect.any(String),
+            refresh_token: expect.any(String)
+          })
+
+          // Every page forbade framing (DECISIONS 12).
+          expect(headers.length).toBeGreaterThanOrEqual(2)
+          for (const h of headers) {
+            expect(h["x-frame-options"]).toBe("DENY")
+            expect(h["content-security-policy"]).toContain("frame-ancestors 'none'")
+          }
+          // The session cookie is HttpOnly and SameSite=Lax.
+          const cookies = yield* promise(() => context.cookies(issuer))
+          const session = cookies.find((c) => c.name === "shiori_session")!
+          expect(session).toMatchObject({ httpOnly: true, sameSite: "Lax", path: "/api/v1" })
+
+          // A second sign-in at the RP needs neither the sign-in page nor consent.
+          yield* promise(() => page.goto(`${rp.url}/login`))
+          yield* promise(() => page.waitForURL((url) => url.href.startsWith(`${rp.url}/callback`)))
+          expect(rp.signIns).toHaveLength(2)
+
+          // RP-initiated logout: confirmation page, then back to the RP's registered origin with state.
+          const logout = new URL(`${issuer}/oauth/logout`)
+          logout.search = new URLSearchParams({
+            client_id: registered.clientId,
+            redirect: `${rp.url}/signed-out`,
+            state: "bye-1"
+          }).toString()
+          yield* promise(() => page.goto(logout.href))
+          expect(page.url().startsWith(`${issuer}/ui/logout?`)).toBe(true)
+          expect(yield* promise(() => page.getByRole("heading", { level: 1 }).textContent())).toBe(
+            "Sign out of shiori?"
+          )
+          yield* promise(() => page.getByRole("button", { name: "Sign out" }).click())
+          yield* promise(() => page.waitForURL((url) => url.href.startsWith(`${rp.url}/signed-out`)))
+          expect(yield* promise(() => page.locator("#state").textContent())).toBe("bye-1")
+          expect((yield* promise(() => context.cookies(issuer))).find((c) => c.name === "shiori_session"))
+            .toBeUndefined()
+
+          // Signed out: the next authorize asks to sign in again.
+          yield* promise(() => page.goto(`${rp.url}/login`))
+          expect(page.url().startsWith(`${issuer}/ui/login?`)).toBe(true)
+        }).pipe(Effect.scoped),
+      { timeout: 90_000 }
+    )
+  })
+})

@@ -1,0 +1,182 @@
+/**
+ * The identity operator commands (issue 4 item 1; SPEC 5; DECISIONS 13), run as a user would run
+ * them (`dist/src/cli/main.js`; `npm test` builds first), against the test servers' database.
+ * Starting the CLI costs a second or two, so independent commands run side by side.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Option, Redacted } from "effect"
+import * as Jose from "jose"
+import { Clients } from "../../src/identity/clients/Clients.js"
+import { SigningKeys } from "../../src/identity/keys/SigningKeys.js"
+import { Users } from "../../src/identity/users/Users.js"
+import { DatabaseUrl } from "../../src/platform/Database.js"
+import { runCli } from "../support/Cli.js"
+import {
+  exchangeCode,
+  getCode,
+  IdentityServers,
+  IdentityTestEnv,
+  login,
+  serverLayerOptions
+} from "../support/IdentityServers.js"
+
+const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
+
+const cli = (args: ReadonlyArray<string>) =>
+  Effect.flatMap(DatabaseUrl, (url) => promise(() => runCli(args, { DATABASE_URL: Redacted.value(url) })))
+
+const cliJson = (args: ReadonlyArray<string>) =>
+  Effect.map(cli([...args, "--json"]), (result) => {
+    expect(result.code, result.stderr).toBe(0)
+    return JSON.parse(result.stdout) as any
+  })
+
+const email = "cli.user@example.com"
+const password = "correct horse battery staple"
+const portal = {
+  clientId: "cli-portal",
+  secret: "a-long-enough-client-secret-123",
+  redirectUri: "https://portal.example/cb"
+}
+
+describe("identity CLI: user, role, client, keys", () => {
+  it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
+    it.effect(
+      "user create / client create / role grant|revoke / user ban / keys rotate drive what the provider issues",
+      () =>
+        Effect.gen(function*() {
+          const { identity, issuer } = yield* IdentityServers
+          const jwksBefore = yield* promise(() => fetch(`${issuer}/oauth/jwks`).then((r) => r.json() as Promise<any>))
+          const [user, client, pub, rotated, ...bad] = yield* Effect.all([
+            cliJson([
+              "user",
+              "create",
+              "--email",
+              email,
+              "--password",
+              password,
+              "--name",
+              "Cli",
+              "--role",
+              "moderator"
+            ]),
+            cliJson([
+              ...["client", "create", "--client-id", portal.clientId, "--secret", portal.secret],
+              ...["--redirect-uri", portal.redirectUri, "--redirect-uri", "https://portal.example/cb2"],
+              ...["--auto-consent", "--site", "portal", "--name", "Portal"]
+            ]),
+            cliJson([
+              "client",
+              "create",
+              "--client-id",
+              "cli-spa",
+              "--public",
+              "--redirect-uri",
+              "http://127.0.0.1:5173/cb"
+            ]),
+            cliJson(["keys", "rotate"]),
+            // Bad arguments (no --secret, not --public): a message on stderr, a non-zero exit.
+            cli(["client", "create", "--client-id", "c1", "--redirect-uri", "https://a.example/cb"])
+          ], { concurrency: "unbounded" })
+          for (const result of bad as Array<{ code: number; stderr: string }>) {
+            expect(result.code).not.toBe(0)
+            expect(result.stderr).toMatch(/^error: /m)
+          }
+          // Issue 4: `{"id","sub"}` exactly.
+          expect(Object.keys(user).sort()).toEqual(["id", "sub"])
+          expect(Number.isInteger(user.id)).toBe(true)
+          expect(user.sub).toMatch(/^[0-9a-f-]{36}$/)
+          expect(client).toMatchObject({
+            client_id: portal.clientId,
+            public: false,
+            auto_consent: true,
+            site: "portal"
+          })
+          expect(pub).toMatchObject({ client_id: "cli-spa", public: true })
+
+          // DECISIONS 13: the new key is published at once and signs only after the grace period.
+          expect(Date.parse(rotated.activates_at) - Date.now()).toBeGreaterThan(60_000)
+          const keys = yield* Effect.provide(
+            SigningKeys,
+            SigningKeys.Default.pipe(Layer.provide(Layer.succeedContext(yield* Effect.context<SqlClient.SqlClient>())))
+          )
+          const kids = (yield* keys.jwks).keys.map((k) => k.kid)
+          expect(kids).toContain(rotated.kid)
+          for (const key of jwksBefore.keys) expect(kids).toContain(key.kid)
+          expect((yield* keys.signingKey).kid).toBe(jwksBefore.keys[0].kid)
+
+          // Global and site roles reach the tokens.
+          const granted = yield* Effect.all([
+            cliJson(["role", "grant", String(user.id), "editor", "--site", "portal"]),
+            cliJson(["role", "grant", String(user.id), "admin"])
+          ], { concurrency: "unbounded" })
+          expect(granted[0]).toEqual({ id: user.id, role: "editor", site: "portal", granted: true })
+          const session = yield* promise(() => login(identity, { email, password }))
+          expect(Jose.decodeJwt(session.accessToken)).toMatchObject({ uid: user.id, roles: ["moderator", "admin"] })
+          const { code } = yield* promise(() => getCode(identity, portal, session.accessToken, { scope: "openid" }))
+          const tokens = yield* promise(() => exchangeCode(identity, portal, code))
+          expect(Jose.decodeJwt(tokens.body.access_token)).toMatchObject({ site: "portal", site_roles: ["editor"] })
+
+          yield* Effect.all([
+            cliJson(["role", "revoke", String(user.id), "editor", "--site", "portal"]),
+            cliJson(["role", "revoke", String(user.id), "admin"])
+          ], { concurrency: "unbounded" })
+          const again = yield* promise(() => login(identity, { email, password }))
+          expect(Jose.decodeJwt(again.accessToken).roles).toEqual(["moderator"])
+          const second = yield* promise(() => getCode(identity, portal, again.accessToken, { scope: "openid" }))
+          const after = yield* promise(() => exchangeCode(identity, portal, second.code))
+          expect(Jose.decodeJwt(after.body.access_token).site_roles).toEqual([])
+
+          // SPEC 5: a banned account is 403 at sign-in and its tokens die.
+          expect(yield* cliJson(["user", "ban", String(user.id)])).toEqual({ id: user.id, banned: true })
+          const banned = yield* promise(() =>
+            fetch(`${identity}/api/v1/auth/login`, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ email, password })
+            })
+          )
+          expect(banned.status).toBe(403)
+          const me = yield* promise(() =>
+            fetch(`${identity}/api/v1/auth/me`, { headers: { authorization: `Bearer ${again.accessToken}` } })
+          )
+          expect(me.status).toBe(401)
+        }).pipe(Effect.scoped),
+      { timeout: 180_000 }
+    )
+
+    it.effect("the validation behind the commands: passwords, roles, site roles, secrets, redirect URIs, reserved ids", () =>
+      Effect.gen(function*() {
+        const users = yield* Users
+        const clients = yield* Clients
+        const userError = (effect: Effect.Effect<unknown, { readonly _tag: string }>) =>
+          Effect.map(Effect.flip(effect), (e) => e._tag)
+        expect(yield* userError(users.create({ email: "a@example.com", password: "short", name: "", roles: [] })))
+          .toBe("UserInputError")
+        expect(
+          yield* userError(users.create({ email: "b@example.com", password: "long-enough", name: "", roles: ["god"] }))
+        ).toBe("UserInputError")
+        expect(yield* userError(users.grantRole(1, "admin", Option.some("portal")))).toBe("UserInputError")
+        expect(yield* userError(users.grantRole(1, "user", Option.none()))).toBe("UserInputError")
+        const base = {
+          name: "x",
+          autoConsent: false,
+          site: null,
+          logoUrl: "",
+          refreshTtlSeconds: null,
+          contentLimit: "sfw" as const
+        }
+        for (
+          const input of [
+            { clientId: "c2", secret: "short", redirectUris: ["https://a.example/cb"] },
+            { clientId: "c3", secret: "x".repeat(30), redirectUris: ["https://a.example/cb#fragment"] },
+            { clientId: "c4", secret: "x".repeat(30), redirectUris: ["http://a.example/cb"] },
+            { clientId: "c5", secret: "x".repeat(30), redirectUris: [] },
+            { clientId: "shiori", secret: null, redirectUris: ["https://a.example/cb"] },
+            { clientId: "bad id", secret: null, redirectUris: ["https://a.example/cb"] }
+          ]
+        ) expect(yield* userError(clients.create({ ...base, ...input }))).toBe("ClientInputError")
+      }))
+  })
+})

@@ -1,0 +1,241 @@
+/**
+ * Accounts and sessions (issue 4 item 1; SPEC 4.2, 5, 7.2; DECISIONS 9-12): `POST /auth/login`
+ * answers the envelope and sets the session cookie; wrong credentials, banned accounts and brute
+ * force get envelope errors; `GET /auth/me` shows 10001/10002/10003.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Jose from "jose"
+import { Users } from "../../src/identity/users/Users.js"
+import { signWithProviderKey } from "../support/IdentityKeys.js"
+import { createUser, IdentityServers, IdentityTestEnv, login, serverLayerOptions } from "../support/IdentityServers.js"
+
+const Env = IdentityTestEnv({
+  // Small buckets so brute force is visible within a test; each test uses its own account.
+  IDENTITY_LOGIN_ACCOUNT_BURST: "3",
+  IDENTITY_LOGIN_ACCOUNT_PER_MINUTE: "1",
+  IDENTITY_LOGIN_IP_BURST: "40",
+  IDENTITY_LOGIN_IP_PER_MINUTE: "1"
+})
+
+const postLogin = (identity: string, body: unknown, headers: Record<string, string> = {}) =>
+  Effect.promise(async () => {
+    const res = await fetch(`${identity}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body)
+    })
+    return { res, body: await res.json() as any }
+  })
+
+describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
+  it.layer(Env, serverLayerOptions)((it) => {
+    it.effect("SPEC 4.2: success is {code: 0, message, data: {access_token, token_type: Bearer, expires_in: 900}}", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const user = yield* createUser({ roles: ["creator"] })
+        const { res, body } = yield* postLogin(identity, { email: user.email, password: user.password })
+        expect(res.status).toBe(200)
+        expect(body).toEqual({
+          code: 0,
+          message: expect.any(String),
+          data: { access_token: expect.any(String), token_type: "Bearer", expires_in: 900 }
+        })
+        // DECISIONS 5: an RS256 at+jwt with the user's integer id, sub and roles.
+        const header = Jose.decodeProtectedHeader(body.data.access_token)
+        expect(header).toMatchObject({ alg: "RS256", typ: "at+jwt" })
+        const claims = Jose.decodeJwt(body.data.access_token)
+        expect(claims).toMatchObject({ iss: issuer, sub: user.sub, uid: user.id, roles: ["creator"] })
+        expect(claims.exp! - claims.iat!).toBe(900)
+      }))
+
+    it.effect("DECISIONS 12: the session cookie is HttpOnly, SameSite=Lax, path /api/v1, not Secure over http", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser()
+        const { res } = yield* postLogin(identity, { email: user.email, password: user.password })
+        const cookie = res.headers.get("set-cookie") ?? ""
+        expect(cookie).toMatch(/^shiori_session=[A-Za-z0-9_-]{43};/)
+        expect(cookie).toMatch(/HttpOnly/i)
+        expect(cookie).toMatch(/SameSite=Lax/i)
+        expect(cookie).toMatch(/Path=\/api\/v1/)
+        expect(cookie).not.toMatch(/Secure/i)
+      }))
+
+    it.effect("email is matched case-insensitively; the same answer for a wrong password and an unknown email (10010)", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser()
+        const upper = yield* postLogin(identity, { email: user.email.toUpperCase(), password: user.password })
+        expect(upper.res.status).toBe(200)
+        const wrong = yield* postLogin(identity, { email: user.email, password: "not-the-password" })
+        expect(wrong.res.status).toBe(401)
+        expect(wrong.body).toEqual({ code: 10010, message: "Wrong email or password", data: null })
+        expect(wrong.res.headers.get("set-cookie")).toBeNull()
+        const unknown = yield* postLogin(identity, { email: "nobody@example.com", password: "whatever" })
+        expect(unknown.res.status).toBe(401)
+        expect(unknown.body).toEqual(wrong.body)
+      }))
+
+    it.effect("SPEC 5: a banned account is HTTP 403 (10011), and its tokens and sessions die", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser()
+        const before = yield* Effect.promise(() => login(identity, user))
+        yield* Effect.flatMap(Users, (users) => users.setBanned(user.id, true))
+        const { res, body } = yield* postLogin(identity, { email: user.email, password: user.password })
+        expect(res.status).toBe(403)
+        expect(body).toEqual({ code: 10011, message: "Account banned", data: null })
+        const me = yield* Effect.promise(() =>
+          fetch(`${identity}/api/v1/auth/me`, { headers: { authorization: `Bearer ${before.accessToken}` } })
+        )
+        expect(me.status).toBe(401)
+        expect((yield* Effect.promise(() => me.json())).code).toBe(10002)
+        // A wrong password on a banned account still says only "wrong credentials".
+        const guess = yield* postLogin(identity, { email: user.email, password: "guess" })
+        expect(guess.body.code).toBe(10010)
+      }))
+
+    it.effect("DECISIONS 9: brute force on one account gets 429 (10012) with Retry-After", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser()
+        const statuses: Array<number> = []
+        let last: { res: Response; body: any } | undefined
+        for (let i = 0; i < 5; i++) {
+          last = yield* postLogin(identity, { email: user.email, password: `guess-${i}` })
+          statuses.push(last.res.status)
+        }
+        expect(statuses).toEqual([401, 401, 401, 429, 429])
+        expect(last!.body).toEqual({ code: 10012, message: "Too many attempts", data: null })
+        expect(Number(last!.res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+        // Even the right password is refused while the account's bucket is empty.
+        const right = yield* postLogin(identity, { email: user.email, password: user.password })
+        expect(right.res.status).toBe(429)
+      }))
+
+    it.effect("DECISIONS 9: login is limited per IP too, across accounts (429 10012)", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        let status = 0
+        let retryAfter: string | null = null
+        // The IP bucket holds 40 (shared with the other tests of this file); fresh emails never hit the account limit.
+        for (let i = 0; i < 60 && status !== 429; i++) {
+          const { res } = yield* postLogin(identity, { email: `spray${i}@example.com`, password: "x" })
+          status = res.status
+          retryAfter = res.headers.get("retry-after")
+        }
+        expect(status).toBe(429)
+        expect(Number(retryAfter)).toBeGreaterThanOrEqual(1)
+      }))
+  })
+
+  it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
+    it.effect("a malformed body is envelope 40001; a form-encoded body is refused (no login CSRF)", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const bad = yield* postLogin(identity, { email: "not-an-email" })
+        expect(bad.res.status).toBe(400)
+        expect(bad.body).toEqual({ code: 40001, message: "Invalid request", data: null })
+        const broken = yield* postLogin(identity, "{not json")
+        expect(broken.res.status).toBe(400)
+        expect(broken.body.code).toBe(40001)
+        const user = yield* createUser()
+        const form = yield* Effect.promise(async () => {
+          const res = await fetch(`${identity}/api/v1/auth/login`, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded" },
+            body: new URLSearchParams({ email: user.email, password: user.password }).toString()
+          })
+          return { res, body: await res.json() as any }
+        })
+        expect(form.res.status).toBe(400)
+        expect(form.res.headers.get("set-cookie")).toBeNull()
+      }))
+
+    it.effect("DECISIONS 12: the sign-in form needs its CSRF token and follows return_to only to paths on this server", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser()
+        const submit = (returnTo: string, withToken = true) =>
+          Effect.promise(async () => {
+            const page = await fetch(`${identity}/api/v1/ui/login?return_to=${encodeURIComponent(returnTo)}`)
+            const html = await page.text()
+            const csrfCookie = page.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ")
+            const token = /name="csrf" value="([^"]+)"/.exec(html)![1]!
+            return fetch(`${identity}/api/v1/ui/login`, {
+              method: "POST",
+              redirect: "manual",
+              headers: { cookie: csrfCookie, "content-type": "application/x-www-form-urlencoded" },
+              body: new URLSearchParams({
+                ...(withToken ? { csrf: token } : {}),
+                email: user.email,
+                password: user.password,
+                return_to: returnTo
+              }).toString()
+            })
+          })
+        const ok = yield* submit("/api/v1/oauth/authorize?client_id=x")
+        expect(ok.status).toBe(303)
+        expect(ok.headers.get("location")).toBe(`${identity}/api/v1/oauth/authorize?client_id=x`)
+        expect(ok.headers.get("set-cookie")).toMatch(/^shiori_session=/)
+        for (
+          const evil of [
+            "https://evil.example/",
+            "//evil.example/api/v1/",
+            "/\\evil.example",
+            "/api/v1/../../evil",
+            "javascript:alert(1)",
+            "/elsewhere"
+          ]
+        ) {
+          const res = yield* submit(evil)
+          expect(res.status, evil).toBe(200)
+          expect(res.headers.get("location"), evil).toBeNull()
+        }
+        const forged = yield* submit("/api/v1/oauth/authorize", false)
+        expect(forged.status).toBe(403)
+        expect(forged.headers.get("set-cookie") ?? "").not.toMatch(/shiori_session=/)
+      }))
+
+    it.effect("SPEC 5 / DECISIONS 10: /auth/me answers 10001 without a token, 10002 for a bad one, 10003 expired", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const me = (token?: string) =>
+          Effect.promise(async () => {
+            const res = await fetch(`${identity}/api/v1/auth/me`, {
+              headers: token === undefined ? {} : { authorization: `Bearer ${token}` }
+            })
+            return { status: res.status, body: await res.json() as any }
+          })
+        expect(yield* me()).toEqual({ status: 401, body: { code: 10001, message: "Token missing", data: null } })
+        expect(yield* me("garbage")).toEqual({
+          status: 401,
+          body: { code: 10002, message: "Token invalid", data: null }
+        })
+
+        const user = yield* createUser({ name: "Rin" })
+        const session = yield* Effect.promise(() => login(identity, user))
+        const ok = yield* me(session.accessToken)
+        expect(ok.status).toBe(200)
+        expect(ok.body).toEqual({
+          code: 0,
+          message: expect.any(String),
+          data: {
+            id: user.id,
+            sub: user.sub,
+            email: user.email,
+            name: "Rin",
+            picture: "",
+            roles: [],
+            updated_at: expect.any(Number)
+          }
+        })
+
+        // The same claims, signed by the provider's key, with `exp` half an hour ago.
+        const claims = Jose.decodeJwt(session.accessToken)
+        const expired = yield* signWithProviderKey({ ...claims, iat: claims.iat! - 3600, exp: claims.iat! - 1800 })
+        expect((yield* me(expired)).body.code).toBe(10003)
+      }))
+  })
+})
