@@ -64,7 +64,7 @@ const postmasterAlive = (dataDir: string) => {
 describe("npm start on a fresh machine (issue 2 point 2)", () => {
   it(
     "starts within 30 s, drains on SIGTERM, stops the database, and reuses the data",
-    { timeout: 180_000 },
+    { timeout: 420_000 },
     async () => {
       const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "shiori-e2e-"))
       const env = {

@@ -10,7 +10,7 @@ import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
 import { DatabaseUrl } from "../../src/platform/Database.js"
 import { runCli } from "../support/Cli.js"
 import { expectProblem, sleepReal } from "../support/Problems.js"
-import { testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
+import { serverLayerOptions, testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 
 const Env = Layer.mergeAll(TestServersLive, ApiKeys.Default.pipe(Layer.provide(TestServersLive))).pipe(
   Layer.provide(testConfig())
@@ -20,7 +20,7 @@ const get = (url: string, token?: string, scheme = "Bearer") =>
   Effect.promise(() => fetch(url, token === undefined ? {} : { headers: { authorization: `${scheme} ${token}` } }))
 
 describe("catalog credentials (SPEC 5, DECISIONS 3)", () => {
-  it.layer(Env, { timeout: "120 seconds" })((it) => {
+  it.layer(Env, serverLayerOptions("120 seconds"))((it) => {
     it.effect("no Authorization header: 401 MISSING_CREDENTIAL with WWW-Authenticate", () =>
       Effect.gen(function*() {
         const { catalog } = yield* TestServers
@@ -121,7 +121,7 @@ describe("catalog credentials (SPEC 5, DECISIONS 3)", () => {
           if (status !== 401) yield* sleepReal(50)
         }
         expect(status).toBe(401)
-      }))
+      }), 240_000)
 
     it.effect("CLI: bad arguments print a clear message and exit non-zero", () =>
       Effect.gen(function*() {
@@ -142,6 +142,6 @@ describe("catalog credentials (SPEC 5, DECISIONS 3)", () => {
         const missingOption = yield* Effect.promise(() => runCli(["api-key", "create", "--site", "ok"], env))
         expect(missingOption.code).not.toBe(0)
         expect(missingOption.stdout + missingOption.stderr).toMatch(/scopes/)
-      }))
+      }), 240_000)
   })
 })

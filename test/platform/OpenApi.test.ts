@@ -8,7 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"
 import { CatalogApiDocumented } from "../../src/catalog/CatalogServer.js"
-import { testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
+import { serverLayerOptions, testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 
 const catalogSpec = OpenApi.fromApi(CatalogApiDocumented) as any
 const identitySpec = OpenApi.fromApi(IdentityApi as any) as any
@@ -81,22 +81,24 @@ describe("OpenAPI documents", () => {
     )
   })
 
-  it.layer(TestServersLive.pipe(Layer.provide(testConfig())), { timeout: "60 seconds" })((it) => {
-    it.effect("the servers serve the same documents and the docs UIs", () =>
-      Effect.gen(function*() {
-        const { catalog, identity } = yield* TestServers
-        const served = yield* Effect.promise(() => fetch(`${catalog}/v2/openapi.json`).then((r) => r.json()))
-        expect(served).toEqual(JSON.parse(JSON.stringify(catalogSpec)))
-        expect((served as any).openapi).toMatch(/^3\.1/)
-        const servedIdentity = yield* Effect.promise(() =>
-          fetch(`${identity}/api/v1/openapi.json`).then((r) => r.json())
-        )
-        expect(servedIdentity).toEqual(JSON.parse(JSON.stringify(identitySpec)))
-        for (const url of [`${catalog}/v2/docs`, `${identity}/api/v1/docs`]) {
-          const res = yield* Effect.promise(() => fetch(url))
-          expect(res.status).toBe(200)
-          expect(res.headers.get("content-type")).toMatch(/text\/html/)
-        }
-      }))
-  })
+  it.layer(TestServersLive.pipe(Layer.provide(testConfig())), serverLayerOptions("60 seconds"))(
+    (it) => {
+      it.effect("the servers serve the same documents and the docs UIs", () =>
+        Effect.gen(function*() {
+          const { catalog, identity } = yield* TestServers
+          const served = yield* Effect.promise(() => fetch(`${catalog}/v2/openapi.json`).then((r) => r.json()))
+          expect(served).toEqual(JSON.parse(JSON.stringify(catalogSpec)))
+          expect((served as any).openapi).toMatch(/^3\.1/)
+          const servedIdentity = yield* Effect.promise(() =>
+            fetch(`${identity}/api/v1/openapi.json`).then((r) => r.json())
+          )
+          expect(servedIdentity).toEqual(JSON.parse(JSON.stringify(identitySpec)))
+          for (const url of [`${catalog}/v2/docs`, `${identity}/api/v1/docs`]) {
+            const res = yield* Effect.promise(() => fetch(url))
+            expect(res.status).toBe(200)
+            expect(res.headers.get("content-type")).toMatch(/text\/html/)
+          }
+        }))
+    }
+  )
 })

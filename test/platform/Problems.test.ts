@@ -10,7 +10,7 @@ import { startingProblem } from "../../src/platform/ProblemMiddleware.js"
 import { ProbeServer, ProbeServerLive } from "../support/ProbeApi.js"
 import { expectProblem, sleepReal } from "../support/Problems.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
-import { testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
+import { serverLayerOptions, testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 
 const fetchText = (url: string, init?: RequestInit) => Effect.promise(() => fetch(url, init))
 
@@ -19,7 +19,7 @@ const Env = Layer.mergeAll(TestServersLive, ProbeServerLive.pipe(Layer.provide(T
 )
 
 describe("problem documents (SPEC 7.1)", () => {
-  it.layer(Env, { timeout: "60 seconds" })((it) => {
+  it.layer(Env, serverLayerOptions("60 seconds"))((it) => {
     it.effect("declared failure: 404 NOT_FOUND from a handler", () =>
       Effect.gen(function*() {
         const { catalog } = yield* TestServers

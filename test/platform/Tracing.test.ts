@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer } from "effect"
 import { sleepReal } from "../support/Problems.js"
-import { testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
+import { serverLayerOptions, testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 
 const exporter = new InMemorySpanExporter()
 const TracingTest = NodeSdk.layer(() => ({
@@ -16,7 +16,10 @@ const TracingTest = NodeSdk.layer(() => ({
 }))
 
 describe("tracing", () => {
-  it.layer(TestServersLive.pipe(Layer.provide(TracingTest), Layer.provide(testConfig())), { timeout: "60 seconds" })(
+  it.layer(
+    TestServersLive.pipe(Layer.provide(TracingTest), Layer.provide(testConfig())),
+    serverLayerOptions("60 seconds")
+  )(
     (it) => {
       it.effect("a request's span carries its request id, method, route and status; SQL spans are its children", () =>
         Effect.gen(function*() {

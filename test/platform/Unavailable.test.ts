@@ -10,7 +10,7 @@ import { DatabaseUrl } from "../../src/platform/Database.js"
 import { ProbeServer, ProbeServerLive } from "../support/ProbeApi.js"
 import { expectProblem } from "../support/Problems.js"
 import { TestDatabaseUrlLive } from "../support/TestDatabase.js"
-import { testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
+import { serverLayerOptions, testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 
 /** A TCP proxy in front of PostgreSQL that a test can cut, like a network partition. */
 class Proxy extends Context.Tag("test/Proxy")<Proxy, { readonly cut: () => void; readonly url: Redacted.Redacted }>() {}
@@ -63,7 +63,7 @@ const Env = Layer.mergeAll(
 ).pipe(Layer.provideMerge(ProxyLive), Layer.provide(testConfig()))
 
 describe("database unreachable (SPEC 7.1 SERVICE_UNAVAILABLE)", () => {
-  it.layer(Env, { timeout: "60 seconds" })((it) => {
+  it.layer(Env, serverLayerOptions("60 seconds"))((it) => {
     it.effect("queries fail over a cut connection: 503 with Retry-After, never 500", () =>
       Effect.gen(function*() {
         const probe = yield* ProbeServer

@@ -18,7 +18,7 @@ export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>)
     execFile(
       process.execPath,
       [Path.join(root, "dist/src/cli/main.js"), ...args],
-      { cwd: root, env: { ...process.env, LOG_LEVEL: "Warning", ...env }, timeout: 60_000 },
+      { cwd: root, env: { ...process.env, LOG_LEVEL: "Warning", ...env }, timeout: 180_000 },
       (error, stdout, stderr) => resolve({ code: error ? Number((error as any).code ?? 1) : 0, stdout, stderr })
     )
   })

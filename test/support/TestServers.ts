@@ -3,7 +3,7 @@
  * database. Tests talk to them over real HTTP.
  */
 import { HttpServer } from "@effect/platform"
-import { ConfigProvider, Context, Effect, Layer } from "effect"
+import { ConfigProvider, Context, type Duration, Effect, Layer } from "effect"
 import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
 import { IdentityHttpLive } from "../../src/identity/IdentityServer.js"
 import { AppSecret, ServerConfig } from "../../src/platform/Config.js"
@@ -45,3 +45,13 @@ export const TestServersLive = Layer.scoped(
   Layer.provideMerge(Layer.mergeAll(ServerConfig.Default, AppSecret.Default)),
   Layer.provideMerge(TestSqlLive)
 )
+
+/**
+ * `it.layer` options for layers that run servers: real clock and services (the servers must not
+ * live on the TestClock: they sign tokens and time out requests). The option exists at runtime;
+ * `it.layer`'s type omits it, hence a non-literal object.
+ */
+export const serverLayerOptions = (timeout: Duration.DurationInput = "120 seconds") => ({
+  timeout,
+  excludeTestServices: true
+})
