@@ -11,14 +11,36 @@ import {
   ServiceUnavailable,
   ValidationFailed
 } from "../Problem.js"
+import { CalendarApi } from "./CalendarApi.js"
+import { CharactersApi } from "./CharactersApi.js"
+import { CompaniesApi } from "./CompaniesApi.js"
 import { CredentialApi } from "./CredentialApi.js"
+import { CreditNamesApi } from "./CreditNamesApi.js"
+import { EnginesApi } from "./EnginesApi.js"
 import { HealthApi } from "./HealthApi.js"
+import { MirrorApi } from "./MirrorApi.js"
+import { PersonsApi } from "./PersonsApi.js"
 import { ProblemsApi } from "./ProblemsApi.js"
+import { ReleasesApi } from "./ReleasesApi.js"
+import { StatsApi } from "./StatsApi.js"
+import { TagsApi } from "./TagsApi.js"
+import { WorksApi } from "./WorksApi.js"
 
 export class CatalogApi extends HttpApi.make("catalog")
   .add(HealthApi)
   .add(ProblemsApi)
   .add(CredentialApi)
+  .add(WorksApi)
+  .add(CompaniesApi)
+  .add(EnginesApi)
+  .add(TagsApi)
+  .add(ReleasesApi)
+  .add(CalendarApi)
+  .add(StatsApi)
+  .add(MirrorApi)
+  .add(CharactersApi)
+  .add(CreditNamesApi)
+  .add(PersonsApi)
   // Failures any operation can meet: bad parameters, a bad body, a defect, the database away.
   .addError(problem(InvalidParameter))
   .addError(problem(ValidationFailed))

@@ -38,7 +38,7 @@ export const CreditNameBasic = Schema.Struct(creditNameBasicFields).annotations(
 export type CreditNameBasic = typeof CreditNameBasic.Type
 
 const detail = <S extends Schema.Schema.Any>(schema: S, description: string) =>
-  Schema.optional(schema.annotations({ description }))
+  Schema.optional(schema.annotations({ description }) as S)
 
 export const CreditName = Schema.Struct({
   ...creditNameBasicFields,

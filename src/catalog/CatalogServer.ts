@@ -13,7 +13,18 @@ import { withRequestId } from "../platform/RequestId.js"
 import { RouteTable } from "../platform/RouteTable.js"
 import { AuthorizationLive, Credentials } from "./auth/Authorization.js"
 import { HttpCredentialsLive } from "./auth/Http.js"
+import { HttpCalendarLive } from "./calendar/Http.js"
+import { HttpCharactersLive } from "./characters/Http.js"
+import { HttpCompaniesLive } from "./companies/Http.js"
+import { HttpCreditNamesLive } from "./credits/Http.js"
+import { HttpEnginesLive } from "./engines/Http.js"
+import { HttpMirrorLive } from "./mirror/Http.js"
+import { HttpPersonsLive } from "./persons/Http.js"
 import { HttpProblemsLive } from "./problems/Http.js"
+import { HttpReleasesLive } from "./releases/Http.js"
+import { HttpStatsLive } from "./stats/Http.js"
+import { HttpTagsLive } from "./tags/Http.js"
+import { HttpWorksLive } from "./works/Http.js"
 
 /** The documented API: the contract plus how its errors are documented. */
 export const CatalogApiDocumented = CatalogApi.annotate(OpenApi.Transform, problemOpenApiTransform)
@@ -27,7 +38,22 @@ const HttpHealthLive = HttpApiBuilder.group(
 )
 
 export const CatalogApiLive = HttpApiBuilder.api(CatalogApiDocumented).pipe(
-  Layer.provide([HttpHealthLive, HttpProblemsLive, HttpCredentialsLive]),
+  Layer.provide([
+    HttpHealthLive,
+    HttpProblemsLive,
+    HttpCredentialsLive,
+    HttpWorksLive,
+    HttpMirrorLive,
+    HttpCompaniesLive,
+    HttpEnginesLive,
+    HttpTagsLive,
+    HttpReleasesLive,
+    HttpCalendarLive,
+    HttpStatsLive,
+    HttpCharactersLive,
+    HttpCreditNamesLive,
+    HttpPersonsLive
+  ]),
   Layer.provide(AuthorizationLive(catalogRoutes)),
   Layer.provide(Credentials.Default)
 )

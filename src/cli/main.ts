@@ -5,11 +5,13 @@ import { Command, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Logger, LogLevel } from "effect"
 import { ApiKeys } from "../catalog/auth/ApiKeys.js"
+import { Merges } from "../catalog/merge/Merges.js"
 import { Clients } from "../identity/clients/Clients.js"
 import { Users } from "../identity/users/Users.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "../platform/Database.js"
 import { apiKeyCommand } from "./ApiKeyCommands.js"
 import { clientCommand, keysCommand, roleCommand, userCommand } from "./IdentityCommands.js"
+import { mergeCommand } from "./MergeCommand.js"
 import { emit } from "./Output.js"
 import { seedCommand } from "./SeedCommand.js"
 
@@ -25,14 +27,23 @@ const migrate = Command.make(
 
 const cli = Command.make("shiori").pipe(
   Command.withDescription("shiori operator commands"),
-  Command.withSubcommands([migrate, seedCommand, apiKeyCommand, userCommand, roleCommand, clientCommand, keysCommand])
+  Command.withSubcommands([
+    migrate,
+    seedCommand,
+    apiKeyCommand,
+    userCommand,
+    roleCommand,
+    clientCommand,
+    keysCommand,
+    mergeCommand
+  ])
 )
 
 const run = Command.run(cli, { name: "shiori", version: "0.1.0" })
 
 const DatabaseLive = MigratorLive.pipe(Layer.provideMerge(SqlLive), Layer.provideMerge(DatabaseUrlLive))
 
-const ServicesLive = Layer.mergeAll(ApiKeys.Default, Users.Default, Clients.Default).pipe(
+const ServicesLive = Layer.mergeAll(ApiKeys.Default, Users.Default, Clients.Default, Merges.Default).pipe(
   Layer.provideMerge(DatabaseLive)
 )
 

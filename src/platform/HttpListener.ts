@@ -41,6 +41,10 @@ const drain = (server: Http.Server, inFlight: Set<Http.ServerResponse>, grace: D
 export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptions) =>
   Layer.suspend(() => {
     const server = Http.createServer()
+    // Keep idle connections longer than clients and load balancers do (60 s is common), so it is
+    // always the client that closes an idle socket and never races a request against our close.
+    server.keepAliveTimeout = 65_000
+    server.headersTimeout = 66_000
     const inFlight = new Set<Http.ServerResponse>()
     let draining = false
     server.on("request", (req, res) => {

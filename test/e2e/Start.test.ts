@@ -37,7 +37,10 @@ const start = (env: Record<string, string>) => {
 
 const waitReady = async (urls: ReadonlyArray<string>, deadline: number) => {
   for (;;) {
-    const ok = await Promise.all(urls.map((u) => fetch(u).then((r) => r.status === 200, () => false)))
+    // Like a load balancer's probe: a probe that does not answer within 2 s counts as not ready.
+    const ok = await Promise.all(
+      urls.map((u) => fetch(u, { signal: AbortSignal.timeout(2000) }).then((r) => r.status === 200, () => false))
+    )
     if (ok.every(Boolean)) return
     if (Date.now() > deadline) throw new Error("not ready in time")
     await new Promise((r) => setTimeout(r, 100))

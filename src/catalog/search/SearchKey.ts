@@ -84,3 +84,17 @@ export const searchQuery = (q: string): { readonly needle: string; readonly patt
   const body = parts.map((t) => t.text).join(" ")
   return { needle, pattern: `%${first.ascii ? "" : " "}${body}${last.ascii ? "" : " "}%` }
 }
+
+/**
+ * The query side as the index likes it best: the tokens joined by `%` (`%0gh%0h8%paretto%`). Between
+ * two `%` a token has no word padding, so pg_trgm looks up only its inner trigrams and not the padded
+ * ones shared by every token of a script (`  0`), which makes the GIN scan several times cheaper for
+ * Japanese, Chinese and Korean queries. The pattern is looser than the query (tokens in order, anything
+ * between); `strpos(norm, needle) > 0` decides. None when the query folds to nothing.
+ */
+export const searchPattern = (q: string): { readonly needle: string; readonly pattern: string } | undefined => {
+  const needle = foldText(q)
+  const parts = tokens(needle)
+  if (parts.length === 0) return undefined
+  return { needle, pattern: `%${parts.map((t) => t.text).join("%")}%` }
+}

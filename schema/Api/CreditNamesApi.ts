@@ -1,0 +1,119 @@
+/**
+ * Credit names (SPEC 2.5): the collection with its `ids=` batch lane, the detail read with the
+ * person's public fields, and the credits of one name (DECISIONS 1 paths).
+ */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { RequiredScope } from "../Annotations.js"
+import { ListNameCredit } from "../Catalog/Appearance.js"
+import { CreditNameId } from "../Catalog/Common.js"
+import { CreditName, ListCreditName } from "../Catalog/Credit.js"
+import { CursorParam, IdList, Limit, tokenList } from "../Catalog/Query.js"
+import {
+  EntityMerged,
+  InvalidCursor,
+  LimitTooLarge,
+  NotFound,
+  problem,
+  TooManyIds,
+  UnknownInclude
+} from "../Problem.js"
+import { Authorization } from "./Security.js"
+
+/** Include tokens of credit names (SPEC 2.5), on every lane. */
+export const creditNameIncludes = ["aliases", "intros", "links", "refs", "photo", "siblings"] as const
+export type CreditNameInclude = (typeof creditNameIncludes)[number]
+
+const strict = { parseOptions: { errors: "all" } } as const
+
+const include = Schema.optional(
+  tokenList(
+    creditNameIncludes,
+    "UNKNOWN_INCLUDE",
+    "Extra members: `aliases` (EntityName[]), `intros` (the person's biography, Intro[]), `links` (WorkLink[]), " +
+      "`refs` (Ref[]), `photo` (Image, only when one exists), `siblings` (the same person's other publicly linked " +
+      "names, basic CreditName[])."
+  )
+)
+
+export const ListCreditNamesParams = Schema.Struct({
+  limit: Schema.optional(Limit),
+  cursor: Schema.optional(CursorParam),
+  ids: Schema.optional(IdList),
+  include
+}).annotations(strict)
+export type ListCreditNamesParams = typeof ListCreditNamesParams.Type
+
+export const GetCreditNameParams = Schema.Struct({ include }).annotations(strict)
+export type GetCreditNameParams = typeof GetCreditNameParams.Type
+
+export const NameCreditsParams = Schema.Struct({
+  limit: Schema.optional(Limit),
+  cursor: Schema.optional(CursorParam)
+}).annotations(strict)
+export type NameCreditsParams = typeof NameCreditsParams.Type
+
+export const CreditNamePath = Schema.Struct({ id: CreditNameId }).annotations(strict)
+
+const gateNote = "An `sfw` credential never sees a name credited only on nsfw works (DECISIONS 4)."
+const personNote = "`person_id` is null unless the name has a public link to a person."
+
+export class CreditNamesApi extends HttpApiGroup.make("creditNames")
+  .add(
+    HttpApiEndpoint.get("listCreditNames", "/v2/catalog/credit-names")
+      .setUrlParams(ListCreditNamesParams)
+      .addSuccess(ListCreditName)
+      .addError(problem(LimitTooLarge))
+      .addError(problem(InvalidCursor))
+      .addError(problem(TooManyIds))
+      .addError(problem(UnknownInclude))
+      .annotate(OpenApi.Summary, "List credit names")
+      .annotate(
+        OpenApi.Description,
+        "Credit names (names under which staff and voice actors are credited) in id order, `limit` per page " +
+          "(1..100, default 20), continued with `cursor`; the last page has no `next_cursor`. Batch lane: `ids=` " +
+          "(up to 100) returns the visible ones in the order asked and lists the others in `missing[]`. `include=` " +
+          "tokens: `aliases`, `intros`, `links`, `refs`, `photo`, `siblings`. List entries carry no detail-face " +
+          "fields. " + personNote + " " + gateNote
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("getCreditName", "/v2/catalog/credit-names/:id")
+      .setPath(CreditNamePath)
+      .setUrlParams(GetCreditNameParams)
+      .addSuccess(CreditName)
+      .addError(problem(UnknownInclude))
+      .addError(problem(NotFound))
+      .addError(problem(EntityMerged))
+      .annotate(OpenApi.Summary, "Get a credit name")
+      .annotate(
+        OpenApi.Description,
+        "One credit name. The detail face adds the person's `birth_year`, `birth_month`, `birth_day` and " +
+          "`gender`, each only when recorded and only when the name has a public person link. `include=` tokens: " +
+          "`aliases`, `intros`, `links`, `refs`, `photo`, `siblings`. A merged-away id is 404 `ENTITY_MERGED`. " +
+          "Sends a strong `ETag`; `If-None-Match` gives 304. " + personNote + " " + gateNote
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listNameCredits", "/v2/catalog/credit-names/:id/credits")
+      .setPath(CreditNamePath)
+      .setUrlParams(NameCreditsParams)
+      .addSuccess(ListNameCredit)
+      .addError(problem(LimitTooLarge))
+      .addError(problem(InvalidCursor))
+      .addError(problem(NotFound))
+      .addError(problem(EntityMerged))
+      .annotate(OpenApi.Summary, "List a credit name's credits")
+      .annotate(
+        OpenApi.Description,
+        "Every credit of the name: the work at view=basic, the role (`role_key`, `role_name`), the voiced " +
+          "character (`character_id`, null unless a voice credit) and the note; oldest release first (undated " +
+          "last), then by work id and the work's credit order. Cursor-paged like every list. Credits on nsfw " +
+          "works are omitted for an `sfw` credential. " + gateNote
+      )
+  )
+  .middleware(Authorization)
+  .annotate(RequiredScope, "catalog:read")
+  .annotate(OpenApi.Title, "Credit names")
+  .annotate(OpenApi.Description, "Names under which staff and voice actors are credited (SPEC 2.5).")
+{}

@@ -1,0 +1,75 @@
+/**
+ * The mirroring interfaces (SPEC 6, SPEC 2.7 Change; DECISIONS 8): the change feed and the merge
+ * map, both paged incrementally from a stored cursor.
+ */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { RequiredScope } from "../Annotations.js"
+import { ListChange, ListRedirect } from "../Catalog/Change.js"
+import { CursorParam, Limit } from "../Catalog/Query.js"
+import { InvalidCursor, LimitTooLarge, problem } from "../Problem.js"
+import { Authorization } from "./Security.js"
+
+/** `limit` and `cursor`, the only parameters of both feeds. */
+export const FeedParams = Schema.Struct({
+  limit: Schema.optional(Limit),
+  cursor: Schema.optional(CursorParam)
+}).annotations({ parseOptions: { errors: "all" } })
+export type FeedParams = typeof FeedParams.Type
+
+const paging = "Paging: pass `next_cursor` back unchanged as `cursor`. A page with items always carries a " +
+  "`next_cursor` (the feed grows while writers commit); the page past the current end is empty and has none. " +
+  "A mirror therefore pages until a page has no `next_cursor`, keeps the last cursor it was given, and later " +
+  "polls with it: each poll returns only what was committed since. Without a cursor the feed starts from the " +
+  "beginning (a cold start)."
+
+const contentGate = "Content gate (DECISIONS 4): for an `sfw` credential, nsfw works, releases and characters " +
+  "are listed with `gone: true` (\"no longer served\" to this credential, indistinguishable from a withdrawn " +
+  "row), so a row that turns nsfw also leaves an sfw mirror."
+
+export class MirrorApi extends HttpApiGroup.make("mirror")
+  .add(
+    HttpApiEndpoint.get("listChanges", "/v2/catalog/changes")
+      .setUrlParams(FeedParams)
+      .addSuccess(ListChange)
+      .addError(problem(LimitTooLarge))
+      .addError(problem(InvalidCursor))
+      .annotate(OpenApi.Summary, "Change feed (mirror)")
+      .annotate(
+        OpenApi.Description,
+        "Every work, release, character, credit name, person, company, tag and engine, listed once at its latest " +
+          "change, in commit order (SPEC 6). A cold start pages through the whole population once; later polls " +
+          "return only increments. The order is the order in which changes became safe to read: a change is " +
+          "served only once every transaction that started before it has finished, so a transaction that " +
+          "commits late never lands behind a cursor already handed out, and a mirror that keeps polling while " +
+          "writers commit ends up identical to the catalog (DECISIONS 8). `updated_at` is when the row last " +
+          "changed; it is not the sort key. `gone: true` (never `false`) means the id left the population " +
+          "(merged away or withdrawn): drop the row; `GET /v2/catalog/redirects` names the replacement of a " +
+          "merged id. A row can come back (a later change without `gone`). " +
+          `${paging} ${contentGate}`
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listRedirects", "/v2/catalog/redirects")
+      .setUrlParams(FeedParams)
+      .addSuccess(ListRedirect)
+      .addError(problem(LimitTooLarge))
+      .addError(problem(InvalidCursor))
+      .annotate(OpenApi.Summary, "Merge map (redirects)")
+      .annotate(
+        OpenApi.Description,
+        "Maps each merged-away id to the live id that replaced it, chains already followed: when X was merged " +
+          "into Y and Y later into Z, X's `current_id` becomes Z and X's entry is listed again (SPEC 6, " +
+          "DECISIONS 8). Same commit-order paging as the change feed: a mirror keeps one cursor per feed and " +
+          `applies entries as upserts keyed by (\`target_object\`, \`from_id\`). ${paging} Content gate ` +
+          "(DECISIONS 4): an `sfw` credential is not shown redirects from or to an nsfw work, release or character."
+      )
+  )
+  .middleware(Authorization)
+  .annotate(RequiredScope, "catalog:read")
+  .annotate(OpenApi.Title, "Mirroring")
+  .annotate(
+    OpenApi.Description,
+    "Pull-based interfaces for keeping a full copy of the catalog: the change feed and the merge map."
+  )
+{}

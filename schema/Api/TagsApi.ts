@@ -1,0 +1,59 @@
+/**
+ * Tags (SPEC 2.3 leaves the fields to us; paths DECISIONS 1).
+ */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { RequiredScope } from "../Annotations.js"
+import { TagId } from "../Catalog/Common.js"
+import { BooleanParam, CursorParam, IdList, Limit } from "../Catalog/Query.js"
+import { ListTag, Tag, TagCategory } from "../Catalog/Tag.js"
+import { EntityMerged, InvalidCursor, LimitTooLarge, NotFound, problem, TooManyIds } from "../Problem.js"
+import { Authorization } from "./Security.js"
+
+export const ListTagsParams = Schema.Struct({
+  limit: Schema.optional(Limit),
+  cursor: Schema.optional(CursorParam),
+  ids: Schema.optional(IdList),
+  category: Schema.optional(TagCategory.annotations({ description: "Only tags of this category." })),
+  include_total: Schema.optional(
+    BooleanParam.annotations({ description: "`true`: add `total`, the number of tags matching the filters." })
+  )
+}).annotations({ parseOptions: { errors: "all" } })
+export type ListTagsParams = typeof ListTagsParams.Type
+
+export class TagsApi extends HttpApiGroup.make("tags")
+  .add(
+    HttpApiEndpoint.get("listTags", "/v2/catalog/tags")
+      .setUrlParams(ListTagsParams)
+      .addSuccess(ListTag)
+      .addError(problem(LimitTooLarge))
+      .addError(problem(TooManyIds))
+      .addError(problem(InvalidCursor))
+      .annotate(OpenApi.Summary, "List tags")
+      .annotate(
+        OpenApi.Description,
+        "Every live tag in id order, keyset-paginated (`cursor` = the previous `next_cursor`), optionally of one " +
+          "`category`. Batch lane: `ids=` (up to 100), in request order, unknown or merged ids in `missing[]`; it " +
+          "cannot be combined with `cursor` or filters. `work_count` counts the works visible under the " +
+          "credential's content limit. No include tokens: the record is complete."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("getTag", "/v2/catalog/tags/:id")
+      .setPath(Schema.Struct({ id: TagId }).annotations({ parseOptions: { errors: "all" } }))
+      .addSuccess(Tag)
+      .addError(problem(NotFound))
+      .addError(problem(EntityMerged))
+      .annotate(OpenApi.Summary, "Read a tag")
+      .annotate(
+        OpenApi.Description,
+        "One tag with its parent, default spoiler level, description, aliases and gated `work_count`. A " +
+          "merged-away id is 404 `ENTITY_MERGED` naming `current_id`. Sends a strong `ETag`; `If-None-Match` " +
+          "with it gives 304."
+      )
+  )
+  .middleware(Authorization)
+  .annotate(RequiredScope, "catalog:read")
+  .annotate(OpenApi.Title, "Tags")
+  .annotate(OpenApi.Description, "Descriptive tags that works carry.")
+{}

@@ -1,0 +1,365 @@
+/**
+ * Works and search (SPEC 4.1): the works collection with its three lanes (cursor, page, `ids=`/`refs=`
+ * batch), the search collection, the single-work read and a work's roster, credits, covers and intros.
+ */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { problemCodeOnFailure, RequiredScope } from "../Annotations.js"
+import { ListRosterCharacter } from "../Catalog/Character.js"
+import { ContentRating, Id, LangTag, ListCover, ListIntro, Medium, Platform, WorkId } from "../Catalog/Common.js"
+import { ListCreditGroup } from "../Catalog/Credit.js"
+import { BooleanParam, choice, CursorParam, IdList, Limit, MAX_DEPTH, Page, tokenList } from "../Catalog/Query.js"
+import { ListWork, Work } from "../Catalog/Work.js"
+import {
+  EntityMerged,
+  InvalidCursor,
+  LimitTooLarge,
+  NotFound,
+  problem,
+  TooManyIds,
+  UnknownFacet,
+  UnknownInclude,
+  UnknownSort
+} from "../Problem.js"
+import { Authorization } from "./Security.js"
+
+// ---------------------------------------------------------------------------------------------
+// Vocabularies (closed): include tokens, facets, sorts
+// ---------------------------------------------------------------------------------------------
+
+/** Include tokens on works (SPEC 4.1 rule 5). */
+export const workIncludes = ["titles", "refs", "intros", "covers", "companies", "ratings", "tags", "credits"] as const
+export type WorkInclude = (typeof workIncludes)[number]
+
+/** Facets (SPEC 4.1 rule 4); each facet's `value` is passed back as the filter of the same name. */
+export const workFacets = ["tag_id", "company_id", "olang", "content_rating", "medium", "platform"] as const
+export type WorkFacet = (typeof workFacets)[number]
+
+/** The closed sort set (SPEC 4.1 rule 2; rating sources of DECISIONS 5). */
+export const workSorts = [
+  "id",
+  "updated",
+  "relevance",
+  "released_desc",
+  "released_asc",
+  "popularity",
+  "rating_vndb",
+  "rating_bangumi",
+  "rating_egs",
+  "rating_steam",
+  "rating_dlsite"
+] as const
+export type WorkSort = (typeof workSorts)[number]
+
+/** Sorts that switch to the search lane even without `q=` (SPEC 4.1 rule 3). */
+export const searchLaneSorts: ReadonlySet<WorkSort> = new Set([
+  "relevance",
+  "rating_vndb",
+  "rating_bangumi",
+  "rating_egs",
+  "rating_steam",
+  "rating_dlsite"
+])
+
+/** Sorts that are meaningful together with `q=` (SPEC 4.1 rule 3). */
+export const querySorts: ReadonlySet<WorkSort> = new Set(workSorts.filter((s) => s !== "id" && s !== "updated"))
+
+export const WorkView = Schema.Literal("basic", "full").annotations({
+  description: "`basic` (default on lists) or `full` (default on the single-work read): full adds aliases, " +
+    "development_status, engine, links and created_at, and on the single-work read the character roster."
+})
+export type WorkView = typeof WorkView.Type
+
+// ---------------------------------------------------------------------------------------------
+// Query parameters
+// ---------------------------------------------------------------------------------------------
+
+const strict = { parseOptions: { errors: "all" } } as const
+
+const Sort = choice(
+  workSorts,
+  "UNKNOWN_SORT",
+  "Order of the items (closed set). `id` (default without `q`; ascending), `updated` (most recently changed " +
+    "first), `relevance` (default with `q`: a title equal to the query first, then titles starting with it, then " +
+    "other matches, each by popularity; without `q` it is the popularity order), `released_desc` / " +
+    "`released_asc` (first release date; undated works last either way, year-only dates before dated ones of " +
+    "that year), `popularity` (most popular first), `rating_vndb`, `rating_bangumi`, `rating_egs`, " +
+    "`rating_steam`, `rating_dlsite` (highest rated by that source first; works it does not rate come last). " +
+    "Every sort ends with the work id as tie-breaker. `relevance` and the `rating_*` sorts use the search lane; " +
+    "with `q`, `id` and `updated` are not allowed. Unknown value: `UNKNOWN_SORT` with `params.allowed`."
+)
+
+const Include = tokenList(
+  workIncludes,
+  "UNKNOWN_INCLUDE",
+  "Extra members per work: `titles` (every title, WorkTitle[]), `refs` (upstream anchors, Ref[]), `intros` " +
+    "(descriptions, Intro[]), `covers` (Cover[], best first), `companies` (developers and publishers, " +
+    "WorkCompany[]), `ratings` (one Rating per source that rates the work), `tags` (WorkTag[], highest score " +
+    "first), `credits` (CreditGroup[] by role). An unknown token is `UNKNOWN_INCLUDE` with `params.allowed`."
+)
+
+const Facets = tokenList(
+  workFacets,
+  "UNKNOWN_FACET",
+  "Facet counts to return in `facets` (search lane), each computed under the same filters as the items: " +
+    "`tag_id` and `company_id` (the 50 most frequent), `olang`, `content_rating`, `medium`, `platform` (all " +
+    "values). Each FacetValue's `value` is passed back as the filter parameter of the same name. Counts may be " +
+    "up to a minute old. Unknown name: `UNKNOWN_FACET` with `params.allowed`."
+)
+
+/** `source:external_id` (the `refs=` batch lane). */
+export const RefToken = Schema.String.pipe(
+  Schema.maxLength(330),
+  Schema.pattern(/^[a-z][a-z0-9_]{0,63}:[^\u0000-\u001f,]{1,256}$/)
+).annotations({ description: "`source:external_id`, e.g. `vndb:v17`." })
+
+export const RefList = Schema.split(",").pipe(
+  Schema.compose(
+    Schema.Array(RefToken).pipe(
+      Schema.minItems(1),
+      Schema.maxItems(100, problemCodeOnFailure("TOO_MANY_IDS"))
+    )
+  ),
+  Schema.annotations({
+    description: "Batch lane by upstream reference: up to 100 comma-separated `source:external_id` pairs, e.g. " +
+      "`refs=vndb:v17,egs:100001,dlsite:RJ123456`. The source is the Ref's `source` (lower case); everything after " +
+      "the first `:` is its `external_id`, matched exactly (so an external id may contain `:` but not `,`). " +
+      "Items come in the order asked; a pair that matches no visible work is listed, as sent, in `missing[]`. " +
+      "More than 100: `TOO_MANY_IDS`."
+  })
+)
+
+const Query = Schema.String.pipe(
+  Schema.minLength(1),
+  Schema.maxLength(256),
+  Schema.pattern(/^[^\u0000]*$/)
+).annotations({
+  description: "Title search (search lane) over every title, romanization and alias, case-, width- and " +
+    "accent-insensitive; Japanese, Chinese and Korean titles are found by any substring. 1..256 characters."
+})
+
+const filterNote = "Filter (also the token of the facet of the same name)."
+
+export const ListWorksParams = Schema.Struct({
+  limit: Schema.optional(Limit),
+  cursor: Schema.optional(CursorParam),
+  page: Schema.optional(Page.annotations({
+    description: `Page mode (search lane): 1-based page; the response has \`total\` and \`total_relation\` and ` +
+      `no \`next_cursor\`. \`page * limit\` may not exceed ${MAX_DEPTH} (400 \`INVALID_PARAMETER\`, reason ` +
+      "`OUT_OF_RANGE` with the largest reachable page as `params.maximum`). Not with `cursor`, `ids`, `refs`."
+  })),
+  ids: Schema.optional(IdList.annotations({
+    description: "Batch lane: up to 100 comma-separated work ids. Items come in the order asked, without " +
+      "`next_cursor`; ids that are unknown, merged away or not visible to the credential are listed in " +
+      "`missing[]`. More than 100: `TOO_MANY_IDS`. Takes only `include` and `view` besides."
+  })),
+  refs: Schema.optional(RefList),
+  q: Schema.optional(Query),
+  facets: Schema.optional(Facets),
+  sort: Schema.optional(Sort),
+  include: Schema.optional(Include),
+  include_total: Schema.optional(BooleanParam.annotations({
+    description: "`true` adds `total`, the number of matching works under the same content gate as the items " +
+      "(exact; may be up to 30 seconds old). Always present in page mode."
+  })),
+  view: Schema.optional(WorkView),
+  tag_id: Schema.optional(Id.annotations({ description: `Works carrying this tag. ${filterNote}` })),
+  company_id: Schema.optional(
+    Id.annotations({ description: `Works this company developed or published. ${filterNote}` })
+  ),
+  olang: Schema.optional(LangTag.annotations({ description: `Original language. ${filterNote}` })),
+  content_rating: Schema.optional(
+    ContentRating.annotations({ description: `\`sfw\` or \`nsfw\`. ${filterNote}` })
+  ),
+  medium: Schema.optional(Medium.annotations({ description: `Works released on this medium. ${filterNote}` })),
+  platform: Schema.optional(Platform.annotations({
+    description: "Works released on this platform (`works.platforms`). Listing lane only: not with `q`, " +
+      "`page`, `facets` or a search sort (SPEC 4.1 rule 3). Also the token of the `platform` facet."
+  })),
+  owner_uid: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)).annotations({
+      description: "Listing lane only: works whose claim is owned by this user id of the calling site (the " +
+        "site's own id space). Claims are not yet served, so no work matches until they are."
+    })
+  ),
+  site: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/), Schema.maxLength(64)).annotations({
+      description: "Listing lane only: works claimed by this site. Claims are not yet served, so no work " +
+        "matches until they are."
+    })
+  )
+}).annotations(strict)
+export type ListWorksParams = typeof ListWorksParams.Type
+
+export const GetWorkParams = Schema.Struct({
+  view: Schema.optional(WorkView),
+  include: Schema.optional(Include)
+}).annotations(strict)
+export type GetWorkParams = typeof GetWorkParams.Type
+
+export const WorkListParams = Schema.Struct({
+  limit: Schema.optional(Limit),
+  cursor: Schema.optional(CursorParam)
+}).annotations(strict)
+export type WorkListParams = typeof WorkListParams.Type
+
+export const WorkPath = Schema.Struct({ id: WorkId }).annotations(strict)
+
+// ---------------------------------------------------------------------------------------------
+// Endpoints
+// ---------------------------------------------------------------------------------------------
+
+const gateNote = "An `sfw` credential never sees an nsfw work: not in items, `missing[]` reasons, facets, " +
+  "counts or totals (DECISIONS 4)."
+
+const lanes = "Three lanes. **Cursor lane** (default): `limit` works per page (1..100, default 20; above 100 is " +
+  "`LIMIT_TOO_LARGE`, never clamped), continued with `cursor` = the previous `next_cursor` until a page has " +
+  "none (never infer the end from the item count). **Search lane**: `q`, `page`, `facets`, `sort=relevance` or " +
+  "a `rating_*` sort select it; it serves page mode (`page` + `total` + `total_relation`, at most " +
+  `${MAX_DEPTH} rows deep) as well as cursors, and cannot be combined with \`owner_uid\`, \`site\` or ` +
+  "`platform`. **Batch lane**: `ids=` or `refs=` (at most 100) return the visible works in the order asked, " +
+  "with `missing[]` and no cursor. Mixing lanes (`page` with `cursor`; `ids`/`refs` with paging, search or " +
+  "filters; search with `owner_uid`/`site`/`platform`) is 400 `INVALID_PARAMETER` with one `INCONSISTENT_WITH` " +
+  "entry per offending parameter. Filters `tag_id`, `company_id`, `olang`, `content_rating`, `medium` apply in " +
+  "the cursor and search lanes."
+
+const merged = "A merged-away id is 404 `ENTITY_MERGED` with `current_id` and a `Link: rel=\"canonical\"` header " +
+  "(never a redirect); an unknown id, or an nsfw work for an `sfw` credential, is 404 `NOT_FOUND`."
+
+const subList = (what: string) =>
+  `${what} Cursor-paged like every list (\`limit\` 1..100, default 20; \`cursor\` = the previous ` +
+  `\`next_cursor\`). ${merged}`
+
+export class WorksApi extends HttpApiGroup.make("works")
+  .add(
+    HttpApiEndpoint.get("listWorks", "/v2/catalog/works")
+      .setUrlParams(ListWorksParams)
+      .addSuccess(ListWork)
+      .addError(problem(LimitTooLarge))
+      .addError(problem(InvalidCursor))
+      .addError(problem(TooManyIds))
+      .addError(problem(UnknownInclude))
+      .addError(problem(UnknownSort))
+      .addError(problem(UnknownFacet))
+      .annotate(OpenApi.Summary, "List works")
+      .annotate(
+        OpenApi.Description,
+        `The work collection (SPEC 4.1). ${lanes} \`include=\` adds titles, refs, intros, covers, companies, ` +
+          "ratings, tags, credits; `view=full` adds aliases, development_status, engine, links, created_at. " +
+          gateNote
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("searchWorks", "/v2/catalog/search")
+      .setUrlParams(ListWorksParams)
+      .addSuccess(ListWork)
+      .addError(problem(LimitTooLarge))
+      .addError(problem(InvalidCursor))
+      .addError(problem(TooManyIds))
+      .addError(problem(UnknownInclude))
+      .addError(problem(UnknownSort))
+      .addError(problem(UnknownFacet))
+      .annotate(OpenApi.Summary, "Search works")
+      .annotate(
+        OpenApi.Description,
+        "The works collection in its search lane (SPEC 4.1 rule 3): `q` (optional), filters, `facets`, any sort, " +
+          "page mode (`page`) or cursors, exactly as on `/v2/catalog/works`. `ids`, `refs`, `owner_uid`, `site` and " +
+          "`platform` are not taken here (400 `INVALID_PARAMETER`, `INCONSISTENT_WITH`). Without `sort`, results " +
+          "are by relevance when `q` is given, else by id. " + gateNote
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("getWork", "/v2/catalog/works/:id")
+      .setPath(WorkPath)
+      .setUrlParams(GetWorkParams)
+      .addSuccess(Work)
+      .addError(problem(UnknownInclude))
+      .addError(problem(NotFound))
+      .addError(problem(EntityMerged))
+      .annotate(OpenApi.Summary, "Get a work")
+      .annotate(
+        OpenApi.Description,
+        "One work, at `view=full` by default (aliases, development_status, engine, links, created_at and the " +
+          "character roster `characters[]`, each row with its opaque `identity`); `view=basic` gives the list " +
+          "face. `include=` tokens as on the list: `titles`, `refs`, `intros`, `covers`, `companies`, `ratings`, " +
+          `\`tags\`, \`credits\`. Sends a strong \`ETag\`; \`If-None-Match\` answers 304. ${merged} ${gateNote}`
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listWorkCharacters", "/v2/catalog/works/:id/characters")
+      .setPath(WorkPath)
+      .setUrlParams(WorkListParams)
+      .addSuccess(ListRosterCharacter)
+      .addError(problem(LimitTooLarge))
+      .addError(problem(InvalidCursor))
+      .addError(problem(NotFound))
+      .addError(problem(EntityMerged))
+      .annotate(OpenApi.Summary, "List a work's characters")
+      .annotate(
+        OpenApi.Description,
+        subList(
+          "The work's character roster in roster order: each character at view=basic with its `roster_role`, " +
+            "`spoiler` and the row's opaque `identity` (echo it verbatim in a roster-suppression proposal)."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listWorkCredits", "/v2/catalog/works/:id/credits")
+      .setPath(WorkPath)
+      .setUrlParams(WorkListParams)
+      .addSuccess(ListCreditGroup)
+      .addError(problem(LimitTooLarge))
+      .addError(problem(InvalidCursor))
+      .addError(problem(NotFound))
+      .addError(problem(EntityMerged))
+      .annotate(OpenApi.Summary, "List a work's credits")
+      .annotate(
+        OpenApi.Description,
+        subList(
+          "The work's credits as one CreditGroup per role (director, scenario, art, music, voice...), in the " +
+            "registry's role order; `limit` counts groups. Each entry carries its opaque row `identity`; voice " +
+            "credits name the character voiced."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listWorkCovers", "/v2/catalog/works/:id/covers")
+      .setPath(WorkPath)
+      .setUrlParams(WorkListParams)
+      .addSuccess(ListCover)
+      .addError(problem(LimitTooLarge))
+      .addError(problem(InvalidCursor))
+      .addError(problem(NotFound))
+      .addError(problem(EntityMerged))
+      .annotate(OpenApi.Summary, "List a work's covers")
+      .annotate(
+        OpenApi.Description,
+        subList(
+          "The work's covers, best first: the pinned portrait cover, then by net votes, newest first on ties."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listWorkIntros", "/v2/catalog/works/:id/intros")
+      .setPath(WorkPath)
+      .setUrlParams(WorkListParams)
+      .addSuccess(ListIntro)
+      .addError(problem(LimitTooLarge))
+      .addError(problem(InvalidCursor))
+      .addError(problem(NotFound))
+      .addError(problem(EntityMerged))
+      .annotate(OpenApi.Summary, "List a work's intros")
+      .annotate(
+        OpenApi.Description,
+        subList("The work's descriptions, one per language and source, in the order the catalog keeps them.")
+      )
+  )
+  .middleware(Authorization)
+  .annotate(RequiredScope, "catalog:read")
+  .annotate(OpenApi.Title, "Works")
+  .annotate(
+    OpenApi.Description,
+    "Visual novels: the collection with cursor, page and batch lanes, title search with facets, single works " +
+      "and their rosters, credits, covers and intros (SPEC 4.1)."
+  )
+{}

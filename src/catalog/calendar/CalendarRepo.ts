@@ -1,0 +1,132 @@
+/**
+ * SQL of the release calendar, over the `releases_calendar` index (released_key, id) WHERE live.
+ * `released_key` is YYYYMMDD with 00 for an unknown month or day: a month window is the key range
+ * YYYYMM00..YYYYMM31, the year-only window the single key YYYY0000, the undated window NULL.
+ * Content gate as in ReleasesRepo.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { CalendarEntry } from "../../../schema/Catalog/Calendar.js"
+import type { WorkBasic } from "../../../schema/Catalog/Work.js"
+import { partialDate, releaseGate } from "../releases/ReleasesRepo.js"
+
+/** Which releases a page reads: a key range (month and year windows) or the undated ones. */
+export type CalendarRange =
+  | { readonly _tag: "Dated"; readonly from: number; readonly to: number }
+  | { readonly _tag: "Undated" }
+
+/** Keys of the first and last releases dated at least to the month (year-only keys end in 0000). */
+const FIRST_KEY = 19000100
+const LAST_KEY = 22001231
+
+interface CalendarRow {
+  readonly key: number | null
+  readonly release_id: CalendarEntry["release"]["id"]
+  readonly release_name: string
+  readonly release_year: number | null
+  readonly release_month: number | null
+  readonly release_day: number | null
+  readonly release_platforms: ReadonlyArray<string>
+  readonly release_languages: ReadonlyArray<string>
+  readonly release_nsfw: boolean
+  readonly release_official: boolean
+  readonly id: WorkBasic["id"]
+  readonly display_name: string
+  readonly latin: string | null
+  readonly olang: string | null
+  readonly localized: WorkBasic["localized"]
+  readonly released_year: number | null
+  readonly released_month: number | null
+  readonly released_day: number | null
+  readonly nsfw: boolean
+  readonly length_minutes: number | null
+  readonly platforms: ReadonlyArray<string>
+  readonly media: ReadonlyArray<string>
+  readonly popularity: number
+  readonly updated_at: Date
+}
+
+export interface CalendarPageRow {
+  readonly entry: CalendarEntry
+  /** The keyset position of the row: its `released_key` (null when undated) and release id. */
+  readonly key: number | null
+}
+
+const toEntry = (row: CalendarRow): CalendarPageRow => ({
+  key: row.key,
+  entry: {
+    object: "work",
+    id: row.id,
+    display_name: row.display_name,
+    latin: row.latin,
+    olang: row.olang,
+    localized: row.localized,
+    released: partialDate(row.released_year, row.released_month, row.released_day),
+    content_rating: row.nsfw ? "nsfw" : "sfw",
+    length_minutes: row.length_minutes,
+    platforms: row.platforms,
+    media: row.media,
+    popularity: row.popularity,
+    updated_at: row.updated_at.toISOString(),
+    release: {
+      id: row.release_id,
+      display_name: row.release_name,
+      released: partialDate(row.release_year, row.release_month, row.release_day),
+      platforms: row.release_platforms,
+      languages: row.release_languages,
+      content_rating: row.release_nsfw ? "nsfw" : "sfw",
+      is_official: row.release_official
+    }
+  }
+})
+
+export class CalendarRepo extends Effect.Service<CalendarRepo>()("catalog/CalendarRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const page = (options: {
+      readonly range: CalendarRange
+      readonly after: { readonly key: number | null; readonly id: string } | null
+      readonly take: number
+      readonly nsfw: boolean
+    }) => {
+      const { after, range } = options
+      const where = range._tag === "Undated"
+        ? sql`r.released_key IS NULL ${after === null ? sql`` : sql`AND r.id > ${after.id}`}`
+        : sql`r.released_key BETWEEN ${range.from} AND ${range.to}
+            ${after === null ? sql`` : sql`AND (r.released_key, r.id) > (${after.key ?? 0}, ${after.id}::bigint)`}`
+      return sql<CalendarRow>`
+        SELECT r.released_key AS key, r.id::text AS release_id, r.display_name AS release_name,
+          r.released_year AS release_year, r.released_month AS release_month, r.released_day AS release_day,
+          r.platforms AS release_platforms, r.languages AS release_languages, r.nsfw AS release_nsfw,
+          r.is_official AS release_official,
+          w.id::text AS id, w.display_name, w.latin, w.olang, w.localized, w.released_year, w.released_month,
+          w.released_day, w.nsfw, w.length_minutes, w.platforms, w.media, w.popularity, w.updated_at
+        FROM releases r JOIN works w ON w.id = r.work_id
+        WHERE ${releaseGate(sql, options.nsfw)} AND ${where}
+        ORDER BY ${range._tag === "Undated" ? sql`r.id` : sql`r.released_key, r.id`}
+        LIMIT ${options.take}
+      `.pipe(Effect.orDie, Effect.map((rows) => rows.map(toEntry)), Effect.withSpan("CalendarRepo.page"))
+    }
+
+    /** The keys of the first and last visible releases dated at least to the month; null when none. */
+    const datedBounds = (nsfw: boolean) =>
+      sql<{ readonly first: number | null; readonly last: number | null }>`
+        SELECT
+          (SELECT r.released_key FROM releases r JOIN works w ON w.id = r.work_id
+            WHERE ${releaseGate(sql, nsfw)} AND r.released_key BETWEEN ${FIRST_KEY} AND ${LAST_KEY}
+              AND r.released_month IS NOT NULL
+            ORDER BY r.released_key LIMIT 1) AS first,
+          (SELECT r.released_key FROM releases r JOIN works w ON w.id = r.work_id
+            WHERE ${releaseGate(sql, nsfw)} AND r.released_key BETWEEN ${FIRST_KEY} AND ${LAST_KEY}
+              AND r.released_month IS NOT NULL
+            ORDER BY r.released_key DESC LIMIT 1) AS last
+      `.pipe(
+        Effect.orDie,
+        Effect.map((rows) => rows[0] ?? { first: null, last: null }),
+        Effect.withSpan("CalendarRepo.datedBounds")
+      )
+
+    return { page, datedBounds } as const
+  })
+}) {}

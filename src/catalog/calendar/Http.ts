@@ -1,0 +1,16 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
+import { Principal } from "../../../schema/Api/Security.js"
+import { Calendar } from "./Calendar.js"
+
+export const HttpCalendarLive = HttpApiBuilder.group(
+  CatalogApi,
+  "calendar",
+  (handlers) =>
+    Effect.gen(function*() {
+      const calendar = yield* Calendar
+      return handlers.handle("listCalendar", ({ urlParams }) =>
+        Effect.flatMap(Principal, (p) => calendar.list(urlParams, p.contentLimit)))
+    })
+).pipe(Layer.provide(Calendar.Default))

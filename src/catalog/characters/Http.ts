@@ -1,0 +1,28 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
+import { Principal } from "../../../schema/Api/Security.js"
+import { Character } from "../../../schema/Catalog/Character.js"
+import { conditionalJson } from "../../platform/Conditional.js"
+import { Characters } from "./Characters.js"
+
+/** Whether the caller's credential may see nsfw works (DECISIONS 4). */
+const nsfw = Effect.map(Principal, (p) => p.contentLimit === "nsfw")
+
+export const HttpCharactersLive = HttpApiBuilder.group(
+  CatalogApi,
+  "characters",
+  (handlers) =>
+    Effect.gen(function*() {
+      const characters = yield* Characters
+      return handlers
+        .handle("listCharacters", ({ urlParams }) => Effect.flatMap(nsfw, (n) => characters.list(urlParams, n)))
+        .handle("getCharacter", ({ path, urlParams }) =>
+          Effect.flatMap(nsfw, (n) =>
+            characters.get(path.id, urlParams.view ?? "basic", urlParams.include ?? [], n))
+            .pipe(Effect.flatMap((character) => conditionalJson(Character, character))))
+        .handle("listCharacterAppearances", ({ path, urlParams }) =>
+          Effect.flatMap(nsfw, (n) =>
+            characters.appearances(path.id, urlParams, n)))
+    })
+).pipe(Layer.provide(Characters.Default))

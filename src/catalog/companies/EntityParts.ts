@@ -1,0 +1,110 @@
+/**
+ * The per-entity satellites every entity type keeps in the `entity_*` tables (aliases, intros,
+ * links, refs, images), loaded for a whole page at once: one `= ANY($ids)` query per include,
+ * never one per row. Rows come back grouped by entity id, in their stored order.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { EntityName, Image, Intro, Ref, WorkLink } from "../../../schema/Catalog/Common.js"
+
+export type EntityType = "work" | "release" | "character" | "credit_name" | "person" | "company" | "tag" | "engine"
+export type ImageSlot = "image" | "figure" | "logo" | "photo"
+
+const grouped = <Row extends { readonly entity_id: string }, A>(
+  rows: ReadonlyArray<Row>,
+  toWire: (row: Row) => A
+): Map<string, Array<A>> => {
+  const out = new Map<string, Array<A>>()
+  for (const row of rows) {
+    const list = out.get(row.entity_id)
+    if (list === undefined) out.set(row.entity_id, [toWire(row)])
+    else list.push(toWire(row))
+  }
+  return out
+}
+
+export class EntityParts extends Effect.Service<EntityParts>()("catalog/EntityParts", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Served aliases (`search_hint` aliases are internal and never appear, SPEC 2.3). */
+    const aliases = (type: EntityType, ids: ReadonlyArray<string>) =>
+      sql<EntityName & { readonly entity_id: string }>`
+        SELECT entity_id::text AS entity_id, lang, value, alias_kind, is_machine FROM entity_aliases
+        WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type} AND alias_kind <> 'search_hint'
+        ORDER BY entity_id, position
+      `.pipe(
+        Effect.orDie,
+        Effect.map((rows) =>
+          grouped(
+            rows,
+            ({ alias_kind, is_machine, lang, value }): EntityName => ({ lang, value, alias_kind, is_machine })
+          )
+        ),
+        Effect.withSpan("EntityParts.aliases")
+      )
+
+    const intros = (type: EntityType, ids: ReadonlyArray<string>) =>
+      sql<Intro & { readonly entity_id: string }>`
+        SELECT entity_id::text AS entity_id, lang, value, is_machine, source FROM entity_intros
+        WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type}
+        ORDER BY entity_id, position
+      `.pipe(
+        Effect.orDie,
+        Effect.map((rows) =>
+          grouped(rows, ({ is_machine, lang, source, value }): Intro => ({ lang, value, is_machine, source }))
+        ),
+        Effect.withSpan("EntityParts.intros")
+      )
+
+    const links = (type: EntityType, ids: ReadonlyArray<string>) =>
+      sql<WorkLink & { readonly entity_id: string }>`
+        SELECT entity_id::text AS entity_id, site, url, label, lang FROM entity_links
+        WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type}
+        ORDER BY entity_id, position
+      `.pipe(
+        Effect.orDie,
+        Effect.map((rows) => grouped(rows, ({ label, lang, site, url }): WorkLink => ({ site, url, label, lang }))),
+        Effect.withSpan("EntityParts.links")
+      )
+
+    const refs = (type: EntityType, ids: ReadonlyArray<string>) =>
+      sql<Ref & { readonly entity_id: string }>`
+        SELECT entity_id::text AS entity_id, source, external_id, url FROM entity_refs
+        WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type}
+        ORDER BY entity_id, source, external_id
+      `.pipe(
+        Effect.orDie,
+        Effect.map((rows) => grouped(rows, ({ external_id, source, url }): Ref => ({ source, external_id, url }))),
+        Effect.withSpan("EntityParts.refs")
+      )
+
+    /** The image in `slot` of each entity that has one. */
+    const images = (type: EntityType, slot: ImageSlot, ids: ReadonlyArray<string>) =>
+      sql<Image & { readonly entity_id: string }>`
+        SELECT ei.entity_id::text AS entity_id, i.url, i.hash, i.width, i.height, i.thumbhash, i.sexual,
+          i.violence, i.source
+        FROM entity_images ei JOIN images i ON i.hash = ei.image_hash
+        WHERE ei.entity_id = ANY(${ids}::bigint[]) AND ei.entity_type = ${type} AND ei.slot = ${slot}
+      `.pipe(
+        Effect.orDie,
+        Effect.map((rows) =>
+          new Map(
+            rows.map(({ entity_id, ...image }): [string, Image] => [entity_id, {
+              url: image.url,
+              hash: image.hash,
+              width: image.width,
+              height: image.height,
+              thumbhash: image.thumbhash,
+              sexual: image.sexual,
+              violence: image.violence,
+              source: image.source
+            }])
+          )
+        ),
+        Effect.withSpan("EntityParts.images")
+      )
+
+    return { aliases, intros, links, refs, images } as const
+  })
+}) {}

@@ -1,0 +1,29 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
+import { Principal } from "../../../schema/Api/Security.js"
+import { CreditName } from "../../../schema/Catalog/Credit.js"
+import { conditionalJson } from "../../platform/Conditional.js"
+import { CreditNames } from "./CreditNames.js"
+
+/** Whether the caller's credential may see nsfw works (DECISIONS 4). */
+const nsfw = Effect.map(Principal, (p) => p.contentLimit === "nsfw")
+
+export const HttpCreditNamesLive = HttpApiBuilder.group(
+  CatalogApi,
+  "creditNames",
+  (handlers) =>
+    Effect.gen(function*() {
+      const names = yield* CreditNames
+      return handlers
+        .handle("listCreditNames", ({ urlParams }) => Effect.flatMap(nsfw, (n) => names.list(urlParams, n)))
+        .handle("getCreditName", ({ path, urlParams }) =>
+          Effect.flatMap(nsfw, (n) =>
+            names.get(path.id, urlParams.include ?? [], n)).pipe(
+              Effect.flatMap((name) => conditionalJson(CreditName, name))
+            ))
+        .handle("listNameCredits", ({ path, urlParams }) =>
+          Effect.flatMap(nsfw, (n) =>
+            names.credits(path.id, urlParams, n)))
+    })
+).pipe(Layer.provide(CreditNames.Default))

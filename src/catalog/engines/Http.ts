@@ -1,0 +1,24 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
+import { Principal } from "../../../schema/Api/Security.js"
+import { Engine } from "../../../schema/Catalog/Engine.js"
+import { conditionalJson } from "../../platform/Conditional.js"
+import { Engines } from "./Engines.js"
+
+export const HttpEnginesLive = HttpApiBuilder.group(
+  CatalogApi,
+  "engines",
+  (handlers) =>
+    Effect.gen(function*() {
+      const engines = yield* Engines
+      return handlers
+        .handle("listEngines", ({ urlParams }) =>
+          Effect.flatMap(Principal, (p) => engines.list(urlParams, p.contentLimit)))
+        .handle("getEngine", ({ path }) =>
+          Effect.flatMap(Principal, (p) =>
+            engines.get(path.id, p.contentLimit)).pipe(
+              Effect.flatMap((engine) => conditionalJson(Engine, engine))
+            ))
+    })
+).pipe(Layer.provide(Engines.Default))

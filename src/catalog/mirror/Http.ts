@@ -1,0 +1,36 @@
+/**
+ * Handlers of the mirroring group (schema/Api/MirrorApi.ts).
+ *
+ * Pages are written with `JSON.stringify` rather than through the `ListChange`/`ListRedirect`
+ * encoders: every value comes from constrained columns (digit ids, the closed `target_object`
+ * vocabulary, timestamps formatted by PostgreSQL), and a mirror pages millions of rows, where the
+ * schema walk costs about nine times the serialization. test/catalog/Mirror.test.ts decodes every
+ * item with the schemas.
+ */
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
+import { Principal } from "../../../schema/Api/Security.js"
+import { Mirror } from "./Mirror.js"
+
+export const HttpMirrorLive = HttpApiBuilder.group(
+  CatalogApi,
+  "mirror",
+  (handlers) =>
+    Effect.gen(function*() {
+      const mirror = yield* Mirror
+      return handlers
+        .handle("listChanges", ({ urlParams }) =>
+          Effect.flatMap(Principal, ({ contentLimit }) =>
+            mirror.changes({ ...urlParams, contentLimit })).pipe(
+              Effect.map((page) => HttpServerResponse.unsafeJson(page))
+            ))
+        .handle("listRedirects", ({ urlParams }) =>
+          Effect.flatMap(Principal, ({ contentLimit }) =>
+            mirror.redirects({ ...urlParams, contentLimit })).pipe(
+              Effect.map((page) =>
+                HttpServerResponse.unsafeJson(page)
+              )
+            ))
+    })
+).pipe(Layer.provide(Mirror.Default))

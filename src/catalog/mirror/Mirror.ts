@@ -1,0 +1,106 @@
+/**
+ * The change feed and the merge map (SPEC 6, 2.7; DECISIONS 8): pages in commit-safe order with
+ * cursors from the one pagination engine (Cursor.ts).
+ *
+ * Unlike other lists, a non-empty page always hands out a `next_cursor`: the feed has no end, only a
+ * current end, and a mirror must be able to resume from its last item. The page past the current end
+ * is empty and carries no cursor (so "page until `next_cursor` is absent" still terminates); the
+ * client keeps the cursor that fetched it and polls with it.
+ */
+import { Effect } from "effect"
+import type { ContentLimit } from "../../../schema/Api/Security.js"
+import type { Change, Redirect } from "../../../schema/Catalog/Change.js"
+import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
+import { InvalidCursor } from "../../../schema/Problem.js"
+import { Cursors, filterDigest, type Position } from "../pagination/Cursor.js"
+import { type FeedPosition, MirrorRepo } from "./MirrorRepo.js"
+
+export interface FeedRequest {
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+  readonly contentLimit: ContentLimit
+}
+
+export interface FeedPage<Item> {
+  readonly object: "list"
+  readonly items: ReadonlyArray<Item>
+  readonly next_cursor?: string
+}
+
+/** Cursors are bound to their feed (a changes cursor is no redirects cursor); both feeds take no filters. */
+const noFilters = filterDigest({})
+
+const badPosition = new InvalidCursor({
+  detail: "The cursor does not hold a feed position.",
+  errors: [{
+    reason: "INVALID_FORMAT",
+    detail: "`cursor` is not a cursor issued for this request.",
+    parameter: "cursor"
+  }]
+})
+
+export class Mirror extends Effect.Service<Mirror>()("catalog/Mirror", {
+  effect: Effect.gen(function*() {
+    const repo = yield* MirrorRepo
+    const cursors = yield* Cursors
+
+    const positionOf = (feed: string) => (row: FeedPosition & { readonly id?: string; readonly from_id?: string }) =>
+      ({ sort: feed, key: [row.txid, row.seq], id: row.id ?? row.from_id ?? "" }) satisfies Position
+
+    const decode = (feed: string, cursor: string | undefined) =>
+      cursor === undefined
+        ? Effect.succeed(undefined)
+        : Effect.flatMap(cursors.decode(cursor, { sort: feed, filters: noFilters }), (position) => {
+          const [txid, seq] = position.key
+          return typeof txid === "string" && /^[0-9]{1,20}$/.test(txid) && typeof seq === "string" &&
+              /^[0-9]{1,19}$/.test(seq)
+            ? Effect.succeed<FeedPosition>({ txid, seq })
+            : Effect.fail(badPosition)
+        })
+
+    const page = <Row extends FeedPosition & { readonly id?: string; readonly from_id?: string }, Item>(
+      feed: string,
+      request: FeedRequest,
+      fetch: (
+        query: { readonly after: FeedPosition | undefined; readonly rows: number; readonly sfw: boolean }
+      ) => Effect.Effect<ReadonlyArray<Row>>,
+      toItem: (row: Row) => Item
+    ) =>
+      Effect.gen(function*() {
+        const limit = request.limit ?? DEFAULT_LIMIT
+        const after = yield* decode(feed, request.cursor)
+        const rows = yield* fetch({ after, rows: limit, sfw: request.contentLimit === "sfw" })
+        const last = rows[rows.length - 1]
+        const result: FeedPage<Item> = {
+          object: "list",
+          items: rows.map(toItem),
+          ...(last === undefined ? {} : { next_cursor: cursors.encode(positionOf(feed)(last), noFilters) })
+        }
+        return result
+      })
+
+    const changes = Effect.fn("Mirror.changes")((request: FeedRequest) =>
+      page("changes", request, repo.changes, (row): Change => ({
+        object: "change",
+        target_object: row.target_object,
+        id: row.id,
+        updated_at: row.updated_at,
+        // SPEC 2.7: present only when true, never sent as false.
+        ...(row.gone ? { gone: true as const } : {})
+      }))
+    )
+
+    const redirects = Effect.fn("Mirror.redirects")((request: FeedRequest) =>
+      page("redirects", request, repo.redirects, (row): Redirect => ({
+        object: "redirect",
+        target_object: row.target_object,
+        from_id: row.from_id,
+        current_id: row.current_id,
+        merged_at: row.merged_at
+      }))
+    )
+
+    return { changes, redirects } as const
+  }),
+  dependencies: [MirrorRepo.Default, Cursors.Default]
+}) {}

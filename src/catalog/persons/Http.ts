@@ -1,0 +1,26 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
+import { Principal } from "../../../schema/Api/Security.js"
+import { Person } from "../../../schema/Catalog/Person.js"
+import { conditionalJson } from "../../platform/Conditional.js"
+import { Persons } from "./Persons.js"
+
+/** Whether the caller's credential may see nsfw works (DECISIONS 4). */
+const nsfw = Effect.map(Principal, (p) => p.contentLimit === "nsfw")
+
+export const HttpPersonsLive = HttpApiBuilder.group(
+  CatalogApi,
+  "persons",
+  (handlers) =>
+    Effect.gen(function*() {
+      const persons = yield* Persons
+      return handlers
+        .handle("listPersons", ({ urlParams }) => Effect.flatMap(nsfw, (n) => persons.list(urlParams, n)))
+        .handle("getPerson", ({ path, urlParams }) =>
+          Effect.flatMap(nsfw, (n) =>
+            persons.get(path.id, urlParams.include ?? [], n)).pipe(
+              Effect.flatMap((person) => conditionalJson(Person, person))
+            ))
+    })
+).pipe(Layer.provide(Persons.Default))

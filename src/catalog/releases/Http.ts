@@ -1,0 +1,26 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
+import { Principal } from "../../../schema/Api/Security.js"
+import { Release } from "../../../schema/Catalog/Release.js"
+import { conditionalJson } from "../../platform/Conditional.js"
+import { Releases } from "./Releases.js"
+
+export const HttpReleasesLive = HttpApiBuilder.group(
+  CatalogApi,
+  "releases",
+  (handlers) =>
+    Effect.gen(function*() {
+      const releases = yield* Releases
+      return handlers
+        .handle("listReleases", ({ urlParams }) =>
+          Effect.flatMap(Principal, (p) => releases.list(urlParams, p.contentLimit)))
+        .handle("getRelease", ({ path, urlParams }) =>
+          Effect.flatMap(Principal, (p) =>
+            releases.get(path.id, urlParams.include ?? [], p.contentLimit)).pipe(
+              Effect.flatMap((release) =>
+                conditionalJson(Release, release)
+              )
+            ))
+    })
+).pipe(Layer.provide(Releases.Default))

@@ -1,0 +1,343 @@
+/**
+ * The PostgreSQL search index (DECISIONS 7): `work_search` (trigram GIN on the re-spelled `key`, see
+ * SearchKey.ts) for `q=`, the works table and its keyset indexes for everything else.
+ *
+ * Cost model and the caches that follow from it (all per process, see TtlCache.ts):
+ * - A query's result set is computed once, up to the page-mode depth (10,001 ids with their sort
+ *   keys), and pages of it (page mode and cursors) are slices for 30 s (16 result sets at most). A popular word can match
+ *   tens of thousands of titles; ordering them costs one scan, not one per page. Cursors past the
+ *   cached depth, or whose row has moved, continue with an exact keyset query.
+ * - Without `q`, pages are keyset or OFFSET (at most 10,000 deep) queries on the sort's index.
+ * - Facets and exact totals are aggregates over every matching work. Those of the unfiltered catalog
+ *   come from one grouped scan of `works` plus the maintained `work_count`/`work_count_sfw` columns of
+ *   tags and companies, kept for a minute and refreshed in the background; those of a query or filter
+ *   are computed over the matching works and kept for a minute. Counts may therefore lag writes by
+ *   about a minute.
+ */
+import { SqlClient } from "@effect/sql"
+import type { Fragment } from "@effect/sql/Statement"
+import { Effect, Layer } from "effect"
+import type { WorkFacet } from "../../../schema/Api/WorksApi.js"
+import { workFacets } from "../../../schema/Api/WorksApi.js"
+import type { FacetValue } from "../../../schema/Catalog/Common.js"
+import { MAX_DEPTH } from "../../../schema/Catalog/Query.js"
+import {
+  afterSql,
+  FACET_TOP,
+  facetsSql,
+  filterSql,
+  gateSql,
+  keyColumnsSql,
+  orderSql,
+  sortFacet,
+  sortSpecs,
+  type WorkFilters
+} from "../works/WorkSql.js"
+import { type SearchHit, SearchIndex, type SearchRequest } from "./SearchIndex.js"
+import { searchPattern } from "./SearchKey.js"
+import { makeTtlCache } from "./TtlCache.js"
+
+/** Rows fetched to decide page mode's `total_relation`: one more than the deepest reachable row. */
+const CAP = MAX_DEPTH + 1
+
+interface ResultSet {
+  readonly hits: ReadonlyArray<SearchHit>
+  /** False when the query has more hits than were kept. */
+  readonly complete: boolean
+  index?: Map<string, number>
+}
+
+interface GateStats {
+  readonly total: number
+  readonly facets: Readonly<Record<WorkFacet, ReadonlyArray<FacetValue>>>
+}
+
+type Match = { readonly needle: string; readonly pattern: string }
+
+interface Ordering {
+  readonly columns: Fragment
+  readonly order: Fragment
+  readonly after: (after: { readonly key: ReadonlyArray<string | number | null>; readonly id: string }) => Fragment
+  readonly width: number
+}
+
+const hasFilters = (filters: WorkFilters) => Object.values(filters).some((v) => v !== undefined)
+
+const cacheKey = (kind: string, request: SearchRequest, extra: unknown = null) =>
+  JSON.stringify([
+    kind,
+    request.nsfw,
+    request.q ?? null,
+    Object.entries(request.filters).filter(([, v]) => v !== undefined).sort(),
+    extra
+  ])
+
+export const PgSearchIndexLive = Layer.effect(
+  SearchIndex,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const resultSets = makeTtlCache<ResultSet>({ ttlMs: 30_000, staleMs: 60_000, max: 16 })
+    const counts = makeTtlCache<number>({ ttlMs: 30_000, staleMs: 300_000, max: 512 })
+    const facetCache = makeTtlCache<Readonly<Record<string, ReadonlyArray<FacetValue>>>>({
+      ttlMs: 60_000,
+      staleMs: 300_000,
+      max: 256
+    })
+    const statsCache = makeTtlCache<{ readonly sfw: GateStats; readonly nsfw: GateStats }>({
+      ttlMs: 60_000,
+      staleMs: 600_000,
+      max: 1
+    })
+
+    /** `FROM` and `WHERE` of the works matching a request. */
+    const source = (request: SearchRequest, match: Match | undefined) => ({
+      from: match === undefined ? sql`works w` : sql`work_search s JOIN works w ON w.id = s.work_id`,
+      where: match === undefined
+        ? sql`${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
+        : sql`s.key LIKE ${match.pattern} AND strpos(s.norm, ${match.needle}) > 0
+            AND ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
+    })
+
+    /**
+     * The order of a request. `relevance` with a query: a name equal to the query, then a name
+     * starting with it, then any other match; each tier by popularity, then id (all descending but
+     * the tier, so the keyset condition is spelled out).
+     */
+    const ordering = (request: SearchRequest, match: Match | undefined): Ordering => {
+      if (request.sort === "relevance" && match !== undefined) {
+        const nl = "\n"
+        const tier = sql`(CASE WHEN strpos(${nl} || s.norm || ${nl}, ${nl} || ${match.needle} || ${nl}) > 0 THEN 0
+          WHEN strpos(${nl} || s.norm, ${nl} || ${match.needle}) > 0 THEN 1 ELSE 2 END)`
+        return {
+          columns: sql`${tier}::text AS k0, w.popularity::text AS k1`,
+          order: sql`${tier} ASC, w.popularity DESC, w.id DESC`,
+          after: (after) =>
+            sql`(${tier} > ${Number(after.key[0])} OR (${tier} = ${Number(after.key[0])}
+              AND (w.popularity, w.id) < (${String(after.key[1])}::real, ${after.id}::bigint)))`,
+          width: 2
+        }
+      }
+      const spec = sortSpecs[request.sort]
+      return {
+        columns: keyColumnsSql(sql, spec),
+        order: orderSql(sql, spec),
+        after: (after) => afterSql(sql, spec, after),
+        width: spec.keys.length
+      }
+    }
+
+    const toHits = (rows: ReadonlyArray<Record<string, string | null>>, width: number): Array<SearchHit> =>
+      rows.map((row) => ({
+        id: row.id!,
+        key: width === 0 ? [] : width === 1 ? [row.k0 ?? null] : [row.k0 ?? null, row.k1 ?? null]
+      }))
+
+    const hitsQuery = (
+      request: SearchRequest,
+      match: Match | undefined,
+      options: {
+        readonly after?: { readonly key: ReadonlyArray<string | number | null>; readonly id: string } | undefined
+        readonly offset?: number | undefined
+        readonly limit: number
+      }
+    ) => {
+      const { from, where } = source(request, match)
+      const order = ordering(request, match)
+      return sql<Record<string, string | null>>`
+        SELECT w.id::text AS id, ${order.columns} FROM ${from}
+        WHERE ${where} ${options.after === undefined ? sql`` : sql`AND ${order.after(options.after)}`}
+        ORDER BY ${order.order}
+        ${options.offset ? sql`OFFSET ${options.offset}` : sql``} LIMIT ${options.limit}`.pipe(
+        Effect.map((rows) => toHits(rows, order.width)),
+        Effect.orDie,
+        Effect.withSpan("PgSearchIndex.hits")
+      )
+    }
+
+    /** The result set of a query, computed once up to the depth limit. */
+    const resultSet = (request: SearchRequest, match: Match) =>
+      resultSets.get(
+        cacheKey("hits", request, request.sort),
+        Effect.map(hitsQuery(request, match, { limit: CAP }), (hits) => ({ hits, complete: hits.length < CAP }))
+      )
+
+    const indexOf = (set: ResultSet, id: string) => {
+      if (set.index === undefined) set.index = new Map(set.hits.map((hit, i) => [hit.id, i]))
+      return set.index.get(id) ?? -1
+    }
+
+    /** The query of a request: none (`q` absent), or the match; `null` when `q` folds to nothing. */
+    const matchOf = (request: SearchRequest): Match | undefined | null =>
+      request.q === undefined ? undefined : searchPattern(request.q) ?? null
+
+    const countUpTo = (request: SearchRequest, cap: number) =>
+      counts.get(
+        cacheKey("count-up-to", request, cap),
+        sql<{ n: string }>`
+          SELECT count(*)::text AS n FROM (SELECT 1 FROM works w
+            WHERE ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)} LIMIT ${cap}) x`.pipe(
+          Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+          Effect.orDie,
+          Effect.withSpan("PgSearchIndex.countUpTo")
+        )
+      )
+
+    const exactCount = (request: SearchRequest, match: Match | undefined) => {
+      const { from, where } = source(request, match)
+      return counts.get(
+        cacheKey("count", request),
+        sql<{ n: string }>`SELECT count(*)::text AS n FROM ${from} WHERE ${where}`.pipe(
+          Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+          Effect.orDie,
+          Effect.withSpan("PgSearchIndex.count")
+        )
+      )
+    }
+
+    // --- Statistics of the unfiltered catalog -----------------------------------------------------
+
+    const computeStats = Effect.gen(function*() {
+      // Three hash aggregates (grouping by the arrays themselves would sort them): per nsfw flag.
+      const groups = yield* sql<
+        { kind: "olang" | "platform" | "medium"; value: string | null; nsfw: boolean; n: number }
+      >`
+        SELECT 'olang' AS kind, olang AS value, nsfw, count(*)::int AS n FROM works WHERE live GROUP BY 2, 3
+        UNION ALL SELECT 'platform', p, nsfw, count(*)::int FROM works, unnest(platforms) AS p WHERE live GROUP BY 2, 3
+        UNION ALL SELECT 'medium', m, nsfw, count(*)::int FROM works, unnest(media) AS m WHERE live GROUP BY 2, 3`
+      const names = yield* sql<{ kind: string; code: string; display_name: string }>`
+        SELECT 'olang' AS kind, tag AS code, display_name FROM catalog_languages
+        UNION ALL SELECT 'platform', code, display_name FROM catalog_platforms
+        UNION ALL SELECT 'medium', code, display_name FROM catalog_media`
+      const top = (table: "tags" | "companies", nsfw: boolean) => {
+        const column = sql.literal(nsfw ? "work_count" : "work_count_sfw")
+        return sql<FacetValue>`
+          SELECT id::text AS value, display_name, ${column} AS count FROM ${sql(table)}
+          WHERE live AND ${column} > 0 ORDER BY ${column} DESC, id LIMIT ${FACET_TOP}`
+      }
+      const [tagsSfw, tagsAll, companiesSfw, companiesAll] = yield* Effect.all([
+        top("tags", false),
+        top("tags", true),
+        top("companies", false),
+        top("companies", true)
+      ])
+      const displayName = new Map(names.map((n) => [`${n.kind}:${n.code}`, n.display_name]))
+      const gate = (nsfw: boolean, tags: ReadonlyArray<FacetValue>, companies: ReadonlyArray<FacetValue>) => {
+        const tally = {
+          olang: new Map<string, number>(),
+          content_rating: new Map<string, number>(),
+          platform: new Map<string, number>(),
+          medium: new Map<string, number>()
+        }
+        let total = 0
+        const add = (map: Map<string, number>, value: string, n: number) => map.set(value, (map.get(value) ?? 0) + n)
+        for (const g of groups) {
+          if (g.nsfw && !nsfw) continue
+          if (g.kind === "olang") {
+            total += g.n
+            add(tally.content_rating, g.nsfw ? "nsfw" : "sfw", g.n)
+          }
+          if (g.value !== null) add(tally[g.kind], g.value, g.n)
+        }
+        const values = (kind: keyof typeof tally, name: (value: string) => string): Array<FacetValue> =>
+          sortFacet([...tally[kind]].map(([value, count]) => ({ value, display_name: name(value), count })), false)
+        const stats: GateStats = {
+          total,
+          facets: {
+            tag_id: tags,
+            company_id: companies,
+            olang: values("olang", (v) => displayName.get(`olang:${v}`) ?? v),
+            content_rating: values("content_rating", (v) => (v === "nsfw" ? "Not safe for work" : "Safe for work")),
+            medium: values("medium", (v) => displayName.get(`medium:${v}`) ?? v),
+            platform: values("platform", (v) => displayName.get(`platform:${v}`) ?? v)
+          }
+        }
+        return stats
+      }
+      return { sfw: gate(false, tagsSfw, companiesSfw), nsfw: gate(true, tagsAll, companiesAll) }
+    }).pipe(Effect.orDie, Effect.withSpan("PgSearchIndex.stats"))
+
+    const stats = (nsfw: boolean) => Effect.map(statsCache.get("stats", computeStats), (s) => nsfw ? s.nsfw : s.sfw)
+
+    // --- The interface ----------------------------------------------------------------------------
+
+    const total = Effect.fn("PgSearchIndex.total")(function*(request: SearchRequest) {
+      const match = matchOf(request)
+      if (match === null) return { total: 0, relation: "eq" as const }
+      const n = match === undefined
+        ? yield* countUpTo(request, CAP)
+        : (yield* resultSet(request, match)).hits.length
+      return n < CAP ? { total: n, relation: "eq" as const } : { total: MAX_DEPTH, relation: "gte" as const }
+    })
+
+    const window = Effect.fn("PgSearchIndex.window")(
+      function*(request: SearchRequest, offset: number, limit: number) {
+        const match = matchOf(request)
+        if (match === null || limit === 0) return []
+        if (match === undefined) return yield* hitsQuery(request, undefined, { offset, limit })
+        return (yield* resultSet(request, match)).hits.slice(offset, offset + limit)
+      }
+    )
+
+    const after = Effect.fn("PgSearchIndex.after")(function*(
+      request: SearchRequest,
+      position: { readonly key: ReadonlyArray<string | number | null>; readonly id: string } | undefined,
+      take: number
+    ) {
+      const match = matchOf(request)
+      if (match === null) return []
+      if (match === undefined) return yield* hitsQuery(request, undefined, { after: position, limit: take })
+      const set = yield* resultSet(request, match)
+      const start = position === undefined ? 0 : indexOf(set, position.id) + 1
+      const samePosition = position === undefined ||
+        (start > 0 && set.hits[start - 1]!.key.every((k, i) => k === String(position.key[i] ?? "")))
+      if (samePosition && (set.complete || start + take <= set.hits.length)) {
+        return set.hits.slice(start, start + take)
+      }
+      return yield* hitsQuery(request, match, { after: position, limit: take })
+    })
+
+    const count = Effect.fn("PgSearchIndex.count")(function*(request: SearchRequest) {
+      const match = matchOf(request)
+      if (match === null) return 0
+      if (match === undefined) {
+        if (!hasFilters(request.filters)) return (yield* stats(request.nsfw)).total
+        return yield* exactCount(request, undefined)
+      }
+      const set = yield* resultSet(request, match)
+      return set.complete ? set.hits.length : yield* exactCount(request, match)
+    })
+
+    const facets = Effect.fn("PgSearchIndex.facets")(
+      function*(request: SearchRequest, names: ReadonlyArray<WorkFacet>) {
+        const wanted = workFacets.filter((f) => names.includes(f))
+        const match = matchOf(request)
+        if (match === null) return Object.fromEntries(wanted.map((f) => [f, []]))
+        if (match === undefined && !hasFilters(request.filters)) {
+          const { facets } = yield* stats(request.nsfw)
+          return Object.fromEntries(wanted.map((f) => [f, facets[f]]))
+        }
+        const { from, where } = source(request, match)
+        const computed = facetCache.get(
+          cacheKey("facets", request, wanted),
+          sql<{ facet: WorkFacet; value: string; display_name: string; count: string }>`${
+            facetsSql(sql, wanted, sql`SELECT w.id, w.olang, w.nsfw, w.media, w.platforms FROM ${from} WHERE ${where}`)
+          }`.pipe(
+            Effect.map((rows) => {
+              const out: Record<string, Array<FacetValue>> = Object.fromEntries(wanted.map((f) => [f, []]))
+              for (const row of rows) {
+                out[row.facet]!.push({ value: row.value, display_name: row.display_name, count: Number(row.count) })
+              }
+              for (const facet of wanted) sortFacet(out[facet]!, facet === "tag_id" || facet === "company_id")
+              return out
+            }),
+            Effect.orDie,
+            Effect.withSpan("PgSearchIndex.facetCounts")
+          )
+        )
+        return yield* computed
+      }
+    )
+
+    return SearchIndex.of({ total, window, after, count, facets })
+  })
+)

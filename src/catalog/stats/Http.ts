@@ -1,0 +1,20 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
+import { Principal } from "../../../schema/Api/Security.js"
+import { CatalogStats } from "../../../schema/Catalog/Stats.js"
+import { conditionalJson } from "../../platform/Conditional.js"
+import { Stats } from "./Stats.js"
+
+export const HttpStatsLive = HttpApiBuilder.group(
+  CatalogApi,
+  "stats",
+  (handlers) =>
+    Effect.gen(function*() {
+      const stats = yield* Stats
+      return handlers.handle("getStats", () =>
+        Effect.flatMap(Principal, (p) => stats.get(p.contentLimit)).pipe(
+          Effect.flatMap((counts) => conditionalJson(CatalogStats, counts))
+        ))
+    })
+).pipe(Layer.provide(Stats.Default))

@@ -1,0 +1,24 @@
+/**
+ * Catalog statistics (SPEC 2.7 CatalogStats). The counts are exact (`count(*)` of live rows, not
+ * planner estimates), which costs a scan of the works table; so each process counts at most once
+ * per content limit every STATS_TTL and serves that result meanwhile. Failures are not cached.
+ */
+import { Cache, Duration, Effect, Exit } from "effect"
+import type { ContentLimit } from "../../../schema/Api/Security.js"
+import { StatsRepo } from "./StatsRepo.js"
+
+export const STATS_TTL = Duration.seconds(10)
+
+export class Stats extends Effect.Service<Stats>()("catalog/Stats", {
+  effect: Effect.gen(function*() {
+    const repo = yield* StatsRepo
+    const cache = yield* Cache.makeWith({
+      capacity: 2,
+      lookup: (limit: ContentLimit) => repo.counts(limit === "nsfw"),
+      timeToLive: (exit) => (Exit.isSuccess(exit) ? STATS_TTL : Duration.zero)
+    })
+    const get = (limit: ContentLimit) => cache.get(limit).pipe(Effect.withSpan("Stats.get"))
+    return { get } as const
+  }),
+  dependencies: [StatsRepo.Default]
+}) {}

@@ -1,0 +1,29 @@
+/**
+ * SQL of the catalog statistics: exact counts of live rows. Works and characters are counted under
+ * the content gate (DECISIONS 4; `characters.nsfw` marks characters that appear only in nsfw works).
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { CatalogStats } from "../../../schema/Catalog/Stats.js"
+
+export class StatsRepo extends Effect.Service<StatsRepo>()("catalog/StatsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const counts = (nsfw: boolean) =>
+      sql<Omit<CatalogStats, "object">>`
+        SELECT
+          (SELECT count(*) FROM works WHERE live ${nsfw ? sql`` : sql`AND NOT nsfw`})::int AS works,
+          (SELECT count(*) FROM companies WHERE live)::int AS companies,
+          (SELECT count(*) FROM characters WHERE live ${nsfw ? sql`` : sql`AND NOT nsfw`})::int AS characters,
+          (SELECT count(*) FROM credit_names WHERE live)::int AS credit_names,
+          (SELECT count(*) FROM persons WHERE live)::int AS persons
+      `.pipe(
+        Effect.orDie,
+        Effect.map((rows): CatalogStats => ({ object: "catalog_stats", ...rows[0]! })),
+        Effect.withSpan("StatsRepo.counts")
+      )
+
+    return { counts } as const
+  })
+}) {}

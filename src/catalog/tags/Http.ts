@@ -1,0 +1,22 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
+import { Principal } from "../../../schema/Api/Security.js"
+import { Tag } from "../../../schema/Catalog/Tag.js"
+import { conditionalJson } from "../../platform/Conditional.js"
+import { Tags } from "./Tags.js"
+
+export const HttpTagsLive = HttpApiBuilder.group(
+  CatalogApi,
+  "tags",
+  (handlers) =>
+    Effect.gen(function*() {
+      const tags = yield* Tags
+      return handlers
+        .handle("listTags", ({ urlParams }) => Effect.flatMap(Principal, (p) => tags.list(urlParams, p.contentLimit)))
+        .handle("getTag", ({ path }) =>
+          Effect.flatMap(Principal, (p) => tags.get(path.id, p.contentLimit)).pipe(
+            Effect.flatMap((tag) => conditionalJson(Tag, tag))
+          ))
+    })
+).pipe(Layer.provide(Tags.Default))

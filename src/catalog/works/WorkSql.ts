@@ -1,0 +1,288 @@
+/**
+ * The SQL of a work list, shared by the listing lane (WorksRepo) and the PostgreSQL search index:
+ * the content gate, the filters, the sort expressions of migrations/0002_catalog.ts (repeated
+ * exactly, so each keyset index applies) and the item JSON.
+ *
+ * Items are built by PostgreSQL as JSON text (`json_build_object`) and spliced into the response
+ * as they are: the hot list path neither parses nor re-encodes rows. The shapes are those of
+ * schema/Catalog/Work.ts; test/catalog/Works.test.ts decodes every response with that schema.
+ */
+import type { SqlClient } from "@effect/sql"
+import type { Fragment } from "@effect/sql/Statement"
+import type { WorkFacet, WorkSort } from "../../../schema/Api/WorksApi.js"
+import type { FacetValue } from "../../../schema/Catalog/Common.js"
+
+type Sql = SqlClient.SqlClient
+
+/** The filters of the cursor and search lanes, with ids in canonical `bigint` form. */
+export interface WorkFilters {
+  readonly tag_id?: string | undefined
+  readonly company_id?: string | undefined
+  readonly olang?: string | undefined
+  readonly content_rating?: "sfw" | "nsfw" | undefined
+  readonly medium?: string | undefined
+  /** Listing lane only (SPEC 4.1 rule 3). */
+  readonly platform?: string | undefined
+}
+
+/** `w.live`, and not nsfw for an `sfw` credential (DECISIONS 4). */
+export const gateSql = (sql: Sql, nsfw: boolean): Fragment => nsfw ? sql`w.live` : sql`w.live AND NOT w.nsfw`
+
+export const filterSql = (sql: Sql, filters: WorkFilters): Fragment => {
+  const clauses: Array<Fragment> = []
+  if (filters.tag_id !== undefined) {
+    clauses.push(
+      sql`EXISTS (SELECT 1 FROM work_tags ft WHERE ft.work_id = w.id AND ft.tag_id = ${filters.tag_id}::bigint)`
+    )
+  }
+  if (filters.company_id !== undefined) {
+    clauses.push(sql`EXISTS (SELECT 1 FROM work_companies fc
+      WHERE fc.work_id = w.id AND fc.company_id = ${filters.company_id}::bigint)`)
+  }
+  if (filters.olang !== undefined) clauses.push(sql`w.olang = ${filters.olang}`)
+  if (filters.content_rating !== undefined) clauses.push(sql`w.nsfw = ${filters.content_rating === "nsfw"}`)
+  if (filters.medium !== undefined) clauses.push(sql`w.media @> ARRAY[${filters.medium}]::text[]`)
+  if (filters.platform !== undefined) clauses.push(sql`w.platforms @> ARRAY[${filters.platform}]::text[]`)
+  return clauses.length === 0 ? sql`TRUE` : sql.and(clauses)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sorts
+// ---------------------------------------------------------------------------------------------
+
+type KeyType = "integer" | "real" | "timestamptz"
+
+/** A keyset order: key expressions, then `w.id`, all in one direction. */
+export interface SortSpec {
+  readonly keys: ReadonlyArray<{ readonly expr: string; readonly type: KeyType }>
+  readonly direction: "asc" | "desc"
+}
+
+const rating = (source: string): SortSpec => ({
+  keys: [{ expr: `coalesce(w.rating_${source}, -1)`, type: "real" }],
+  direction: "desc"
+})
+
+/**
+ * The index expressions of each sort (migrations/0002_catalog.ts header). `relevance` without a
+ * query is the popularity order; with one, the search index orders by match quality first.
+ */
+export const sortSpecs: Record<WorkSort, SortSpec> = {
+  id: { keys: [], direction: "asc" },
+  updated: { keys: [{ expr: "w.updated_at", type: "timestamptz" }], direction: "desc" },
+  relevance: { keys: [{ expr: "w.popularity", type: "real" }], direction: "desc" },
+  released_desc: { keys: [{ expr: "coalesce(w.released_key, -1)", type: "integer" }], direction: "desc" },
+  released_asc: { keys: [{ expr: "coalesce(w.released_key, 2147483647)", type: "integer" }], direction: "asc" },
+  popularity: { keys: [{ expr: "w.popularity", type: "real" }], direction: "desc" },
+  rating_vndb: rating("vndb"),
+  rating_bangumi: rating("bangumi"),
+  rating_egs: rating("egs"),
+  rating_steam: rating("steam"),
+  rating_dlsite: rating("dlsite")
+}
+
+/** `k0, k1, ...` as text: cursor keys round-trip exactly through their text form. */
+export const keyColumnsSql = (sql: Sql, spec: SortSpec): Fragment =>
+  spec.keys.length === 0
+    ? sql`NULL::text AS k0`
+    : sql.csv(spec.keys.map((key, i) => sql.literal(`(${key.expr})::text AS k${i}`)))
+
+export const orderSql = (sql: Sql, spec: SortSpec): Fragment => {
+  const dir = spec.direction === "asc" ? "ASC" : "DESC"
+  return sql.literal([...spec.keys.map((k) => `${k.expr} ${dir}`), `w.id ${dir}`].join(", "))
+}
+
+/** Rows strictly after `after` in the order of `spec`: one row comparison, as the index is ordered. */
+export const afterSql = (
+  sql: Sql,
+  spec: SortSpec,
+  after: { readonly key: ReadonlyArray<string | number | null>; readonly id: string } | undefined
+): Fragment => {
+  if (after === undefined) return sql`TRUE`
+  const op = sql.literal(spec.direction === "asc" ? ">" : "<")
+  const left = sql.literal(`(${[...spec.keys.map((k) => k.expr), "w.id"].join(", ")})`)
+  const values = spec.keys.map((k, i) => sql`${String(after.key[i] ?? "")}::${sql.literal(k.type)}`)
+  return sql`${left} ${op} (${sql.csv([...values, sql`${after.id}::bigint`])})`
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item JSON
+// ---------------------------------------------------------------------------------------------
+
+const utc = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
+const basicJson = `'object', 'work', 'id', w.id::text, 'display_name', w.display_name, 'latin', w.latin,
+  'olang', w.olang, 'localized', w.localized,
+  'released', CASE WHEN w.released_year IS NULL THEN NULL ELSE concat_ws('-', lpad(w.released_year::text, 4, '0'),
+    lpad(w.released_month::text, 2, '0'), lpad(w.released_day::text, 2, '0')) END,
+  'content_rating', CASE WHEN w.nsfw THEN 'nsfw' ELSE 'sfw' END, 'length_minutes', w.length_minutes,
+  'platforms', w.platforms, 'media', w.media, 'popularity', w.popularity, 'updated_at', ${utc("w.updated_at")}`
+
+const fullJson = `, 'development_status', w.development_status,
+  'engine', (SELECT json_build_object('id', e.id::text, 'display_name', e.display_name)
+    FROM engines e WHERE e.id = w.engine_id AND e.live),
+  'created_at', ${utc("w.created_at")}`
+
+/**
+ * The work item as JSON text, from `works w`: view=basic, or view=full without its array members
+ * (aliases and links come with the includes, one query for the page).
+ */
+export const itemJsonSql = (sql: Sql, view: "basic" | "full"): Fragment =>
+  sql.literal(`json_build_object(${basicJson}${view === "full" ? fullJson : ""})::text`)
+
+/** The parts that come after the item: the include tokens plus the view=full arrays. */
+export type WorkPart =
+  | "titles"
+  | "refs"
+  | "intros"
+  | "covers"
+  | "companies"
+  | "ratings"
+  | "tags"
+  | "credits"
+  | "aliases"
+  | "links"
+
+export const coverJson = `json_build_object('id', c.id::text, 'vote_count', c.vote_count,
+  'portrait_pinned', c.portrait_pinned, 'cover_kind', c.cover_kind, 'url', i.url, 'hash', i.hash, 'width', i.width,
+  'height', i.height, 'thumbhash', i.thumbhash, 'sexual', i.sexual, 'violence', i.violence, 'source', i.source)`
+
+/** Best first: the pinned portrait cover, then by net votes, newest first on ties. */
+export const coverOrder = "c.portrait_pinned DESC, c.vote_count DESC, c.id DESC"
+
+/**
+ * The query of one part for a whole page: one aggregate over `= ANY(ids)` (never a query per row).
+ * Rows are (part, work id, JSON array text). Parts are separate statements on purpose: their union
+ * is costly enough for the planner to pick a parallel plan, whose worker start-up costs more than
+ * the query itself under concurrent load.
+ */
+export const partSql = (sql: Sql, part: WorkPart, ids: ReadonlyArray<string>, nsfw: boolean): Fragment => {
+  const any = sql`= ANY(${ids}::bigint[])`
+  switch (part) {
+    case "titles":
+      return sql`SELECT 'titles' AS part, t.work_id::text AS id, json_agg(json_build_object('lang', t.lang,
+            'value', t.value, 'latin', t.latin, 'is_main', t.is_main, 'is_official', t.is_official)
+            ORDER BY t.is_main DESC, t.lang)::text AS json
+          FROM work_titles t WHERE t.work_id ${any} GROUP BY t.work_id`
+    case "refs":
+      return sql`SELECT 'refs' AS part, r.entity_id::text AS id, json_agg(json_build_object('source', r.source,
+            'external_id', r.external_id, 'url', r.url) ORDER BY r.source, r.external_id)::text AS json
+          FROM entity_refs r WHERE r.entity_id ${any} AND r.entity_type = 'work' GROUP BY r.entity_id`
+    case "intros":
+      return sql`SELECT 'intros' AS part, n.entity_id::text AS id, json_agg(json_build_object('lang', n.lang, 'value', n.value,
+            'is_machine', n.is_machine, 'source', n.source) ORDER BY n.position)::text AS json
+          FROM entity_intros n WHERE n.entity_id ${any} AND n.entity_type = 'work' GROUP BY n.entity_id`
+    case "aliases":
+      return sql`SELECT 'aliases' AS part, a.entity_id::text AS id, json_agg(json_build_object('lang', a.lang, 'value', a.value,
+            'alias_kind', a.alias_kind, 'is_machine', a.is_machine) ORDER BY a.position)::text AS json
+          FROM entity_aliases a
+          WHERE a.entity_id ${any} AND a.entity_type = 'work' AND a.alias_kind <> 'search_hint'
+          GROUP BY a.entity_id`
+    case "links":
+      return sql`SELECT 'links' AS part, l.entity_id::text AS id, json_agg(json_build_object('site', l.site, 'url', l.url,
+            'label', l.label, 'lang', l.lang) ORDER BY l.position)::text AS json
+          FROM entity_links l WHERE l.entity_id ${any} AND l.entity_type = 'work' GROUP BY l.entity_id`
+    case "covers":
+      return sql`SELECT 'covers' AS part, c.work_id::text AS id, json_agg(${sql.literal(coverJson)}
+            ORDER BY ${sql.literal(coverOrder)})::text AS json
+          FROM covers c JOIN images i ON i.hash = c.image_hash WHERE c.work_id ${any} GROUP BY c.work_id`
+    case "companies":
+      return sql`SELECT 'companies' AS part, wc.work_id::text AS id, json_agg(json_build_object(
+            'company', json_build_object('object', 'company', 'id', c.id::text, 'display_name', c.display_name,
+              'latin', c.latin, 'lang', c.lang, 'localized', c.localized, 'company_kind', c.company_kind,
+              'work_count', ${sql.literal(nsfw ? "c.work_count" : "c.work_count_sfw")}),
+            'roles', array_remove(ARRAY[CASE WHEN wc.developer THEN 'developer' END,
+              CASE WHEN wc.publisher THEN 'publisher' END], NULL))
+            ORDER BY wc.developer DESC, c.id)::text AS json
+          FROM work_companies wc JOIN companies c ON c.id = wc.company_id AND c.live
+          WHERE wc.work_id ${any} GROUP BY wc.work_id`
+    case "ratings":
+      return sql`SELECT 'ratings' AS part, r.work_id::text AS id, json_agg(json_build_object('source', r.source,
+            'score', r.score, 'votes', r.votes)
+            ORDER BY array_position(ARRAY['vndb', 'bangumi', 'egs', 'steam', 'dlsite'], r.source))::text AS json
+          FROM ratings r WHERE r.work_id ${any} GROUP BY r.work_id`
+    case "tags":
+      return sql`SELECT 'tags' AS part, wt.work_id::text AS id, json_agg(json_build_object(
+            'tag', json_build_object('object', 'tag', 'id', t.id::text, 'display_name', t.display_name,
+              'localized', t.localized, 'category', t.category),
+            'spoiler', wt.spoiler, 'score', wt.score) ORDER BY wt.score DESC, t.id)::text AS json
+          FROM work_tags wt JOIN tags t ON t.id = wt.tag_id AND t.live
+            ${nsfw ? sql`` : sql`AND t.category <> 'sexual'`}
+          WHERE wt.work_id ${any} GROUP BY wt.work_id`
+    case "credits":
+      return sql`SELECT 'credits' AS part, g.work_id::text AS id, json_agg(json_build_object('role_key', g.role_key,
+            'role_name', g.role_name, 'credits', g.credits) ORDER BY g.position)::text AS json
+          FROM (${creditGroupsSql(sql, any)}) g GROUP BY g.work_id`
+  }
+}
+
+/** Several parts in one statement (fine for small pages, where no parallel plan is considered). */
+export const partsSql = (sql: Sql, parts: ReadonlyArray<WorkPart>, ids: ReadonlyArray<string>, nsfw: boolean) =>
+  sql.join(" UNION ALL ", false)(parts.map((part) => partSql(sql, part, ids, nsfw)))
+
+/** A work's credits grouped by role: (work_id, role_key, role_name, position, credits JSON array). */
+export const creditGroupsSql = (sql: Sql, workCondition: Fragment): Fragment =>
+  sql`SELECT c.work_id, r.role_key, r.role_name, r.position,
+      json_agg(json_build_object('object', 'credit_name', 'id', cn.id::text, 'display_name', cn.display_name,
+        'latin', cn.latin, 'localized', cn.localized, 'character_id', ch.id::text, 'note', c.note,
+        'identity', c.identity) ORDER BY c.position, c.identity) AS credits
+    FROM credits c
+    JOIN credit_roles r ON r.role_key = c.role_key
+    JOIN credit_names cn ON cn.id = c.credit_name_id AND cn.live
+    LEFT JOIN characters ch ON ch.id = c.character_id AND ch.live
+    WHERE c.work_id ${workCondition}
+    GROUP BY c.work_id, r.role_key, r.role_name, r.position`
+
+// ---------------------------------------------------------------------------------------------
+// Facets
+// ---------------------------------------------------------------------------------------------
+
+/** Facets with a long tail return their most frequent values only. */
+export const FACET_TOP = 50
+
+/**
+ * The counts of `facets` over the matched works, in one statement: `matched` selects the works
+ * (`w.id, w.olang, w.nsfw, w.media, w.platforms` from `works w` under the gate and filters); it is
+ * materialized once and every facet aggregates over it. Rows: (facet, value, display_name, count),
+ * in no particular order (`sortFacet` orders them).
+ */
+export const facetsSql = (sql: Sql, facets: ReadonlyArray<WorkFacet>, matched: Fragment): Fragment => {
+  const selects = facets.map((facet): Fragment => {
+    switch (facet) {
+      case "tag_id":
+        return sql`(SELECT 'tag_id' AS facet, f.tag_id::text AS value, t.display_name, f.n AS count
+          FROM (SELECT ft.tag_id, count(*) AS n FROM m JOIN work_tags ft ON ft.work_id = m.id
+            GROUP BY ft.tag_id ORDER BY n DESC, ft.tag_id LIMIT ${FACET_TOP}) f
+          JOIN tags t ON t.id = f.tag_id AND t.live)`
+      case "company_id":
+        return sql`(SELECT 'company_id' AS facet, f.company_id::text AS value, c.display_name, f.n AS count
+          FROM (SELECT fc.company_id, count(*) AS n FROM m JOIN work_companies fc ON fc.work_id = m.id
+            GROUP BY fc.company_id ORDER BY n DESC, fc.company_id LIMIT ${FACET_TOP}) f
+          JOIN companies c ON c.id = f.company_id AND c.live)`
+      case "olang":
+        return sql`(SELECT 'olang' AS facet, f.olang AS value, coalesce(l.display_name, f.olang) AS display_name, f.n AS count
+          FROM (SELECT m.olang, count(*) AS n FROM m WHERE m.olang IS NOT NULL GROUP BY m.olang) f
+          LEFT JOIN catalog_languages l ON l.tag = f.olang)`
+      case "content_rating":
+        return sql`(SELECT 'content_rating' AS facet, CASE WHEN m.nsfw THEN 'nsfw' ELSE 'sfw' END AS value,
+            CASE WHEN m.nsfw THEN 'Not safe for work' ELSE 'Safe for work' END AS display_name, count(*) AS count
+          FROM m GROUP BY m.nsfw)`
+      case "medium":
+        return sql`(SELECT 'medium' AS facet, f.code AS value, coalesce(x.display_name, f.code) AS display_name, f.n AS count
+          FROM (SELECT u.code, count(*) AS n FROM m, unnest(m.media) AS u(code) GROUP BY u.code) f
+          LEFT JOIN catalog_media x ON x.code = f.code)`
+      case "platform":
+        return sql`(SELECT 'platform' AS facet, f.code AS value, coalesce(x.display_name, f.code) AS display_name, f.n AS count
+          FROM (SELECT u.code, count(*) AS n FROM m, unnest(m.platforms) AS u(code) GROUP BY u.code) f
+          LEFT JOIN catalog_platforms x ON x.code = f.code)`
+    }
+  })
+  return sql`WITH m AS MATERIALIZED (${matched}) ${sql.join(" UNION ALL ", false)(selects)}`
+}
+
+/** Most frequent first; ties by value (numerically for ids). */
+export const sortFacet = (values: Array<FacetValue>, numeric: boolean): Array<FacetValue> =>
+  values.sort((a, b) =>
+    b.count - a.count ||
+    (numeric ? Number(a.value) - Number(b.value) : a.value < b.value ? -1 : a.value > b.value ? 1 : 0)
+  )

@@ -1,0 +1,432 @@
+/**
+ * Works (SPEC 4.1): the rules of the collection's lanes, and the single-work reads.
+ *
+ * - Listing lane (cursor mode, no search trigger): one keyset query on the sort's index builds the
+ *   page's items (WorksRepo.keyset).
+ * - Search lane (`q`, `page`, `facets`, `relevance`/`rating_*` sorts, or /v2/catalog/search): the
+ *   SearchIndex says which works in which order; the items are then built by id.
+ * - Batch lane (`ids=`/`refs=`): items by id in the order asked, the rest in `missing[]`.
+ * In every lane the parts of a page (includes, view=full arrays) come from one more statement, and
+ * the list is written as JSON text around the item JSON PostgreSQL built (no per-item encoding).
+ */
+import { Effect } from "effect"
+import type {
+  GetWorkParams,
+  ListWorksParams,
+  WorkInclude,
+  WorkListParams,
+  WorkSort,
+  WorkView
+} from "../../../schema/Api/WorksApi.js"
+import { querySorts, searchLaneSorts } from "../../../schema/Api/WorksApi.js"
+import type { RosterCharacter } from "../../../schema/Catalog/Character.js"
+import type { CharacterId, Cover, FacetValue, Intro, LangTag } from "../../../schema/Catalog/Common.js"
+import type { CreditGroup } from "../../../schema/Catalog/Credit.js"
+import { DEFAULT_LIMIT, MAX_DEPTH } from "../../../schema/Catalog/Query.js"
+import type { Work } from "../../../schema/Catalog/Work.js"
+import { type FieldError, InvalidParameter } from "../../../schema/Problem.js"
+import { bigintId, missingEntity } from "../companies/Lanes.js"
+import { keysetPage } from "../credits/Lanes.js"
+import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
+import { PgSearchIndexLive } from "../search/PgSearchIndex.js"
+import { SearchIndex, type SearchRequest } from "../search/SearchIndex.js"
+import { makeTtlCache } from "../search/TtlCache.js"
+import { Gone } from "../shared/Gone.js"
+import { sortSpecs, type WorkFilters, type WorkPart } from "./WorkSql.js"
+import { type ItemRow, type RosterRow, WorksRepo } from "./WorksRepo.js"
+
+/** Which collection was asked: the works list, or the search collection (always the search lane). */
+export type Collection = "works" | "search"
+
+/** The roster embedded in the single-work read (view=full); longer rosters are paged at /characters. */
+const EMBEDDED_ROSTER = 500
+
+interface Envelope {
+  readonly items: ReadonlyArray<string>
+  readonly next_cursor?: string | undefined
+  readonly total?: number | undefined
+  readonly total_relation?: "eq" | "gte" | undefined
+  readonly facets?: Readonly<Record<string, ReadonlyArray<FacetValue>>> | undefined
+  readonly missing?: ReadonlyArray<string> | undefined
+}
+
+/** The list envelope (SPEC 2.2) as JSON text around items that already are JSON text. */
+const envelope = (e: Envelope): string => {
+  let out = `{"object":"list","items":[${e.items.join(",")}]`
+  if (e.next_cursor !== undefined) out += `,"next_cursor":${JSON.stringify(e.next_cursor)}`
+  if (e.total !== undefined) out += `,"total":${e.total}`
+  if (e.total_relation !== undefined) out += `,"total_relation":"${e.total_relation}"`
+  if (e.facets !== undefined) out += `,"facets":${JSON.stringify(e.facets)}`
+  if (e.missing !== undefined) out += `,"missing":${JSON.stringify(e.missing)}`
+  return out + "}"
+}
+
+const inconsistent = (parameter: string, other: string): FieldError => ({
+  reason: "INCONSISTENT_WITH",
+  detail: `\`${parameter}\` cannot be combined with ${other}.`,
+  parameter
+})
+
+const toRoster = (row: RosterRow): RosterCharacter => ({
+  object: "character",
+  id: row.id as CharacterId,
+  display_name: row.display_name,
+  latin: row.latin,
+  lang: row.lang as LangTag | null,
+  localized: row.localized,
+  roster_role: row.roster_role,
+  spoiler: row.spoiler,
+  identity: row.identity
+})
+
+const given = (params: Record<string, unknown>, names: ReadonlyArray<string>) =>
+  names.filter((name) => params[name] !== undefined)
+
+export class Works extends Effect.Service<Works>()("catalog/Works", {
+  effect: Effect.gen(function*() {
+    const repo = yield* WorksRepo
+    const index = yield* SearchIndex
+    const cursors = yield* Cursors
+    const gone = yield* Gone
+    const listingCounts = makeTtlCache<number>({ ttlMs: 30_000, staleMs: 300_000, max: 512 })
+
+    /** Items (JSON text) with their parts spliced in, in the order of `rows`. */
+    const withParts = Effect.fn("Works.withParts")(function*(
+      rows: ReadonlyArray<ItemRow>,
+      include: ReadonlyArray<WorkInclude>,
+      view: WorkView,
+      nsfw: boolean
+    ) {
+      const wanted: Array<WorkPart> = [...new Set(include)]
+      if (view === "full") wanted.push("aliases", "links")
+      if (wanted.length === 0 || rows.length === 0) return rows.map((row) => row.json)
+      const partRows = yield* repo.parts(rows.map((row) => row.id), wanted, nsfw)
+      const byWork = new Map<string, Map<WorkPart, string>>()
+      for (const part of partRows) {
+        let parts = byWork.get(part.id)
+        if (parts === undefined) byWork.set(part.id, parts = new Map())
+        parts.set(part.part, part.json)
+      }
+      return rows.map((row) => {
+        const parts = byWork.get(row.id)
+        let extra = ""
+        for (const part of wanted) extra += `,"${part}":${parts?.get(part) ?? "[]"}`
+        return row.json.slice(0, -1) + extra + "}"
+      })
+    })
+
+    /** Items by id in the order of `ids` (canonical), skipping the ones no longer visible. */
+    const render = (ids: ReadonlyArray<string>, view: WorkView, nsfw: boolean) =>
+      Effect.map(repo.byIds(ids, view, nsfw), (rows) => {
+        const byId = new Map(rows.map((row) => [row.id, row]))
+        return ids.flatMap((id) => byId.get(id) ?? [])
+      })
+
+    const validate = (params: ListWorksParams, collection: Collection) => {
+      const errors: Array<FieldError> = []
+      const claimFilters = ["owner_uid", "site", "platform"]
+      const batch = params.ids !== undefined ? "ids" : params.refs !== undefined ? "refs" : undefined
+      if (collection === "search") {
+        for (const p of given(params, ["ids", "refs", ...claimFilters])) {
+          errors.push(inconsistent(p, "the search collection (`/v2/catalog/search`)"))
+        }
+      } else if (batch !== undefined) {
+        if (params.ids !== undefined && params.refs !== undefined) errors.push(inconsistent("refs", "`ids`"))
+        const others = [
+          "cursor",
+          "page",
+          "q",
+          "facets",
+          "sort",
+          "include_total",
+          "tag_id",
+          "company_id",
+          "olang",
+          "content_rating",
+          "medium",
+          ...claimFilters
+        ]
+        for (const p of given(params, others)) errors.push(inconsistent(p, `the \`${batch}\` batch lane`))
+      }
+      if (batch === undefined || collection === "search") {
+        if (params.page !== undefined && params.cursor !== undefined) errors.push(inconsistent("cursor", "`page`"))
+        if (collection === "works") {
+          const trigger = params.q !== undefined
+            ? "`q`"
+            : params.page !== undefined
+            ? "`page`"
+            : params.facets !== undefined
+            ? "`facets`"
+            : params.sort !== undefined && searchLaneSorts.has(params.sort)
+            ? `\`sort=${params.sort}\``
+            : undefined
+          if (trigger !== undefined) {
+            for (const p of given(params, claimFilters)) {
+              errors.push(inconsistent(p, `${trigger} (the search lane)`))
+            }
+          }
+        }
+        if (params.q !== undefined && params.sort !== undefined && !querySorts.has(params.sort)) {
+          errors.push(inconsistent("sort", "`q` (a search orders by relevance, release date, popularity or rating)"))
+        }
+      }
+      return errors.length === 0 ? Effect.void : Effect.fail(
+        new InvalidParameter({ detail: "These parameters select different lanes of the collection.", errors })
+      )
+    }
+
+    const facetFilters = (params: ListWorksParams): WorkFilters => ({
+      tag_id: params.tag_id === undefined ? undefined : bigintId(params.tag_id) ?? "-1",
+      company_id: params.company_id === undefined ? undefined : bigintId(params.company_id) ?? "-1",
+      olang: params.olang,
+      content_rating: params.content_rating,
+      medium: params.medium
+    })
+
+    /** The `ids=` / `refs=` lane (SPEC 4.1 rule 6). */
+    const batchLane = Effect.fn("Works.batch")(function*(params: ListWorksParams, nsfw: boolean) {
+      const view = params.view ?? "basic"
+      // Each wanted entry: what the client sent (echoed in missing[]) and the work id it names.
+      let wanted: Array<{ readonly sent: string; readonly id: string | undefined }>
+      if (params.ids !== undefined) {
+        wanted = [...new Set(params.ids)].map((sent) => ({ sent, id: bigintId(sent) }))
+      } else {
+        const sent = [...new Set(params.refs ?? [])]
+        const pairs = sent.map((ref) => {
+          const colon = ref.indexOf(":")
+          return { source: ref.slice(0, colon), externalId: ref.slice(colon + 1) }
+        })
+        const found = yield* repo.byRefs(pairs)
+        const byRef = new Map(found.map((row) => [`${row.source}:${row.external_id}`, row.id]))
+        wanted = sent.map((ref) => ({ sent: ref, id: byRef.get(ref) }))
+      }
+      const lookup = [...new Set(wanted.flatMap((w) => w.id === undefined ? [] : [w.id]))]
+      const rows = yield* repo.byIds(lookup, view, nsfw)
+      const byId = new Map(rows.map((row) => [row.id, row]))
+      const ordered: Array<ItemRow> = []
+      const missing: Array<string> = []
+      const served = new Set<string>()
+      for (const w of wanted) {
+        const row = w.id === undefined ? undefined : byId.get(w.id)
+        if (row === undefined) missing.push(w.sent)
+        else if (!served.has(row.id)) {
+          served.add(row.id)
+          ordered.push(row)
+        }
+      }
+      const items = yield* withParts(ordered, params.include ?? [], view, nsfw)
+      return envelope({ items, missing })
+    })
+
+    /** The search lane (SPEC 4.1 rules 3, 4, 7, 8). */
+    const searchLane = Effect.fn("Works.search")(function*(params: ListWorksParams, nsfw: boolean) {
+      const view = params.view ?? "basic"
+      const limit = params.limit ?? DEFAULT_LIMIT
+      const sort: WorkSort = params.sort ?? (params.q !== undefined ? "relevance" : "id")
+      const request: SearchRequest = { q: params.q, filters: facetFilters(params), sort, nsfw }
+      const facets = params.facets === undefined ? Effect.succeed(undefined) : index.facets(request, params.facets)
+
+      if (params.page !== undefined) {
+        const page = params.page
+        if (page * limit > MAX_DEPTH) {
+          const { total } = yield* index.total(request)
+          const maximum = Math.max(1, Math.min(Math.ceil(total / limit), Math.floor(MAX_DEPTH / limit)))
+          return yield* new InvalidParameter({
+            detail:
+              `Page mode reaches ${MAX_DEPTH} rows deep at most; with limit ${limit} the last page is ${maximum}.`,
+            errors: [{
+              reason: "OUT_OF_RANGE",
+              detail: `\`page\` must be between 1 and ${maximum}.`,
+              parameter: "page",
+              params: { minimum: 1, maximum }
+            }]
+          })
+        }
+        const [total, hits, facetValues] = yield* Effect.all([
+          index.total(request),
+          index.window(request, (page - 1) * limit, limit),
+          facets
+        ], { concurrency: "unbounded" })
+        const rows = yield* render(hits.map((hit) => hit.id), view, nsfw)
+        const items = yield* withParts(rows, params.include ?? [], view, nsfw)
+        return envelope({ items, total: total.total, total_relation: total.relation, facets: facetValues })
+      }
+
+      const digest = filterDigest({ "": "works", lane: "search", q: params.q, ...request.filters })
+      const after = params.cursor === undefined
+        ? undefined
+        : yield* cursors.decode(params.cursor, { sort, filters: digest })
+      const [hits, total, facetValues] = yield* Effect.all([
+        index.after(request, after, limit + 1),
+        params.include_total === true ? index.count(request) : Effect.succeed(undefined),
+        facets
+      ], { concurrency: "unbounded" })
+      const page = pageOf(
+        hits,
+        limit,
+        (hit) => ({ sort, key: hit.key, id: hit.id }),
+        (position) => cursors.encode(position, digest)
+      )
+      const rows = yield* render(page.items.map((hit) => hit.id), view, nsfw)
+      const items = yield* withParts(rows, params.include ?? [], view, nsfw)
+      return envelope({ items, next_cursor: page.next_cursor, total, facets: facetValues })
+    })
+
+    /** The listing lane: cursor mode over the sort's keyset index. */
+    const listingLane = Effect.fn("Works.listing")(function*(params: ListWorksParams, nsfw: boolean) {
+      const view = params.view ?? "basic"
+      const limit = params.limit ?? DEFAULT_LIMIT
+      const sort: WorkSort = params.sort ?? "id"
+      const filters: WorkFilters = { ...facetFilters(params), platform: params.platform }
+      const digest = filterDigest({
+        "": "works",
+        lane: "list",
+        ...filters,
+        owner_uid: params.owner_uid,
+        site: params.site
+      })
+      const after = params.cursor === undefined
+        ? undefined
+        : yield* cursors.decode(params.cursor, { sort, filters: digest })
+      // Claims attach works to sites (SPEC 2.6); until claims are served no work is claimed.
+      if (params.owner_uid !== undefined || params.site !== undefined) {
+        return envelope({ items: [], total: params.include_total === true ? 0 : undefined })
+      }
+      const [rows, total] = yield* Effect.all([
+        repo.keyset({ filters, sort, after, take: limit + 1, nsfw, view }),
+        params.include_total !== true
+          ? Effect.succeed(undefined)
+          : Object.values(filters).every((v) => v === undefined)
+          ? index.count({ q: undefined, filters: {}, sort, nsfw })
+          : listingCounts.get(JSON.stringify([nsfw, filters]), repo.count(filters, nsfw))
+      ], { concurrency: "unbounded" })
+      const spec = sortSpecs[sort]
+      const page = pageOf(
+        rows,
+        limit,
+        (row) => ({ sort, key: spec.keys.length === 0 ? [] : [row.k0 ?? null], id: row.id }),
+        (position) => cursors.encode(position, digest)
+      )
+      const items = yield* withParts(page.items, params.include ?? [], view, nsfw)
+      return envelope({ items, next_cursor: page.next_cursor, total })
+    })
+
+    /** GET /v2/catalog/works and /v2/catalog/search: the response body (JSON text). */
+    const list = Effect.fn("Works.list")(function*(params: ListWorksParams, collection: Collection, nsfw: boolean) {
+      yield* validate(params, collection)
+      if (collection === "works" && (params.ids !== undefined || params.refs !== undefined)) {
+        return yield* batchLane(params, nsfw)
+      }
+      const search = collection === "search" || params.q !== undefined || params.page !== undefined ||
+        params.facets !== undefined || (params.sort !== undefined && searchLaneSorts.has(params.sort))
+      return yield* (search ? searchLane(params, nsfw) : listingLane(params, nsfw))
+    })
+
+    /** The canonical id of a visible work, or the 404 that fits (ENTITY_MERGED or NOT_FOUND, rule 9). */
+    const visible = Effect.fn("Works.visible")(function*(id: string, nsfw: boolean) {
+      const key = bigintId(id)
+      if (key === undefined || !(yield* repo.visible(key, nsfw))) return yield* missingEntity(gone, "work", id)
+      return key
+    })
+
+    /** GET /v2/catalog/works/{id}: view=full by default, with the roster; includes as on lists. */
+    const get = Effect.fn("Works.get")(function*(id: string, params: GetWorkParams, nsfw: boolean) {
+      const view = params.view ?? "full"
+      const key = bigintId(id)
+      const [row] = key === undefined ? [] : yield* repo.byIds([key], view, nsfw)
+      if (row === undefined) return yield* missingEntity(gone, "work", id)
+      const [[json], roster] = yield* Effect.all([
+        withParts([row], params.include ?? [], view, nsfw),
+        view === "full" ? repo.roster(row.id, undefined, EMBEDDED_ROSTER) : Effect.succeed(undefined)
+      ], { concurrency: "unbounded" })
+      const work = JSON.parse(json!) as Work
+      return roster === undefined ? work : { ...work, characters: roster.map(toRoster) }
+    })
+
+    const subList = <Row, Item>(options: {
+      readonly id: string
+      readonly list: string
+      readonly params: WorkListParams
+      readonly nsfw: boolean
+      readonly fetch: (
+        workId: string,
+        after: { readonly key: ReadonlyArray<string | number | null>; readonly id: string } | undefined,
+        take: number
+      ) => Effect.Effect<ReadonlyArray<Row>>
+      readonly position: (row: Row) => { readonly key: ReadonlyArray<string | number | null>; readonly id: string }
+      readonly item: (row: Row) => Item
+    }) =>
+      Effect.gen(function*() {
+        const workId = yield* visible(options.id, options.nsfw)
+        const page = yield* keysetPage<Row>(cursors, {
+          sort: options.list,
+          filters: { "": `works/${options.list}`, work: workId },
+          cursor: options.params.cursor,
+          limit: options.params.limit,
+          fetch: (after, take) => options.fetch(workId, after, take),
+          positionOf: (row) => ({ sort: options.list, ...options.position(row) })
+        })
+        return {
+          object: "list" as const,
+          items: page.items.map(options.item),
+          ...(page.next_cursor === undefined ? {} : { next_cursor: page.next_cursor })
+        }
+      })
+
+    const characters = (id: string, params: WorkListParams, nsfw: boolean) =>
+      subList({
+        id,
+        list: "characters",
+        params,
+        nsfw,
+        fetch: repo.roster,
+        position: (row) => ({ key: [row.position], id: row.id }),
+        item: toRoster
+      }).pipe(Effect.withSpan("Works.characters"))
+
+    const credits = (id: string, params: WorkListParams, nsfw: boolean) =>
+      subList({
+        id,
+        list: "credits",
+        params,
+        nsfw,
+        fetch: repo.creditGroups,
+        position: (row) => ({ key: [row.position], id: row.role_key }),
+        item: (row): CreditGroup => ({
+          role_key: row.role_key,
+          role_name: row.role_name,
+          credits: JSON.parse(row.credits)
+        })
+      }).pipe(Effect.withSpan("Works.credits"))
+
+    const covers = (id: string, params: WorkListParams, nsfw: boolean) =>
+      subList({
+        id,
+        list: "covers",
+        params,
+        nsfw,
+        fetch: repo.covers,
+        position: (row) => ({ key: [row.pinned ? 1 : 0, row.votes], id: row.id }),
+        item: (row): Cover => JSON.parse(row.json)
+      }).pipe(Effect.withSpan("Works.covers"))
+
+    const intros = (id: string, params: WorkListParams, nsfw: boolean) =>
+      subList({
+        id,
+        list: "intros",
+        params,
+        nsfw,
+        fetch: repo.intros,
+        position: (row) => ({ key: [], id: String(row.position) }),
+        item: (row): Intro => ({
+          lang: row.lang as LangTag,
+          value: row.value,
+          is_machine: row.is_machine,
+          source: row.source
+        })
+      }).pipe(Effect.withSpan("Works.intros"))
+
+    return { list, get, characters, credits, covers, intros } as const
+  }),
+  dependencies: [WorksRepo.Default, Cursors.Default, Gone.Default, PgSearchIndexLive]
+}) {}

@@ -1,0 +1,193 @@
+/**
+ * SQL of works: the listing lane's keyset pages, items by id, the parts of a page (includes and
+ * view=full arrays, one statement per page), upstream-reference lookups, counts, and a work's roster,
+ * credit groups, covers and intros. SQL failures die here (HOUSE_STYLE 7).
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { WorkSort } from "../../../schema/Api/WorksApi.js"
+import type { Localized } from "../../../schema/Catalog/Common.js"
+import {
+  afterSql,
+  coverJson,
+  coverOrder,
+  creditGroupsSql,
+  filterSql,
+  gateSql,
+  itemJsonSql,
+  keyColumnsSql,
+  orderSql,
+  partSql,
+  partsSql,
+  sortSpecs,
+  type WorkFilters,
+  type WorkPart
+} from "./WorkSql.js"
+
+/** A work as JSON text, with its sort key (as text) when it came from a keyset page. */
+export interface ItemRow {
+  readonly id: string
+  readonly json: string
+  readonly k0?: string | null
+}
+
+export interface PartRow {
+  readonly part: WorkPart
+  readonly id: string
+  readonly json: string
+}
+
+export interface RosterRow {
+  readonly id: string
+  readonly display_name: string
+  readonly latin: string | null
+  readonly lang: string | null
+  readonly localized: Localized
+  readonly roster_role: "main" | "secondary" | "appears" | "unknown"
+  readonly spoiler: "none" | "minor" | "major"
+  readonly identity: string
+  readonly position: number
+}
+
+export interface Keyed {
+  readonly key: ReadonlyArray<string | number | null>
+  readonly id: string
+}
+
+/** Up to this many (work, part) pairs, a page's parts are fetched in one statement. */
+const SMALL_PAGE_PARTS = 40
+
+const die = <A, E, R>(name: string) => (effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(Effect.orDie, Effect.withSpan(`WorksRepo.${name}`))
+
+export class WorksRepo extends Effect.Service<WorksRepo>()("catalog/WorksRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /** A keyset page of the listing lane: `take` works after `after` in `sort` order, items built. */
+    const keyset = (options: {
+      readonly filters: WorkFilters
+      readonly sort: WorkSort
+      readonly after: Keyed | undefined
+      readonly take: number
+      readonly nsfw: boolean
+      readonly view: "basic" | "full"
+    }) => {
+      const spec = sortSpecs[options.sort]
+      return sql<ItemRow>`
+        SELECT w.id::text AS id, ${keyColumnsSql(sql, spec)}, ${itemJsonSql(sql, options.view)} AS json
+        FROM works w
+        WHERE ${gateSql(sql, options.nsfw)} AND ${filterSql(sql, options.filters)}
+          AND ${afterSql(sql, spec, options.after)}
+        ORDER BY ${orderSql(sql, spec)}
+        LIMIT ${options.take}`.pipe(die("keyset"))
+    }
+
+    /** The visible works among `ids` (canonical bigint strings), items built, in no particular order. */
+    const byIds = (ids: ReadonlyArray<string>, view: "basic" | "full", nsfw: boolean) =>
+      ids.length === 0
+        ? Effect.succeed<ReadonlyArray<ItemRow>>([])
+        : sql<ItemRow>`
+            SELECT w.id::text AS id, ${itemJsonSql(sql, view)} AS json
+            FROM works w WHERE w.id = ANY(${ids}::bigint[]) AND ${gateSql(sql, nsfw)}`.pipe(die("byIds"))
+
+    /**
+     * Every part asked for, for every work of a page: one statement for a small page (a single work),
+     * else one statement per part, run side by side (see `partSql`).
+     */
+    const parts = (ids: ReadonlyArray<string>, wanted: ReadonlyArray<WorkPart>, nsfw: boolean) =>
+      ids.length === 0 || wanted.length === 0
+        ? Effect.succeed<ReadonlyArray<PartRow>>([])
+        : ids.length * wanted.length <= SMALL_PAGE_PARTS
+        ? sql<PartRow>`${partsSql(sql, wanted, ids, nsfw)}`.pipe(die("parts"))
+        : Effect.forEach(wanted, (part) => sql<PartRow>`${partSql(sql, part, ids, nsfw)}`, {
+          concurrency: "unbounded"
+        }).pipe(Effect.map((rows) => rows.flat()), die("parts"))
+
+    /** The work ids anchored by (source, external_id) pairs (the `refs=` lane), whatever their state. */
+    const byRefs = (pairs: ReadonlyArray<{ readonly source: string; readonly externalId: string }>) =>
+      pairs.length === 0
+        ? Effect.succeed<ReadonlyArray<{ source: string; external_id: string; id: string }>>([])
+        : sql<{ source: string; external_id: string; id: string }>`
+            SELECT r.source, r.external_id, r.entity_id::text AS id
+            FROM unnest(${pairs.map((p) => p.externalId)}::text[], ${pairs.map((p) => p.source)}::text[])
+              AS q(external_id, source)
+            JOIN entity_refs r ON r.external_id = q.external_id AND r.source = q.source AND r.entity_type = 'work'`
+          .pipe(die("byRefs"))
+
+    /** Exact number of matching works. */
+    const count = (filters: WorkFilters, nsfw: boolean) =>
+      sql<{ n: string }>`
+        SELECT count(*)::text AS n FROM works w WHERE ${gateSql(sql, nsfw)} AND ${filterSql(sql, filters)}`.pipe(
+        Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+        die("count")
+      )
+
+    /** Number of matching works, counted up to `cap` (the page-mode total, SPEC 4.1 rule 7). */
+    const countUpTo = (filters: WorkFilters, nsfw: boolean, cap: number) =>
+      sql<{ n: string }>`
+        SELECT count(*)::text AS n FROM (
+          SELECT 1 FROM works w WHERE ${gateSql(sql, nsfw)} AND ${filterSql(sql, filters)} LIMIT ${cap}) x`.pipe(
+        Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+        die("countUpTo")
+      )
+
+    /** Whether `id` (canonical) is a visible work. */
+    const visible = (id: string, nsfw: boolean) =>
+      sql<{ id: string }>`SELECT w.id::text AS id FROM works w WHERE w.id = ${id}::bigint AND ${gateSql(sql, nsfw)}`
+        .pipe(Effect.map((rows) => rows.length > 0), die("visible"))
+
+    /** The roster of a work in roster order (position, then character id), live characters only. */
+    const roster = (workId: string, after: Keyed | undefined, take: number) =>
+      sql<RosterRow>`
+        SELECT c.id::text AS id, c.display_name, c.latin, c.lang, c.localized, wc.roster_role, wc.spoiler,
+          wc.identity, wc.position
+        FROM work_characters wc JOIN characters c ON c.id = wc.character_id AND c.live
+        WHERE wc.work_id = ${workId}::bigint
+          ${
+        after === undefined
+          ? sql``
+          : sql`AND (wc.position, wc.character_id) > (${Number(after.key[0])}, ${after.id}::bigint)`
+      }
+        ORDER BY wc.position, wc.character_id
+        LIMIT ${take}`.pipe(die("roster"))
+
+    /** A work's credit groups in role order (`credits` is JSON text). */
+    const creditGroups = (workId: string, after: Keyed | undefined, take: number) =>
+      sql<{ role_key: string; role_name: string; position: number; credits: string }>`
+        SELECT g.role_key, g.role_name, g.position, g.credits::text AS credits
+        FROM (${creditGroupsSql(sql, sql`= ${workId}::bigint`)}) g
+        ${after === undefined ? sql`` : sql`WHERE (g.position, g.role_key) > (${Number(after.key[0])}, ${after.id})`}
+        ORDER BY g.position, g.role_key
+        LIMIT ${take}`.pipe(die("creditGroups"))
+
+    /** A work's covers, best first (`json` is the Cover as JSON text). */
+    const covers = (workId: string, after: Keyed | undefined, take: number) =>
+      sql<{ id: string; pinned: boolean; votes: number; json: string }>`
+        SELECT c.id::text AS id, c.portrait_pinned AS pinned, c.vote_count AS votes,
+          ${sql.literal(coverJson)}::text AS json
+        FROM covers c JOIN images i ON i.hash = c.image_hash
+        WHERE c.work_id = ${workId}::bigint
+          ${
+        after === undefined
+          ? sql``
+          : sql`AND (c.portrait_pinned, c.vote_count, c.id) < (${after.key[0] === 1}, ${
+            Number(after.key[1])
+          }, ${after.id}::bigint)`
+      }
+        ORDER BY ${sql.literal(coverOrder)}
+        LIMIT ${take}`.pipe(die("covers"))
+
+    /** A work's intros in stored order. */
+    const intros = (workId: string, after: Keyed | undefined, take: number) =>
+      sql<{ position: number; lang: string; value: string; is_machine: boolean; source: string }>`
+        SELECT n.position, n.lang, n.value, n.is_machine, n.source
+        FROM entity_intros n
+        WHERE n.entity_id = ${workId}::bigint AND n.entity_type = 'work'
+          ${after === undefined ? sql`` : sql`AND n.position > ${Number(after.id)}`}
+        ORDER BY n.position
+        LIMIT ${take}`.pipe(die("intros"))
+
+    return { keyset, byIds, parts, byRefs, count, countUpTo, visible, roster, creditGroups, covers, intros } as const
+  })
+}) {}

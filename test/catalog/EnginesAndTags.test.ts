@@ -1,0 +1,141 @@
+/**
+ * Engines (SPEC 2.5) and tags on a seeded catalog: cursor and batch lanes (SPEC 4.1 rules 6, 8),
+ * `work_count` under the content gate (DECISIONS 4), the detail reads with ETag (DECISIONS 10),
+ * merged ids (SPEC 4.1 rule 9).
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
+import { expectProblem } from "../support/Problems.js"
+
+const problem = (path: string, code: Parameters<typeof expectProblem>[1]) =>
+  Effect.gen(function*() {
+    const catalog = yield* Catalog
+    const res = yield* Effect.promise(() =>
+      fetch(`${catalog.base}${path}`, { headers: { authorization: `Bearer ${catalog.nsfwKey}` } })
+    )
+    return yield* Effect.promise(() => expectProblem(res, code, path))
+  })
+
+const walk = (path: string, key: "sfw" | "nsfw" = "nsfw") =>
+  Effect.gen(function*() {
+    const catalog = yield* Catalog
+    const items: Array<any> = []
+    let cursor: string | undefined
+    do {
+      const sep = path.includes("?") ? "&" : "?"
+      const res = yield* catalog.get(cursor === undefined ? path : `${path}${sep}cursor=${cursor}`, { key })
+      expect(res.status, JSON.stringify(res.body)).toBe(200)
+      items.push(...res.body.items)
+      cursor = res.body.next_cursor
+    } while (cursor !== undefined)
+    return items
+  })
+
+describe("engines and tags (SPEC 2.5)", () => {
+  it.layer(SeededCatalogLive({ works: 300, seed: 11 }), { timeout: "180 seconds" })((it) => {
+    it.effect("engines: every live engine once with work_count under the content gate (DECISIONS 4)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const truth = yield* sql<{ id: string; all: number; sfw: number }>`
+          SELECT e.id::text AS id, count(w.id)::int AS all, count(w.id) FILTER (WHERE NOT w.nsfw)::int AS sfw
+          FROM engines e LEFT JOIN works w ON w.engine_id = e.id AND w.live
+          WHERE e.live GROUP BY e.id ORDER BY e.id`
+        expect(truth.some((t) => t.all > t.sfw)).toBe(true)
+        const nsfw = yield* walk("/v2/catalog/engines?limit=7")
+        const sfw = yield* walk("/v2/catalog/engines?limit=100", "sfw")
+        expect(nsfw.map((e) => [e.id, e.work_count])).toEqual(truth.map((t) => [t.id, t.all]))
+        expect(sfw.map((e) => [e.id, e.work_count])).toEqual(truth.map((t) => [t.id, t.sfw]))
+        for (const e of nsfw) {
+          expect(Object.keys(e).sort()).toEqual([
+            "aliases",
+            "description",
+            "display_name",
+            "id",
+            "object",
+            "work_count"
+          ])
+        }
+        const catalog = yield* Catalog
+        expect((yield* catalog.get("/v2/catalog/engines?include_total=true&limit=1")).body.total).toBe(truth.length)
+      }))
+
+    it.effect("engines: detail with ETag/304, merged and unknown ids, batch lane (SPEC 4.1 rules 6, 9)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const catalog = yield* Catalog
+        const res = yield* catalog.get("/v2/catalog/engines/1")
+        expect(res.body).toMatchObject({ object: "engine", id: "1" })
+        const etag = res.headers.get("etag")!
+        expect((yield* catalog.get("/v2/catalog/engines/1", { headers: { "if-none-match": etag } })).status).toBe(304)
+        expect(
+          (yield* catalog.get("/v2/catalog/engines/1", { headers: { "if-none-match": "\"other\"" } })).status
+        ).toBe(200)
+        const [merged] = yield* sql<{ id: string; current: string }>`
+          SELECT from_id::text AS id, current_id::text AS current FROM catalog_redirects WHERE target_object = 'engine'
+          LIMIT 1`
+        expect(merged).toBeDefined()
+        const body = yield* problem(`/v2/catalog/engines/${merged!.id}`, "ENTITY_MERGED")
+        expect(body).toMatchObject({ object: "engine", current_id: merged!.current })
+        yield* problem("/v2/catalog/engines/424242", "NOT_FOUND")
+        const batch = yield* catalog.get(`/v2/catalog/engines?ids=2,${merged!.id},1`)
+        expect(batch.body.items.map((e: any) => e.id)).toEqual(["2", "1"])
+        expect(batch.body.missing).toEqual([merged!.id])
+      }))
+
+    it.effect("tags: category filter, gated work_count, cursor bound to the filter (DECISIONS 4, 6)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const truth = yield* sql<{ id: string; category: string; all: number; sfw: number }>`
+          SELECT t.id::text AS id, t.category, count(w.id)::int AS all,
+            count(w.id) FILTER (WHERE NOT w.nsfw)::int AS sfw
+          FROM tags t LEFT JOIN work_tags wt ON wt.tag_id = t.id LEFT JOIN works w ON w.id = wt.work_id AND w.live
+          WHERE t.live GROUP BY t.id ORDER BY t.id`
+        const nsfw = yield* walk("/v2/catalog/tags?limit=100")
+        const sfw = yield* walk("/v2/catalog/tags?limit=100", "sfw")
+        expect(nsfw.map((t) => [t.id, t.work_count])).toEqual(truth.map((t) => [t.id, t.all]))
+        expect(sfw.map((t) => [t.id, t.work_count])).toEqual(truth.map((t) => [t.id, t.sfw]))
+        // Sexual tags only apply to nsfw works: an sfw credential sees them with a count of 0.
+        const sexual = yield* walk("/v2/catalog/tags?limit=100&category=sexual", "sfw")
+        expect(sexual.length).toBe(truth.filter((t) => t.category === "sexual").length)
+        expect(sexual.every((t) => t.category === "sexual" && t.work_count === 0)).toBe(true)
+
+        const catalog = yield* Catalog
+        const first = yield* catalog.get("/v2/catalog/tags?limit=3&category=technical&include_total=true")
+        expect(first.body.total).toBe(truth.filter((t) => t.category === "technical").length)
+        yield* problem(`/v2/catalog/tags?limit=3&category=content&cursor=${first.body.next_cursor}`, "INVALID_CURSOR")
+        const bad = yield* problem("/v2/catalog/tags?category=romance", "INVALID_PARAMETER")
+        expect(bad.errors).toEqual([
+          expect.objectContaining({
+            parameter: "category",
+            reason: "UNKNOWN_VALUE",
+            params: { allowed: ["content", "sexual", "technical"] }
+          })
+        ])
+      }))
+
+    it.effect("tags: detail with ETag/304, merged and unknown ids (DECISIONS 10, SPEC 4.1 rule 9)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const catalog = yield* Catalog
+        const [child] = yield* sql<{ id: string; parent: string }>`
+          SELECT id::text AS id, parent_id::text AS parent FROM tags WHERE live AND parent_id IS NOT NULL LIMIT 1`
+        const path = `/v2/catalog/tags/${child?.id ?? "1"}`
+        const res = yield* catalog.get(path)
+        expect(res.body).toMatchObject({ object: "tag", id: child?.id ?? "1", parent_id: child?.parent ?? null })
+        const etag = res.headers.get("etag")!
+        expect((yield* catalog.get(path, { headers: { "if-none-match": `W/${etag}, "x"` } })).status).toBe(304)
+        const [merged] = yield* sql<{ id: string; current: string }>`
+          SELECT from_id::text AS id, current_id::text AS current FROM catalog_redirects WHERE target_object = 'tag'
+          LIMIT 1`
+        expect(merged).toBeDefined()
+        expect(yield* problem(`/v2/catalog/tags/${merged!.id}`, "ENTITY_MERGED")).toMatchObject({
+          object: "tag",
+          current_id: merged!.current
+        })
+        yield* problem("/v2/catalog/tags/99999999999999999999", "NOT_FOUND")
+        yield* problem("/v2/catalog/tags/abc", "INVALID_PARAMETER")
+      }))
+  })
+})

@@ -1,0 +1,229 @@
+/**
+ * `cli merge <object> <from_id> <into_id>` (issue 3 point 7): one transaction that produces the
+ * redirect and the `gone` change (SPEC 2.7 Change, SPEC 6, DECISIONS 8), moves or re-points what
+ * belongs with the survivor, keeps the gated work counts right (DECISIONS 4) and refuses bad merges.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Layer, Redacted } from "effect"
+import type { TargetObject } from "../../schema/Catalog/Change.js"
+import { entityTables } from "../../src/catalog/merge/MergeRepo.js"
+import { Merges } from "../../src/catalog/merge/Merges.js"
+import { DatabaseUrl } from "../../src/platform/Database.js"
+import { SeededCatalogLive } from "../support/Catalog.js"
+import { runCli } from "../support/Cli.js"
+
+const Env = Merges.Default.pipe(Layer.provideMerge(SeededCatalogLive({ works: 300, seed: 5 })))
+
+const cli = (args: ReadonlyArray<string>) =>
+  Effect.flatMap(DatabaseUrl, (url) => Effect.promise(() => runCli(args, { DATABASE_URL: Redacted.value(url) })))
+
+/** Companies, tags and engines whose stored gated counts differ from a full recount. */
+const countMismatches = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql<{ object: string; id: string }>`
+    SELECT 'company' AS object, c.id::text AS id FROM companies c, LATERAL (
+      SELECT count(w.id)::int AS n, (count(w.id) FILTER (WHERE NOT w.nsfw))::int AS s
+      FROM work_companies wc JOIN works w ON w.id = wc.work_id AND w.live WHERE wc.company_id = c.id) x
+    WHERE (c.work_count, c.work_count_sfw) IS DISTINCT FROM (x.n, x.s)
+    UNION ALL
+    SELECT 'tag', t.id::text FROM tags t, LATERAL (
+      SELECT count(w.id)::int AS n, (count(w.id) FILTER (WHERE NOT w.nsfw))::int AS s
+      FROM work_tags wt JOIN works w ON w.id = wt.work_id AND w.live WHERE wt.tag_id = t.id) x
+    WHERE (t.work_count, t.work_count_sfw) IS DISTINCT FROM (x.n, x.s)
+    UNION ALL
+    SELECT 'engine', e.id::text FROM engines e, LATERAL (
+      SELECT count(w.id)::int AS n, (count(w.id) FILTER (WHERE NOT w.nsfw))::int AS s
+      FROM works w WHERE w.engine_id = e.id AND w.live) x
+    WHERE (e.work_count, e.work_count_sfw) IS DISTINCT FROM (x.n, x.s)
+  `
+})
+
+const liveIds = (object: TargetObject, n: number) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<{ id: string }>`
+        SELECT id::text AS id FROM ${sql(entityTables[object])} WHERE live ORDER BY id LIMIT ${n}
+      `
+  ).pipe(Effect.map((rows) => rows.map((r) => r.id)))
+
+describe("merge (issue 3 point 7, DECISIONS 8)", () => {
+  it.layer(Env, { timeout: "180 seconds" })((it) => {
+    it.effect("CLI merge work: one transaction marks the loser, writes redirect and gone change, moves its rows", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        expect(yield* countMismatches).toEqual([])
+        // A loser with companies, tags and releases the survivor lacks.
+        const [pair] = yield* sql<{ from_id: string; into_id: string }>`
+          SELECT a.id::text AS from_id, b.id::text AS into_id FROM works a, works b
+          WHERE a.live AND b.live AND a.id <> b.id AND NOT a.nsfw AND NOT b.nsfw
+            AND EXISTS (SELECT 1 FROM releases r WHERE r.work_id = a.id)
+            AND EXISTS (SELECT 1 FROM work_companies x WHERE x.work_id = a.id
+              AND x.company_id NOT IN (SELECT company_id FROM work_companies WHERE work_id = b.id))
+            AND EXISTS (SELECT 1 FROM work_tags x WHERE x.work_id = a.id
+              AND x.tag_id NOT IN (SELECT tag_id FROM work_tags WHERE work_id = b.id))
+          ORDER BY a.id, b.id LIMIT 1
+        `
+        const { from_id: a, into_id: b } = pair!
+        const companiesOfA = yield* sql<{ id: string }>`
+          SELECT company_id::text AS id FROM work_companies WHERE work_id = ${a}`
+        const tagsOfA = yield* sql<{ id: string }>`SELECT tag_id::text AS id FROM work_tags WHERE work_id = ${a}`
+        const releasesOfA = yield* sql<{ id: string }>`SELECT id::text AS id FROM releases WHERE work_id = ${a}`
+
+        const result = yield* cli(["merge", "work", a, b, "--json"])
+        expect(result.code, result.stderr).toBe(0)
+        const out = JSON.parse(result.stdout)
+        expect(out).toMatchObject({ object: "work", from_id: a, into_id: b, redirects_repointed: 0 })
+        expect(out.moved.releases).toBe(releasesOfA.length)
+        expect(out.touched).toBeGreaterThanOrEqual(2 + releasesOfA.length)
+
+        const [work] = yield* sql<{ merged_into: string; live: boolean }>`
+          SELECT merged_into::text AS merged_into, live FROM works WHERE id = ${a}`
+        expect(work).toEqual({ merged_into: b, live: false })
+        // Loser gone, survivor changed, redirect written: all stamped by the same transaction.
+        const stamps = yield* sql<{ what: string; gone: boolean | null; txid: string }>`
+          SELECT 'loser' AS what, gone, txid::text AS txid FROM catalog_changes WHERE target_object = 'work' AND id = ${a}
+          UNION ALL SELECT 'survivor', gone, txid::text FROM catalog_changes WHERE target_object = 'work' AND id = ${b}
+          UNION ALL SELECT 'redirect', NULL, txid::text FROM catalog_redirects
+            WHERE target_object = 'work' AND from_id = ${a} AND current_id = ${b}
+        `
+        expect(stamps.map((s) => [s.what, s.gone])).toEqual([["loser", true], ["survivor", false], ["redirect", null]])
+        expect(new Set(stamps.map((s) => s.txid)).size).toBe(1)
+        // Companies, tags and releases now belong to the survivor.
+        const companiesOfB = new Set(
+          (yield* sql<{ id: string }>`SELECT company_id::text AS id FROM work_companies WHERE work_id = ${b}`).map((
+            r
+          ) => r.id)
+        )
+        for (const { id } of companiesOfA) expect(companiesOfB.has(id), `company ${id}`).toBe(true)
+        const tagsOfB = new Set(
+          (yield* sql<{ id: string }>`SELECT tag_id::text AS id FROM work_tags WHERE work_id = ${b}`).map((r) => r.id)
+        )
+        for (const { id } of tagsOfA) expect(tagsOfB.has(id), `tag ${id}`).toBe(true)
+        const moved = yield* sql<{ id: string }>`
+          SELECT id::text AS id FROM releases WHERE work_id = ${b} AND id = ANY(${
+          releasesOfA.map((r) => r.id)
+        }::bigint[])`
+        expect(moved).toHaveLength(releasesOfA.length)
+        // Titles stay with the loser.
+        const titles = yield* sql`SELECT 1 FROM work_titles WHERE work_id = ${a}`
+        expect(titles.length).toBeGreaterThan(0)
+        // The targeted count refresh leaves every count equal to a full recount.
+        expect(yield* countMismatches).toEqual([])
+      }))
+
+    it.effect("DECISIONS 8: chains are flattened to the final survivor", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const merges = yield* Merges
+        const [x, y, z] = yield* liveIds("engine", 3)
+        yield* merges.merge("engine", x!, y!)
+        const second = yield* merges.merge("engine", y!, z!)
+        // x's entry, plus any the seed had merged into y.
+        expect(second.redirectsRepointed).toBeGreaterThanOrEqual(1)
+        const rows = yield* sql<{ from_id: string; into_id: string; current_id: string }>`
+          SELECT from_id::text AS from_id, into_id::text AS into_id, current_id::text AS current_id
+          FROM catalog_redirects WHERE target_object = 'engine' AND from_id IN (${x}, ${y}) ORDER BY from_id
+        `
+        expect(rows).toEqual(
+          [
+            { from_id: x, into_id: y, current_id: z },
+            { from_id: y, into_id: z, current_id: z }
+          ].sort((p, q) => Number(p.from_id) - Number(q.from_id))
+        )
+        const onOld = yield* sql`SELECT 1 FROM works WHERE engine_id IN (${x}, ${y})`
+        expect(onOld).toEqual([])
+        expect(yield* countMismatches).toEqual([])
+      }))
+
+    it.effect("CLI refuses: into itself, unknown ids, a merged or withdrawn target, a cycle, an unknown object", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const merges = yield* Merges
+        const [p, q, r, s] = yield* liveIds("tag", 4)
+        yield* merges.merge("tag", p!, q!)
+        const [live, withdrawn] = yield* liveIds("work", 2)
+        yield* sql`UPDATE works SET withdrawn = true WHERE id = ${withdrawn!}`.pipe(
+          Effect.zipRight(sql`SELECT catalog_refresh_work_counts()`),
+          sql.withTransaction
+        )
+        const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+          [["merge", "tag", r!, r!], "into itself"],
+          [["merge", "tag", "999999999", r!], "No tag with id 999999999"],
+          [["merge", "tag", r!, p!], `is merged into ${q}`],
+          [["merge", "tag", q!, p!], "cycle"],
+          [["merge", "work", live!, withdrawn!], "withdrawn"],
+          [["merge", "trait", r!, s!], "Expected one of"]
+        ]
+        const results = yield* Effect.all(cases.map(([args]) => cli(args)), { concurrency: 3 })
+        results.forEach((result, i) => {
+          const [args, message] = cases[i]!
+          expect(result.code, args.join(" ")).not.toBe(0)
+          expect(result.stderr + result.stdout, args.join(" ")).toContain(message)
+        })
+        const refusals: ReadonlyArray<readonly [readonly [TargetObject, string, string], string]> = [
+          [["tag", p!, s!], "already_merged"],
+          [["tag", r!, "999999999"], "unknown_id"],
+          [["tag", "12x", r!], "unknown_id"]
+        ]
+        for (const [[object, from, into], reason] of refusals) {
+          const refused = yield* Effect.flip(merges.merge(object, from, into))
+          expect(refused.reason, `${object} ${from} ${into}`).toBe(reason)
+        }
+        // Nothing was written by the refused merges.
+        const redirects =
+          yield* sql`SELECT 1 FROM catalog_redirects WHERE target_object = 'tag' AND from_id IN (${q}, ${r})`
+        expect(redirects).toEqual([])
+      }))
+
+    it.effect("every entity type merges; no live row refers to a merged-away entity afterwards", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const merges = yield* Merges
+        const objects: ReadonlyArray<TargetObject> = [
+          "work",
+          "release",
+          "character",
+          "credit_name",
+          "person",
+          "company",
+          "tag",
+          "engine"
+        ]
+        for (const object of objects) {
+          const [loser, survivor] = yield* liveIds(object, 2)
+          expect(survivor, object).toBeDefined()
+          const exit = yield* Effect.exit(merges.merge(object, loser!, survivor!))
+          expect(Exit.isSuccess(exit), `${object}: ${JSON.stringify(exit)}`).toBe(true)
+          const [row] = yield* sql<{ merged_into: string }>`
+            SELECT merged_into::text AS merged_into FROM ${sql(entityTables[object])} WHERE id = ${loser}`
+          expect(row!.merged_into, object).toBe(survivor)
+          const [change] = yield* sql<{ gone: boolean }>`
+            SELECT gone FROM catalog_changes WHERE target_object = ${object} AND id = ${loser}`
+          expect(change!.gone, object).toBe(true)
+        }
+        const dangling = yield* sql<{ what: string; n: number }>`
+          SELECT 'work_companies' AS what, count(*)::int AS n FROM work_companies x
+            JOIN companies c ON c.id = x.company_id JOIN works w ON w.id = x.work_id WHERE w.live AND NOT c.live
+          UNION ALL SELECT 'release_companies', count(*)::int FROM release_companies x
+            JOIN companies c ON c.id = x.company_id JOIN releases r ON r.id = x.release_id WHERE r.live AND NOT c.live
+          UNION ALL SELECT 'work_tags', count(*)::int FROM work_tags x
+            JOIN tags t ON t.id = x.tag_id JOIN works w ON w.id = x.work_id WHERE w.live AND NOT t.live
+          UNION ALL SELECT 'work_characters', count(*)::int FROM work_characters x
+            JOIN characters c ON c.id = x.character_id JOIN works w ON w.id = x.work_id WHERE w.live AND NOT c.live
+          UNION ALL SELECT 'credits', count(*)::int FROM credits x
+            JOIN credit_names n ON n.id = x.credit_name_id JOIN works w ON w.id = x.work_id WHERE w.live AND NOT n.live
+          UNION ALL SELECT 'credit_names', count(*)::int FROM credit_names x
+            JOIN persons p ON p.id = x.person_id WHERE x.live AND NOT p.live
+          UNION ALL SELECT 'engines', count(*)::int FROM works w JOIN engines e ON e.id = w.engine_id
+            WHERE w.live AND NOT e.live
+          UNION ALL SELECT 'releases', count(*)::int FROM releases r JOIN works w ON w.id = r.work_id
+            WHERE r.live AND w.merged_into IS NOT NULL
+        `
+        // The seed's own merged-away entities are unreferenced too, so every count is zero.
+        expect(dangling.filter((d) => d.n > 0)).toEqual([])
+        expect(yield* countMismatches).toEqual([])
+      }))
+  })
+})

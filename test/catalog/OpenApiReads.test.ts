@@ -1,0 +1,161 @@
+/**
+ * The OpenAPI document lists every catalog read of issue 3 (SPEC 4.1 and the reads it implies,
+ * DECISIONS 1 paths) and documents, for each read that takes `include=`, every token it accepts
+ * (SPEC 4.1 rule 5); the works collection documents its sorts and facets (rules 2 and 4).
+ */
+import { HttpApi, OpenApi } from "@effect/platform"
+import { describe, expect, it } from "@effect/vitest"
+import { SchemaAST } from "effect"
+import { workFacets, workIncludes, workSorts } from "../../schema/Api/WorksApi.js"
+import { CatalogApiDocumented } from "../../src/catalog/CatalogServer.js"
+
+const spec = OpenApi.fromApi(CatalogApiDocumented) as any
+
+/** The catalog reads (GET) that must be documented. */
+const reads = [
+  "/v2/catalog/works",
+  "/v2/catalog/search",
+  "/v2/catalog/works/{id}",
+  "/v2/catalog/works/{id}/characters",
+  "/v2/catalog/works/{id}/credits",
+  "/v2/catalog/works/{id}/covers",
+  "/v2/catalog/works/{id}/intros",
+  "/v2/catalog/changes",
+  "/v2/catalog/redirects",
+  "/v2/catalog/releases",
+  "/v2/catalog/releases/{id}",
+  "/v2/catalog/characters",
+  "/v2/catalog/characters/{id}",
+  "/v2/catalog/characters/{id}/appearances",
+  "/v2/catalog/credit-names",
+  "/v2/catalog/credit-names/{id}",
+  "/v2/catalog/persons",
+  "/v2/catalog/persons/{id}",
+  "/v2/catalog/companies",
+  "/v2/catalog/companies/{id}",
+  "/v2/catalog/companies/{id}/graph",
+  "/v2/catalog/engines",
+  "/v2/catalog/engines/{id}",
+  "/v2/catalog/tags",
+  "/v2/catalog/tags/{id}",
+  "/v2/catalog/calendar",
+  "/v2/catalog/stats"
+]
+
+/** The literal tokens a query parameter's schema accepts (e.g. the members of a `tokenList`). */
+const literals = (ast: SchemaAST.AST, out: Set<string> = new Set()): Set<string> => {
+  switch (ast._tag) {
+    case "Literal":
+      out.add(String(ast.literal))
+      break
+    case "Union":
+      for (const member of ast.types) literals(member, out)
+      break
+    case "Refinement":
+      literals(ast.from, out)
+      break
+    case "Transformation":
+      literals(ast.to, out)
+      break
+    case "TupleType":
+      for (const element of ast.elements) literals(element.type, out)
+      for (const rest of ast.rest) literals(rest.type, out)
+      break
+    default:
+      break
+  }
+  return out
+}
+
+/** Per `METHOD path` (OpenAPI spelling), the tokens its `include` parameter accepts. */
+const includeTokens = () => {
+  const out = new Map<string, ReadonlyArray<string>>()
+  HttpApi.reflect(CatalogApiDocumented as any, {
+    onGroup() {},
+    onEndpoint({ endpoint }) {
+      const params = (endpoint as any).urlParamsSchema
+      if (params._tag !== "Some") return
+      const ast: SchemaAST.AST = params.value.ast
+      const struct = ast._tag === "Transformation" ? ast.to : ast
+      const type = struct._tag === "TypeLiteral"
+        ? struct.propertySignatures.find((p: SchemaAST.PropertySignature) => p.name === "include")?.type
+        : undefined
+      if (type === undefined) return
+      const path = (endpoint as any).path.replace(/:(\w+)/g, "{$1}")
+      out.set(`${(endpoint as any).method} ${path}`, [...literals(type)].filter((t) => t !== "undefined"))
+    }
+  })
+  return out
+}
+
+const parameter = (path: string, name: string) =>
+  (spec.paths[path]?.get?.parameters ?? []).find((p: any) => p.name === name && p.in === "query")
+
+describe("OpenAPI document: catalog reads", () => {
+  it("issue 3: every catalog read is documented, with summary, description and the bearer scheme", () => {
+    const missing = reads.filter((path) => spec.paths[path]?.get === undefined)
+    expect(missing).toEqual([])
+    for (const path of reads) {
+      const op = spec.paths[path].get
+      expect(op.summary, path).toBeTruthy()
+      expect(op.description, path).toBeTruthy()
+      expect(op.security, path).toEqual([{ bearer: [] }])
+      expect(op.responses["200"], path).toBeDefined()
+    }
+  })
+
+  it("SPEC 4.1 rule 5: every read that takes include= documents each token it accepts", () => {
+    const tokens = includeTokens()
+    expect(tokens.size).toBeGreaterThan(0)
+    for (const [key, allowed] of tokens) {
+      const [method, path] = key.split(" ") as [string, string]
+      expect(method).toBe("GET")
+      const include = parameter(path, "include")
+      expect(include, key).toBeDefined()
+      expect(allowed.length, key).toBeGreaterThan(0)
+      for (const token of allowed) expect(include.description, `${key}: ${token}`).toContain(`\`${token}\``)
+    }
+    // The works reads take exactly the eight tokens of SPEC 4.1 rule 5.
+    for (const path of ["/v2/catalog/works", "/v2/catalog/search", "/v2/catalog/works/{id}"]) {
+      expect([...tokens.get(`GET ${path}`)!].sort(), path).toEqual([...workIncludes].sort())
+      expect(parameter(path, "include").description).toContain("UNKNOWN_INCLUDE")
+    }
+  })
+
+  it("SPEC 4.1 rules 1-4, 6-8: the works collection documents its parameters, sorts and facets", () => {
+    for (const path of ["/v2/catalog/works", "/v2/catalog/search"]) {
+      for (
+        const name of [
+          "limit",
+          "cursor",
+          "page",
+          "ids",
+          "refs",
+          "q",
+          "facets",
+          "sort",
+          "include",
+          "include_total",
+          "owner_uid",
+          "site",
+          "platform",
+          "view"
+        ]
+      ) {
+        const p = parameter(path, name)
+        expect(p, `${path} ${name}`).toBeDefined()
+        expect(p.description, `${path} ${name}`).toBeTruthy()
+      }
+      for (const sort of workSorts) expect(parameter(path, "sort").description).toContain(`\`${sort}\``)
+      for (const facet of workFacets) expect(parameter(path, "facets").description).toContain(`\`${facet}\``)
+      const responses = JSON.stringify(spec.paths[path].get.responses["400"])
+      for (const problem of ["LimitTooLarge", "InvalidCursor", "TooManyIds", "UnknownInclude", "UnknownSort"]) {
+        expect(responses, `${path} ${problem}`).toContain(`${problem}Problem`)
+      }
+      expect(responses).toContain("UnknownFacetProblem")
+    }
+    const detail = JSON.stringify(spec.paths["/v2/catalog/works/{id}"].get.responses["404"])
+    expect(detail).toContain("EntityMergedProblem")
+    expect(detail).toContain("NotFoundProblem")
+  })
+})

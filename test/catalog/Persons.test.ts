@@ -1,0 +1,179 @@
+/**
+ * Persons over a seeded catalog (record design in schema/Catalog/Person.ts): only publicly linked
+ * persons are served; SPEC 4.1 rules 5, 6, 8, 9, SPEC 7.1, DECISIONS 4 (content gate) and 10 (ETag).
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
+import { expectProblem } from "../support/Problems.js"
+
+const INCLUDES = ["names", "intros", "links", "refs"]
+const FIELDS = [
+  "birth_day",
+  "birth_month",
+  "birth_year",
+  "display_name",
+  "gender",
+  "id",
+  "lang",
+  "latin",
+  "localized",
+  "object"
+]
+
+const raw = (path: string, key: "sfw" | "nsfw" = "nsfw", headers: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const c = yield* Catalog
+    const token = key === "sfw" ? c.sfwKey : c.nsfwKey
+    return yield* Effect.promise(() =>
+      fetch(`${c.base}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } })
+    )
+  })
+
+const problem = (path: string, code: Parameters<typeof expectProblem>[1], key: "sfw" | "nsfw" = "nsfw") =>
+  Effect.flatMap(raw(path, key), (res) => Effect.promise(() => expectProblem(res, code, path)))
+
+const one = <A>(rows: ReadonlyArray<A>) => {
+  expect(rows.length).toBeGreaterThan(0)
+  return rows[0]!
+}
+
+const walk = (path: string, key: "sfw" | "nsfw") =>
+  Effect.gen(function*() {
+    const c = yield* Catalog
+    const items: Array<any> = []
+    let cursor: string | undefined
+    for (let page = 0; page < 100; page++) {
+      const sep = path.includes("?") ? "&" : "?"
+      const res = yield* c.get(`${path}${cursor === undefined ? "" : `${sep}cursor=${cursor}`}`, { key })
+      expect(res.status).toBe(200)
+      items.push(...res.body.items)
+      cursor = res.body.next_cursor
+      if (cursor === undefined) return items
+    }
+    throw new Error("too many pages")
+  })
+
+describe("persons", () => {
+  it.layer(SeededCatalogLive(), { timeout: "180 seconds" })((it) => {
+    it.effect("SPEC 4.1 rule 8: the list visits every live, publicly linked person once, in id order", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const served = yield* sql<{ id: string }>`SELECT p.id::text AS id FROM persons p WHERE p.live AND p.is_public
+          ORDER BY p.id`
+        const hidden = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM persons WHERE live AND NOT is_public`
+        expect(hidden[0]!.n).toBeGreaterThan(0)
+        const all = yield* walk("/v2/catalog/persons?limit=7", "nsfw")
+        expect(all.map((p) => p.id)).toEqual(served.map((r) => r.id))
+        for (const person of all) {
+          expect(Object.keys(person).sort()).toEqual(FIELDS)
+          expect(person.object).toBe("person")
+        }
+      }))
+
+    it.effect("DECISIONS 4: a person whose names are credited only on nsfw works is hidden from sfw credentials", () =>
+      Effect.gen(function*() {
+        const c = yield* Catalog
+        const sql = yield* SqlClient.SqlClient
+        const work = one(
+          yield* sql<{ id: string }>`SELECT id::text AS id FROM works WHERE live AND nsfw ORDER BY id
+          LIMIT 1`
+        )
+        const person = one(
+          yield* sql<{ id: string }>`INSERT INTO persons (display_name, lang, is_public)
+          VALUES ('Hidden Person', 'en', true) RETURNING id::text AS id`
+        )
+        const name = one(
+          yield* sql<{ id: string }>`INSERT INTO credit_names (person_id, display_name, lang)
+          VALUES (${person.id}, 'Hidden Person', 'en') RETURNING id::text AS id`
+        )
+        yield* sql`INSERT INTO credits (work_id, credit_name_id, role_key) VALUES (${work.id}, ${name.id}, 'art')`
+        yield* problem(`/v2/catalog/persons/${person.id}`, "NOT_FOUND", "sfw")
+        const batch = yield* c.get(`/v2/catalog/persons?ids=${person.id},1`, { key: "sfw" })
+        expect(batch.body.missing).toContain(person.id)
+        const sfw = yield* walk("/v2/catalog/persons?limit=100", "sfw")
+        expect(sfw.map((p) => p.id)).not.toContain(person.id)
+        const nsfw = yield* c.get(`/v2/catalog/persons/${person.id}?include=names`, { key: "nsfw" })
+        expect(nsfw.status).toBe(200)
+        expect(nsfw.body.names.map((n: any) => n.id)).toEqual([name.id])
+      }))
+
+    it.effect("includes: names are the person's public names; intros and links add the names' own", () =>
+      Effect.gen(function*() {
+        const c = yield* Catalog
+        const sql = yield* SqlClient.SqlClient
+        const person = one(
+          yield* sql<{ id: string; names: Array<string> }>`
+          SELECT p.id::text AS id, array_agg(cn.id::text ORDER BY cn.id) AS names
+          FROM persons p JOIN credit_names cn ON cn.person_id = p.id AND cn.live
+          WHERE p.live AND p.is_public
+            AND EXISTS (SELECT 1 FROM entity_intros i JOIN credit_names n ON n.id = i.entity_id
+              WHERE i.entity_type = 'credit_name' AND n.person_id = p.id)
+          GROUP BY p.id ORDER BY count(*) DESC, p.id LIMIT 1`
+        )
+        const res = yield* c.get(`/v2/catalog/persons/${person.id}?include=${INCLUDES.join(",")}`)
+        expect(res.status).toBe(200)
+        expect(res.body.names.map((n: any) => n.id)).toEqual(person.names)
+        for (const n of res.body.names) expect(n).toMatchObject({ object: "credit_name", person_id: person.id })
+        const intros = yield* sql<{ value: string }>`SELECT i.value FROM entity_intros i
+          JOIN credit_names n ON n.id = i.entity_id AND n.live
+          WHERE i.entity_type = 'credit_name' AND n.person_id = ${person.id} ORDER BY n.id, i.position`
+        expect(res.body.intros.map((i: any) => i.value)).toEqual(intros.map((i) => i.value))
+        expect(Array.isArray(res.body.links)).toBe(true)
+        expect(Array.isArray(res.body.refs)).toBe(true)
+        // A list page carries the same includes, fetched for the whole page.
+        const page = yield* c.get(`/v2/catalog/persons?ids=${person.id},1&include=names`)
+        expect(page.body.items[0].names).toEqual(res.body.names)
+        expect(page.body.items[0]).not.toHaveProperty("intros")
+        const none = yield* c.get(`/v2/catalog/persons/${person.id}`)
+        for (const token of INCLUDES) expect(none.body).not.toHaveProperty(token)
+      }))
+
+    it.effect("SPEC 4.1 rules 5, 6, 9: unknown include, the batch lane, merged and private persons", () =>
+      Effect.gen(function*() {
+        const c = yield* Catalog
+        const sql = yield* SqlClient.SqlClient
+        const bad = yield* problem("/v2/catalog/persons?include=names,photo", "UNKNOWN_INCLUDE")
+        expect(bad.errors[0]).toMatchObject({
+          parameter: "include",
+          reason: "UNKNOWN_VALUE",
+          params: { allowed: INCLUDES }
+        })
+        const merged = one(
+          yield* sql<{ id: string; current: string }>`SELECT from_id::text AS id,
+          current_id::text AS current FROM catalog_redirects WHERE target_object = 'person' ORDER BY from_id LIMIT 1`
+        )
+        const path = `/v2/catalog/persons/${merged.id}`
+        const res = yield* raw(path)
+        const link = res.headers.get("link")
+        const body = yield* Effect.promise(() => expectProblem(res, "ENTITY_MERGED", path))
+        expect(body).toMatchObject({ object: "person", current_id: merged.current })
+        expect(link).toMatch(new RegExp(`/v2/catalog/persons/${merged.current}>; rel="canonical"$`))
+        const hidden = one(
+          yield* sql<{ id: string }>`SELECT id::text AS id FROM persons WHERE live AND NOT is_public
+          ORDER BY persons.id LIMIT 1`
+        )
+        yield* problem(`/v2/catalog/persons/${hidden.id}`, "NOT_FOUND")
+        const visible = one(
+          yield* sql<{ id: string }>`SELECT id::text AS id FROM persons WHERE live AND is_public
+          ORDER BY persons.id DESC LIMIT 1`
+        )
+        const batch = yield* c.get(`/v2/catalog/persons?ids=${hidden.id},${visible.id},${merged.id}`)
+        expect(batch.body.items.map((p: any) => p.id)).toEqual([visible.id])
+        expect(batch.body.missing).toEqual([hidden.id, merged.id])
+        yield* problem("/v2/catalog/persons?limit=101", "LIMIT_TOO_LARGE")
+        yield* problem("/v2/catalog/persons?cursor=cur_x", "INVALID_CURSOR")
+      }))
+
+    it.effect("DECISIONS 10: the detail read sends a strong ETag and answers If-None-Match with 304", () =>
+      Effect.gen(function*() {
+        const path = "/v2/catalog/persons/2?include=names"
+        const first = yield* raw(path)
+        expect(first.status).toBe(200)
+        const etag = first.headers.get("etag")!
+        const again = yield* raw(path, "nsfw", { "if-none-match": etag })
+        expect(again.status).toBe(304)
+      }))
+  })
+})
