@@ -7,8 +7,8 @@ import type { CalendarWindow, ListCalendarParams } from "../../../schema/Api/Cal
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import type { CalendarEntry, CalendarList, CalendarMeta } from "../../../schema/Catalog/Calendar.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
-import { inconsistent } from "../companies/Lanes.js"
 import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
+import { inconsistent } from "../shared/Lanes.js"
 import type { CalendarRange } from "./CalendarRepo.js"
 import { CalendarRepo } from "./CalendarRepo.js"
 

@@ -8,10 +8,10 @@ import type { ContentLimit } from "../../../schema/Api/Security.js"
 import type { Company, CompanyBasic, CompanyGraph, CompanyGraphNode } from "../../../schema/Catalog/Company.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
 import { Cursors } from "../pagination/Cursor.js"
+import { EntityParts } from "../shared/EntityParts.js"
 import { Gone } from "../shared/Gone.js"
+import { bigintId, idListLanes, missingEntity } from "../shared/Lanes.js"
 import { CompaniesRepo } from "./CompaniesRepo.js"
-import { EntityParts } from "./EntityParts.js"
-import { bigintId, idListLanes, missingEntity } from "./Lanes.js"
 
 export class Companies extends Effect.Service<Companies>()("catalog/Companies", {
   effect: Effect.gen(function*() {

@@ -5,9 +5,9 @@ import { Effect } from "effect"
 import type { ListEnginesParams } from "../../../schema/Api/EnginesApi.js"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
-import { bigintId, idListLanes, missingEntity } from "../companies/Lanes.js"
 import { Cursors } from "../pagination/Cursor.js"
 import { Gone } from "../shared/Gone.js"
+import { bigintId, idListLanes, missingEntity } from "../shared/Lanes.js"
 import { EnginesRepo } from "./EnginesRepo.js"
 
 export class Engines extends Effect.Service<Engines>()("catalog/Engines", {

@@ -7,12 +7,12 @@ import type { ListPersonsParams, PersonInclude } from "../../../schema/Api/Perso
 import type { Intro, LangTag, PersonId, WorkLink } from "../../../schema/Catalog/Common.js"
 import type { Person } from "../../../schema/Catalog/Person.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
-import { EntityParts } from "../companies/EntityParts.js"
-import { bigintId, idListLanes, missingEntity } from "../companies/Lanes.js"
 import { CreditNamesRepo } from "../credits/CreditNamesRepo.js"
 import { groupBy, toCreditNameBasic } from "../credits/Rows.js"
 import { Cursors } from "../pagination/Cursor.js"
+import { EntityParts } from "../shared/EntityParts.js"
 import { Gone } from "../shared/Gone.js"
+import { bigintId, idListLanes, missingEntity } from "../shared/Lanes.js"
 import { type PersonRow, PersonsRepo } from "./PersonsRepo.js"
 
 const skip = Effect.succeed(undefined)

@@ -7,10 +7,10 @@ import type { ListReleasesParams, ReleaseInclude } from "../../../schema/Api/Rel
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
 import type { Release } from "../../../schema/Catalog/Release.js"
-import { EntityParts } from "../companies/EntityParts.js"
-import { bigintId, idListLanes, missingEntity } from "../companies/Lanes.js"
 import { Cursors } from "../pagination/Cursor.js"
+import { EntityParts } from "../shared/EntityParts.js"
 import { Gone } from "../shared/Gone.js"
+import { bigintId, idListLanes, missingEntity } from "../shared/Lanes.js"
 import type { ReleaseBase } from "./ReleasesRepo.js"
 import { ReleasesRepo } from "./ReleasesRepo.js"
 

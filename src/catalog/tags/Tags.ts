@@ -5,9 +5,9 @@ import { Effect } from "effect"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import type { ListTagsParams } from "../../../schema/Api/TagsApi.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
-import { bigintId, idListLanes, missingEntity } from "../companies/Lanes.js"
 import { Cursors } from "../pagination/Cursor.js"
 import { Gone } from "../shared/Gone.js"
+import { bigintId, idListLanes, missingEntity } from "../shared/Lanes.js"
 import { TagsRepo } from "./TagsRepo.js"
 
 export class Tags extends Effect.Service<Tags>()("catalog/Tags", {

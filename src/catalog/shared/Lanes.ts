@@ -8,7 +8,7 @@ import type { EntityObject } from "../../../schema/Api/Paths.js"
 import { InvalidParameter, NotFound } from "../../../schema/Problem.js"
 import type { InvalidCursor } from "../../../schema/Problem.js"
 import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
-import type { Gone } from "../shared/Gone.js"
+import type { Gone } from "./Gone.js"
 
 const MAX_BIGINT = 9223372036854775807n
 
