@@ -189,7 +189,10 @@ const isBodyTooLarge = (error: unknown): boolean => {
 const isRequestError = (u: unknown): u is { _tag: "RequestError"; reason: string; cause?: unknown } =>
   typeof u === "object" && u !== null && (u as any)._tag === "RequestError"
 
-/** Connection-level database failures: the database is unreachable, not the request wrong. */
+/**
+ * Transient database failures: unreachable, shutting down, or a statement cancelled under load
+ * (57014). The request was not wrong; the client should retry later.
+ */
 export const isDatabaseUnavailable = (u: unknown): boolean => {
   if (typeof u !== "object" || u === null || (u as any)._tag !== "SqlError") return false
   let cause: any = (u as any).cause
@@ -197,7 +200,9 @@ export const isDatabaseUnavailable = (u: unknown): boolean => {
     const code = String(cause.code ?? "")
     const message = String(cause.message ?? "")
     if (
-      ["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "ETIMEDOUT", "EPIPE", "57P01", "57P02", "57P03"].includes(code) ||
+      ["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "ETIMEDOUT", "EPIPE", "57014", "57P01", "57P02", "57P03"].includes(
+        code
+      ) ||
       code.startsWith("08") ||
       /timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED|pool is ended|Client has encountered a connection error/i
         .test(message)
