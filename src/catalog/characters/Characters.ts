@@ -15,7 +15,7 @@ import { Cursors } from "../pagination/Cursor.js"
 import { EntityParts } from "../shared/EntityParts.js"
 import { Gone } from "../shared/Gone.js"
 import { keysetPage } from "../shared/Keyset.js"
-import { bigintId, idListLanes, missingEntity } from "../shared/Lanes.js"
+import { bigintId, idListLanes } from "../shared/Lanes.js"
 import { type AppearanceRow, type CharacterRow, CharactersRepo, type TraitRow } from "./CharactersRepo.js"
 
 export type CharacterView = "basic" | "full"
@@ -88,7 +88,7 @@ export class Characters extends Effect.Service<Characters>()("catalog/Characters
     const visible = Effect.fn("Characters.visible")(function*(id: string, nsfw: boolean) {
       const key = bigintId(id)
       const [row] = key === undefined ? [] : yield* repo.byIds([key], nsfw)
-      if (row === undefined) return yield* missingEntity(gone, "character", id)
+      if (row === undefined) return yield* gone.missing("character", id)
       return row
     })
 

@@ -10,7 +10,7 @@ import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
 import { Cursors } from "../pagination/Cursor.js"
 import { EntityParts } from "../shared/EntityParts.js"
 import { Gone } from "../shared/Gone.js"
-import { bigintId, idListLanes, missingEntity } from "../shared/Lanes.js"
+import { bigintId, idListLanes } from "../shared/Lanes.js"
 import { CompaniesRepo } from "./CompaniesRepo.js"
 
 export class Companies extends Effect.Service<Companies>()("catalog/Companies", {
@@ -82,7 +82,7 @@ export class Companies extends Effect.Service<Companies>()("catalog/Companies", 
         const key = bigintId(id)
         const rows = key === undefined ? [] : yield* repo.byIds([key], limit === "nsfw")
         const row = rows[0]
-        if (row === undefined) return yield* missingEntity(gone, "company", id)
+        if (row === undefined) return yield* gone.missing("company", id)
         const [company] = yield* withIncludes([row], new Set(include))
         return company!
       }
@@ -92,7 +92,7 @@ export class Companies extends Effect.Service<Companies>()("catalog/Companies", 
       function*(id: string, include: ReadonlyArray<"logo">, limit: ContentLimit) {
         const key = bigintId(id)
         const rows = key === undefined ? [] : yield* repo.graph(key, limit === "nsfw")
-        if (rows.length === 0) return yield* missingEntity(gone, "company", id)
+        if (rows.length === 0) return yield* gone.missing("company", id)
         const ids = rows.map((row) => row.id)
         const [edges, logos] = yield* Effect.all([
           repo.edges(ids),

@@ -12,7 +12,7 @@ import { Cursors } from "../pagination/Cursor.js"
 import { EntityParts } from "../shared/EntityParts.js"
 import { Gone } from "../shared/Gone.js"
 import { keysetPage } from "../shared/Keyset.js"
-import { bigintId, idListLanes, missingEntity } from "../shared/Lanes.js"
+import { bigintId, idListLanes } from "../shared/Lanes.js"
 import { CreditNamesRepo, type NameCreditRow } from "./CreditNamesRepo.js"
 import { type CreditNameRow, groupBy, toCreditNameBasic, toWorkBasic } from "./Rows.js"
 
@@ -93,7 +93,7 @@ export class CreditNames extends Effect.Service<CreditNames>()("catalog/CreditNa
     const visible = Effect.fn("CreditNames.visible")(function*(id: string, nsfw: boolean) {
       const key = bigintId(id)
       const [row] = key === undefined ? [] : yield* repo.byIds([key], nsfw)
-      if (row === undefined) return yield* missingEntity(gone, "credit_name", id)
+      if (row === undefined) return yield* gone.missing("credit_name", id)
       return row
     })
 

@@ -7,7 +7,7 @@ import type { ContentLimit } from "../../../schema/Api/Security.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
 import { Cursors } from "../pagination/Cursor.js"
 import { Gone } from "../shared/Gone.js"
-import { bigintId, idListLanes, missingEntity } from "../shared/Lanes.js"
+import { bigintId, idListLanes } from "../shared/Lanes.js"
 import { EnginesRepo } from "./EnginesRepo.js"
 
 export class Engines extends Effect.Service<Engines>()("catalog/Engines", {
@@ -41,7 +41,7 @@ export class Engines extends Effect.Service<Engines>()("catalog/Engines", {
     const get = Effect.fn("Engines.get")(function*(id: string, limit: ContentLimit) {
       const key = bigintId(id)
       const rows = key === undefined ? [] : yield* repo.byIds([key], limit === "nsfw")
-      return rows[0] ?? (yield* missingEntity(gone, "engine", id))
+      return rows[0] ?? (yield* gone.missing("engine", id))
     })
 
     return { list, get } as const

@@ -12,7 +12,7 @@ import { groupBy, toCreditNameBasic } from "../credits/Rows.js"
 import { Cursors } from "../pagination/Cursor.js"
 import { EntityParts } from "../shared/EntityParts.js"
 import { Gone } from "../shared/Gone.js"
-import { bigintId, idListLanes, missingEntity } from "../shared/Lanes.js"
+import { bigintId, idListLanes } from "../shared/Lanes.js"
 import { type PersonRow, PersonsRepo } from "./PersonsRepo.js"
 
 const skip = Effect.succeed(undefined)
@@ -93,7 +93,7 @@ export class Persons extends Effect.Service<Persons>()("catalog/Persons", {
     const get = Effect.fn("Persons.get")(function*(id: string, include: ReadonlyArray<PersonInclude>, nsfw: boolean) {
       const key = bigintId(id)
       const [row] = key === undefined ? [] : yield* repo.byIds([key], nsfw)
-      if (row === undefined) return yield* missingEntity(gone, "person", id)
+      if (row === undefined) return yield* gone.missing("person", id)
       const [person] = yield* present([row], include, nsfw)
       return person!
     })

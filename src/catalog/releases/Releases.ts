@@ -10,7 +10,7 @@ import type { Release } from "../../../schema/Catalog/Release.js"
 import { Cursors } from "../pagination/Cursor.js"
 import { EntityParts } from "../shared/EntityParts.js"
 import { Gone } from "../shared/Gone.js"
-import { bigintId, idListLanes, missingEntity } from "../shared/Lanes.js"
+import { bigintId, idListLanes } from "../shared/Lanes.js"
 import type { ReleaseBase } from "./ReleasesRepo.js"
 import { ReleasesRepo } from "./ReleasesRepo.js"
 
@@ -73,7 +73,7 @@ export class Releases extends Effect.Service<Releases>()("catalog/Releases", {
         const nsfw = limit === "nsfw"
         const key = bigintId(id)
         const rows = key === undefined ? [] : yield* repo.byIds([key], nsfw)
-        if (rows.length === 0) return yield* missingEntity(gone, "release", id)
+        if (rows.length === 0) return yield* gone.missing("release", id)
         const [release] = yield* complete(rows, new Set(include), nsfw)
         return release!
       }

@@ -6,16 +6,21 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { EntityObject } from "../../../schema/Api/Paths.js"
 import { EntityMerged, NotFound } from "../../../schema/Problem.js"
+import { bigintId } from "./Lanes.js"
 
 export class Gone extends Effect.Service<Gone>()("catalog/Gone", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    /** The failure for an id that did not resolve to a visible row. */
+    /**
+     * The failure for an id that did not resolve to a visible row. An id beyond PostgreSQL's
+     * bigint (the wire allows 20 digits) cannot exist: NOT_FOUND without asking the database.
+     */
     const missing = Effect.fn("Gone.missing")(function*(object: EntityObject, id: string) {
-      const rows = yield* sql<{ current_id: string }>`
+      const key = bigintId(id)
+      const rows = key === undefined ? [] : yield* sql<{ current_id: string }>`
         SELECT current_id::text AS current_id FROM catalog_redirects
-        WHERE target_object = ${object} AND from_id = ${id}
+        WHERE target_object = ${object} AND from_id = ${key}
       `.pipe(Effect.orDie)
       const redirect = rows[0]
       if (redirect !== undefined) {

@@ -1,14 +1,12 @@
 /**
  * The two lanes of an id-ordered collection (SPEC 4.1 rules 6 and 8) for the registries served
- * here (companies, engines, tags, releases): the cursor lane pages by id through the one
+ * here (companies, engines, tags, releases, characters, credit names, persons): the cursor lane pages by id through the one
  * pagination engine (`Cursors`), the `ids=` batch lane answers in request order with `missing[]`.
  */
 import { Effect } from "effect"
-import type { EntityObject } from "../../../schema/Api/Paths.js"
-import { InvalidParameter, NotFound } from "../../../schema/Problem.js"
+import { InvalidParameter } from "../../../schema/Problem.js"
 import type { InvalidCursor } from "../../../schema/Problem.js"
 import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
-import type { Gone } from "./Gone.js"
 
 const MAX_BIGINT = 9223372036854775807n
 
@@ -19,14 +17,6 @@ const MAX_BIGINT = 9223372036854775807n
 export const bigintId = (id: string): string | undefined => {
   const value = BigInt(id)
   return value <= MAX_BIGINT ? value.toString() : undefined
-}
-
-/** The 404 for an id read by id that found no visible row: ENTITY_MERGED or NOT_FOUND (SPEC 4.1 rule 9). */
-export const missingEntity = (gone: Gone, object: EntityObject, id: string) => {
-  const key = bigintId(id)
-  return key === undefined
-    ? Effect.fail(new NotFound({ detail: `No ${object} with id ${id}.` }))
-    : gone.missing(object, key)
 }
 
 /** 400 INVALID_PARAMETER: `parameter` cannot be given together with `other`. */

@@ -7,7 +7,7 @@ import type { ListTagsParams } from "../../../schema/Api/TagsApi.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
 import { Cursors } from "../pagination/Cursor.js"
 import { Gone } from "../shared/Gone.js"
-import { bigintId, idListLanes, missingEntity } from "../shared/Lanes.js"
+import { bigintId, idListLanes } from "../shared/Lanes.js"
 import { TagsRepo } from "./TagsRepo.js"
 
 export class Tags extends Effect.Service<Tags>()("catalog/Tags", {
@@ -43,7 +43,7 @@ export class Tags extends Effect.Service<Tags>()("catalog/Tags", {
     const get = Effect.fn("Tags.get")(function*(id: string, limit: ContentLimit) {
       const key = bigintId(id)
       const rows = key === undefined ? [] : yield* repo.byIds([key], limit === "nsfw")
-      return rows[0] ?? (yield* missingEntity(gone, "tag", id))
+      return rows[0] ?? (yield* gone.missing("tag", id))
     })
 
     return { list, get } as const

@@ -31,7 +31,7 @@ import { SearchIndex, type SearchRequest } from "../search/SearchIndex.js"
 import { makeTtlCache } from "../search/TtlCache.js"
 import { Gone } from "../shared/Gone.js"
 import { keysetPage } from "../shared/Keyset.js"
-import { bigintId, missingEntity } from "../shared/Lanes.js"
+import { bigintId } from "../shared/Lanes.js"
 import { sortSpecs, type WorkFilters, type WorkPart } from "./WorkSql.js"
 import { type ItemRow, type RosterRow, WorksRepo } from "./WorksRepo.js"
 
@@ -325,7 +325,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
     /** The canonical id of a visible work, or the 404 that fits (ENTITY_MERGED or NOT_FOUND, rule 9). */
     const visible = Effect.fn("Works.visible")(function*(id: string, nsfw: boolean) {
       const key = bigintId(id)
-      if (key === undefined || !(yield* repo.visible(key, nsfw))) return yield* missingEntity(gone, "work", id)
+      if (key === undefined || !(yield* repo.visible(key, nsfw))) return yield* gone.missing("work", id)
       return key
     })
 
@@ -334,7 +334,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
       const view = params.view ?? "full"
       const key = bigintId(id)
       const [row] = key === undefined ? [] : yield* repo.byIds([key], view, nsfw)
-      if (row === undefined) return yield* missingEntity(gone, "work", id)
+      if (row === undefined) return yield* gone.missing("work", id)
       const [[json], roster] = yield* Effect.all([
         withParts([row], params.include ?? [], view, nsfw),
         view === "full" ? repo.roster(row.id, undefined, EMBEDDED_ROSTER) : Effect.succeed(undefined)
