@@ -5,44 +5,11 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
+import { Catalog, one, problem, raw, SeededCatalogLive, walk } from "../support/Catalog.js"
 import { expectProblem } from "../support/Problems.js"
 
 const INCLUDES = ["aliases", "intros", "links", "refs", "photo", "siblings"]
 const BASIC = ["display_name", "id", "lang", "latin", "localized", "object", "person_id"]
-
-const raw = (path: string, key: "sfw" | "nsfw" = "nsfw", headers: Record<string, string> = {}) =>
-  Effect.gen(function*() {
-    const c = yield* Catalog
-    const token = key === "sfw" ? c.sfwKey : c.nsfwKey
-    return yield* Effect.promise(() =>
-      fetch(`${c.base}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } })
-    )
-  })
-
-const problem = (path: string, code: Parameters<typeof expectProblem>[1], key: "sfw" | "nsfw" = "nsfw") =>
-  Effect.flatMap(raw(path, key), (res) => Effect.promise(() => expectProblem(res, code, path)))
-
-const one = <A>(rows: ReadonlyArray<A>) => {
-  expect(rows.length).toBeGreaterThan(0)
-  return rows[0]!
-}
-
-const walk = (path: string, key: "sfw" | "nsfw") =>
-  Effect.gen(function*() {
-    const c = yield* Catalog
-    const items: Array<any> = []
-    let cursor: string | undefined
-    for (let page = 0; page < 100; page++) {
-      const sep = path.includes("?") ? "&" : "?"
-      const res = yield* c.get(`${path}${cursor === undefined ? "" : `${sep}cursor=${cursor}`}`, { key })
-      expect(res.status).toBe(200)
-      items.push(...res.body.items)
-      cursor = res.body.next_cursor
-      if (cursor === undefined) return items
-    }
-    throw new Error("too many pages")
-  })
 
 /** A new credit name credited only on an nsfw work (what only nsfw works contain, DECISIONS 4). */
 const nsfwOnlyName = Effect.gen(function*() {

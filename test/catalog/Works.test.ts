@@ -11,7 +11,7 @@ import { ListRosterCharacter } from "../../schema/Catalog/Character.js"
 import { ListCover, ListIntro } from "../../schema/Catalog/Common.js"
 import { ListCreditGroup } from "../../schema/Catalog/Credit.js"
 import { ListWork, Work } from "../../schema/Catalog/Work.js"
-import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
+import { Catalog, problem, raw, SeededCatalogLive } from "../support/Catalog.js"
 import { expectProblem } from "../support/Problems.js"
 
 const BASIC_FIELDS = [
@@ -30,18 +30,6 @@ const BASIC_FIELDS = [
   "updated_at"
 ]
 const FULL_FIELDS = ["aliases", "created_at", "development_status", "engine", "links"]
-
-const raw = (path: string, key: "sfw" | "nsfw" = "nsfw", headers: Record<string, string> = {}) =>
-  Effect.gen(function*() {
-    const c = yield* Catalog
-    const token = key === "sfw" ? c.sfwKey : c.nsfwKey
-    return yield* Effect.promise(() =>
-      fetch(`${c.base}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } })
-    )
-  })
-
-const problem = (path: string, code: Parameters<typeof expectProblem>[1], key: "sfw" | "nsfw" = "nsfw") =>
-  Effect.flatMap(raw(path, key), (res) => Effect.promise(() => expectProblem(res, code, path)))
 
 /** GET that must succeed; the body must decode with `schema` (SPEC 2: the records' constraints). */
 const ok = <A, I>(path: string, schema: Schema.Schema<A, I>, key: "sfw" | "nsfw" = "nsfw") =>

@@ -2,9 +2,11 @@
  * The real servers over a freshly seeded demo catalog, with an `sfw` and an `nsfw` API key
  * (DECISIONS 4), for catalog read tests.
  */
+import { expect } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
 import { seedCatalog } from "../../src/catalog/seed/Seed.js"
+import { expectProblem, type ProblemBody } from "./Problems.js"
 import { testConfig, TestServers, TestServersLive } from "./TestServers.js"
 
 export interface CatalogFixture {
@@ -53,3 +55,46 @@ export const SeededCatalogLive = (options: { readonly works?: number; readonly s
     Layer.provideMerge(TestServersLive),
     Layer.provide(testConfig())
   )
+
+// Helpers shared by the catalog read tests.
+
+/** A raw fetch Response, for header and problem checks. */
+export const raw = (path: string, key: "sfw" | "nsfw" = "nsfw", headers: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const c = yield* Catalog
+    const token = key === "sfw" ? c.sfwKey : c.nsfwKey
+    return yield* Effect.promise(() =>
+      fetch(`${c.base}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } })
+    )
+  })
+
+/** Asserts the problem document at `path` member by member (SPEC 7.1). */
+export const problem = (
+  path: string,
+  code: Parameters<typeof expectProblem>[1],
+  key: "sfw" | "nsfw" = "nsfw"
+): Effect.Effect<ProblemBody, never, Catalog> =>
+  Effect.flatMap(raw(path, key), (res) => Effect.promise(() => expectProblem(res, code, path)))
+
+/** The first row, asserting there is one. */
+export const one = <A>(rows: ReadonlyArray<A>) => {
+  expect(rows.length).toBeGreaterThan(0)
+  return rows[0]!
+}
+
+/** Every item of a cursor list, following `next_cursor` (SPEC 4.1 rule 8). */
+export const walk = (path: string, key: "sfw" | "nsfw") =>
+  Effect.gen(function*() {
+    const c = yield* Catalog
+    const items: Array<any> = []
+    let cursor: string | undefined
+    for (let page = 0; page < 100; page++) {
+      const sep = path.includes("?") ? "&" : "?"
+      const res = yield* c.get(`${path}${cursor === undefined ? "" : `${sep}cursor=${cursor}`}`, { key })
+      expect(res.status).toBe(200)
+      items.push(...res.body.items)
+      cursor = res.body.next_cursor
+      if (cursor === undefined) return items
+    }
+    throw new Error("too many pages")
+  })
