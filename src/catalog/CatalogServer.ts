@@ -22,6 +22,8 @@ import { HttpMirrorLive } from "./mirror/Http.js"
 import { HttpPersonsLive } from "./persons/Http.js"
 import { HttpProblemsLive } from "./problems/Http.js"
 import { HttpReleasesLive } from "./releases/Http.js"
+import { HotResponsesLive } from "./shared/HotResponses.js"
+import { ReadCache } from "./shared/ReadCache.js"
 import { HttpStatsLive } from "./stats/Http.js"
 import { HttpTagsLive } from "./tags/Http.js"
 import { HttpWorksLive } from "./works/Http.js"
@@ -54,8 +56,9 @@ export const CatalogApiLive = HttpApiBuilder.api(CatalogApiDocumented).pipe(
     HttpCreditNamesLive,
     HttpPersonsLive
   ]),
-  Layer.provide(AuthorizationLive(catalogRoutes)),
-  Layer.provide(Credentials.Default)
+  Layer.provide(HotResponsesLive(catalogRoutes)),
+  Layer.provideMerge(AuthorizationLive(catalogRoutes)),
+  Layer.provideMerge(Layer.merge(Credentials.Default, ReadCache.Default))
 )
 
 /** Everything but the listening socket: tests put it on an ephemeral port. */

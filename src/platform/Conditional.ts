@@ -17,18 +17,29 @@ export const noneMatch = (header: string | undefined, etag: string): boolean => 
   return header.split(",").some((candidate) => candidate.trim().replace(/^W\//, "") === opaque)
 }
 
+/** A body encoded once with its strong ETag (cacheable as it is). */
+export interface Tagged {
+  readonly json: string
+  readonly etag: string
+}
+
+/** Encodes `value` with `schema`, and its ETag. */
+export const tagged = <A, I>(schema: Schema.Schema<A, I>, value: A): Effect.Effect<Tagged> =>
+  Effect.map(Schema.encode(schema)(value).pipe(Effect.orDie), (encoded) => {
+    const json = JSON.stringify(encoded)
+    return { json, etag: etagOf(json) }
+  })
+
+/** 200 with the ETag, or 304 when the client's copy (`If-None-Match`) is current. */
+export const conditional = (body: Tagged) =>
+  Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+    noneMatch(request.headers["if-none-match"], body.etag)
+      ? HttpServerResponse.empty({ status: 304, headers: { etag: body.etag } })
+      : HttpServerResponse.text(body.json, { contentType: "application/json", headers: { etag: body.etag } }))
+
 /**
  * Encodes `value` with `schema` and answers 200 with an ETag, or 304 when the client's copy is
  * current. Handlers return this instead of the bare value.
  */
 export const conditionalJson = <A, I>(schema: Schema.Schema<A, I>, value: A) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const encoded = yield* Schema.encode(schema)(value).pipe(Effect.orDie)
-    const json = JSON.stringify(encoded)
-    const etag = etagOf(json)
-    if (noneMatch(request.headers["if-none-match"], etag)) {
-      return HttpServerResponse.empty({ status: 304, headers: { etag } })
-    }
-    return HttpServerResponse.text(json, { contentType: "application/json", headers: { etag } })
-  })
+  Effect.flatMap(tagged(schema, value), conditional)

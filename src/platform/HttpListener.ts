@@ -4,9 +4,12 @@
  * kept-alive connection in between would hang forever. Our drain runs before that: it stops
  * accepting connections, marks every response `Connection: close`, waits for in-flight requests
  * (up to a grace period), and only then lets the platform finish.
+ *
+ * The application may also install a `Preemption` handler: it sees each request before the
+ * platform does and may answer it itself (the catalog's hot-response cache, HotResponses.ts).
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Duration, Effect, Layer } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import * as Http from "node:http"
 import { makeRequestId } from "./RequestId.js"
 
@@ -20,6 +23,14 @@ export interface ListenOptions {
    */
   readonly starting?: (url: string, requestId: string) => { readonly contentType: string; readonly body: string }
 }
+
+/** Answers `req` and returns true, or returns false to let the application's stack handle it. */
+export type PreemptHandler = (req: Http.IncomingMessage, res: Http.ServerResponse) => boolean
+
+/** Given by `listen` to the application it serves. */
+export class Preemption extends Context.Tag("platform/Preemption")<Preemption, {
+  readonly install: (handler: PreemptHandler) => void
+}>() {}
 
 const drain = (server: Http.Server, inFlight: Set<Http.ServerResponse>, grace: Duration.Duration) =>
   Effect.async<void>((resume) => {
@@ -47,10 +58,18 @@ export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptio
     server.headersTimeout = 66_000
     const inFlight = new Set<Http.ServerResponse>()
     let draining = false
+    let preempt: PreemptHandler | undefined
+    // The platform attaches its own "request" listener; a preempted request must not reach it.
+    const emit = server.emit.bind(server)
+    server.emit = ((event: string, ...args: Array<any>) =>
+      event === "request" && preempt !== undefined && !draining && preempt(args[0], args[1])
+        ? true
+        : emit(event, ...args)) as typeof server.emit
     server.on("request", (req, res) => {
       inFlight.add(res)
       if (draining) res.setHeader("connection", "close")
-      res.once("close", () => inFlight.delete(res))
+      res.once("close", () =>
+        inFlight.delete(res))
       if (server.listenerCount("request") === 1) {
         const requestId = makeRequestId()
         const { body, contentType } = options.starting?.(req.url ?? "/", requestId) ??
@@ -72,8 +91,14 @@ export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptio
         })
       )
     )
+    const Preempt = Layer.succeed(Preemption, {
+      install: (handler) => {
+        preempt = handler
+      }
+    })
     return Drain.pipe(
       Layer.provide(app),
+      Layer.provide(Preempt),
       Layer.provideMerge(NodeHttpServer.layer(() => server, { port: options.port, host: options.host }))
     )
   })

@@ -259,7 +259,13 @@ const classify = (
       return new InvalidParameter({ detail: "The request could not be read." })
     }
     if (isDatabaseUnavailable(squashed)) {
-      yield* Effect.logError("database unavailable", cause)
+      // A client that hangs up interrupts its request, which cancels the statement (57014): not an
+      // outage, and nobody reads the answer.
+      const clientGone = Cause.isInterrupted(cause) ||
+        NodeHttpServerRequest.toIncomingMessage(request).socket?.destroyed === true
+      yield* clientGone
+        ? Effect.logDebug("statement cancelled: the client went away", cause)
+        : Effect.logError("database unavailable", cause)
       return new ServiceUnavailable({ detail: "The database is unreachable.", retry_after: 5 })
     }
     if (Cause.isInterruptedOnly(cause)) return undefined

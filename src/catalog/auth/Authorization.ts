@@ -100,13 +100,23 @@ export class Credentials extends Effect.Service<Credentials>()("catalog/Credenti
       return principal
     })
 
-    return { authenticate } as const
+    /**
+     * The principal of an API key verified in the last minute (and not revoked since), without any
+     * I/O; undefined for anything else. For answering before the request stack runs (HotResponses).
+     */
+    const peek = (token: string): PrincipalShape | undefined => {
+      if (!token.startsWith("sk_")) return undefined
+      const cached = cache.get(hashKey(token).toString("hex"))
+      return cached !== undefined && cached.expires > Date.now() ? cached.principal : undefined
+    }
+
+    return { authenticate, peek } as const
   }),
   dependencies: [ApiKeys.Default, AccessTokenVerifierJwks.pipe(Layer.provide(TokenLiveness.Default))]
 }) {}
 
 /** `Authorization: Bearer <token>` with the scheme matched case-insensitively (RFC 7235 2.1). */
-const bearerToken = (header: string | undefined): Option.Option<string> => {
+export const bearerToken = (header: string | undefined): Option.Option<string> => {
   if (header === undefined) return Option.none()
   const match = /^\s*bearer\s+(\S+)\s*$/i.exec(header)
   return match ? Option.some(match[1]!) : Option.some("")

@@ -13,6 +13,7 @@ import type { Change, Redirect } from "../../../schema/Catalog/Change.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
 import { InvalidCursor } from "../../../schema/Problem.js"
 import { Cursors, filterDigest, type Position } from "../pagination/Cursor.js"
+import { ReadCache } from "../shared/ReadCache.js"
 import { type FeedPosition, MirrorRepo } from "./MirrorRepo.js"
 
 export interface FeedRequest {
@@ -43,6 +44,7 @@ export class Mirror extends Effect.Service<Mirror>()("catalog/Mirror", {
   effect: Effect.gen(function*() {
     const repo = yield* MirrorRepo
     const cursors = yield* Cursors
+    const cache = yield* ReadCache
 
     const positionOf = (feed: string) => (row: FeedPosition & { readonly id?: string; readonly from_id?: string }) =>
       ({ sort: feed, key: [row.txid, row.seq], id: row.id ?? row.from_id ?? "" }) satisfies Position
@@ -71,6 +73,8 @@ export class Mirror extends Effect.Service<Mirror>()("catalog/Mirror", {
         const after = yield* decode(feed, request.cursor)
         const rows = yield* fetch({ after, rows: limit, sfw: request.contentLimit === "sfw" })
         const last = rows[rows.length - 1]
+        // The records these changes name must not be answered from before them (ReadCache.ts).
+        if (last !== undefined) cache.observeFeed(last.txid, last.seq)
         const result: FeedPage<Item> = {
           object: "list",
           items: rows.map(toItem),
@@ -102,5 +106,6 @@ export class Mirror extends Effect.Service<Mirror>()("catalog/Mirror", {
 
     return { changes, redirects } as const
   }),
+  // ReadCache comes from the server (CatalogServer.ts), shared with the works reads.
   dependencies: [MirrorRepo.Default, Cursors.Default]
 }) {}

@@ -1,16 +1,16 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
-import { Principal } from "../../../schema/Api/Security.js"
+import { Principal, type PrincipalShape } from "../../../schema/Api/Security.js"
 import { Work } from "../../../schema/Catalog/Work.js"
-import { conditionalJson } from "../../platform/Conditional.js"
+import { tagged } from "../../platform/Conditional.js"
+import { HotResponses } from "../shared/HotResponses.js"
+import { ReadCache } from "../shared/ReadCache.js"
 import { Works } from "./Works.js"
 
 /** Whether the caller's credential may see nsfw works (DECISIONS 4). */
 const nsfw = Effect.map(Principal, (p) => p.contentLimit === "nsfw")
-
-/** Lists are written as JSON text by the service (items come from PostgreSQL as JSON). */
-const json = (body: string) => HttpServerResponse.text(body, { contentType: "application/json" })
+const nsfwOf = (p: PrincipalShape) => p.contentLimit === "nsfw"
 
 export const HttpWorksLive = HttpApiBuilder.group(
   CatalogApi,
@@ -18,21 +18,30 @@ export const HttpWorksLive = HttpApiBuilder.group(
   (handlers) =>
     Effect.gen(function*() {
       const works = yield* Works
+      const cache = yield* ReadCache
+      const hot = yield* HotResponses
       return handlers
+        // Lists are JSON text written by the service (items come from PostgreSQL as JSON).
         .handle("listWorks", ({ urlParams }) =>
-          Effect.flatMap(nsfw, (n) => works.list(urlParams, "works", n)).pipe(Effect.map(json)))
+          hot.respond((p) =>
+            Effect.map(works.list(urlParams, "works", nsfwOf(p)), (json) => ({ json }))
+          ))
         .handle("searchWorks", ({ urlParams }) =>
-          Effect.flatMap(nsfw, (n) =>
-            works.list(urlParams, "search", n)).pipe(Effect.map(json)))
+          hot.respond((p) =>
+            Effect.map(works.list(urlParams, "search", nsfwOf(p)), (json) => ({ json }))
+          ))
         .handle("getWork", ({ path, urlParams }) =>
-          Effect.flatMap(nsfw, (n) =>
-            works.get(path.id, urlParams, n)).pipe(
-              Effect.flatMap((work) =>
-                conditionalJson(Work, work)
-              )
-            ))
+          hot.respond((p) =>
+            cache.through(
+              JSON.stringify(["works.get", nsfwOf(p), path.id, urlParams]),
+              Effect.flatMap(works.get(path.id, urlParams, nsfwOf(p)), (work) =>
+                tagged(Work, work)),
+              (body) => body.json.length
+            )
+          ))
         .handle("listWorkCharacters", ({ path, urlParams }) =>
-          Effect.flatMap(nsfw, (n) => works.characters(path.id, urlParams, n)))
+          Effect.flatMap(nsfw, (n) =>
+            works.characters(path.id, urlParams, n)))
         .handle("listWorkCredits", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
             works.credits(path.id, urlParams, n)))

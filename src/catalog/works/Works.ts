@@ -32,6 +32,7 @@ import { makeTtlCache } from "../search/TtlCache.js"
 import { Gone } from "../shared/Gone.js"
 import { keysetPage } from "../shared/Keyset.js"
 import { bigintId } from "../shared/Lanes.js"
+import { ReadCache } from "../shared/ReadCache.js"
 import { sortSpecs, type WorkFilters, type WorkPart } from "./WorkSql.js"
 import { type ItemRow, type RosterRow, WorksRepo } from "./WorksRepo.js"
 
@@ -88,6 +89,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
     const index = yield* SearchIndex
     const cursors = yield* Cursors
     const gone = yield* Gone
+    const cache = yield* ReadCache
     const listingCounts = makeTtlCache<number>({ ttlMs: 30_000, staleMs: 300_000, max: 512 })
 
     /** Items (JSON text) with their parts spliced in, in the order of `rows`. */
@@ -311,8 +313,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
       return envelope({ items, next_cursor: page.next_cursor, total })
     })
 
-    /** GET /v2/catalog/works and /v2/catalog/search: the response body (JSON text). */
-    const list = Effect.fn("Works.list")(function*(params: ListWorksParams, collection: Collection, nsfw: boolean) {
+    const listBody = Effect.fn("Works.list")(function*(params: ListWorksParams, collection: Collection, nsfw: boolean) {
       yield* validate(params, collection)
       if (collection === "works" && (params.ids !== undefined || params.refs !== undefined)) {
         return yield* batchLane(params, nsfw)
@@ -321,6 +322,17 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
         params.facets !== undefined || (params.sort !== undefined && searchLaneSorts.has(params.sort))
       return yield* (search ? searchLane(params, nsfw) : listingLane(params, nsfw))
     })
+
+    /**
+     * GET /v2/catalog/works and /v2/catalog/search: the response body (JSON text), through the read
+     * cache (the decoded parameters list their fields in schema order, so equal asks share a key).
+     */
+    const list = (params: ListWorksParams, collection: Collection, nsfw: boolean) =>
+      cache.through(
+        JSON.stringify(["works.list", collection, nsfw, params]),
+        listBody(params, collection, nsfw),
+        (body) => body.length
+      )
 
     /** The canonical id of a visible work, or the 404 that fits (ENTITY_MERGED or NOT_FOUND, rule 9). */
     const visible = Effect.fn("Works.visible")(function*(id: string, nsfw: boolean) {
@@ -428,5 +440,6 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
 
     return { list, get, characters, credits, covers, intros } as const
   }),
+  // ReadCache comes from the server (CatalogServer.ts): one per server, shared with HotResponses.
   dependencies: [WorksRepo.Default, Cursors.Default, Gone.Default, PgSearchIndexLive]
 }) {}

@@ -1,0 +1,167 @@
+/**
+ * Hot responses: repeated catalog GETs answered before the request stack runs.
+ *
+ * A read handler that produced a 200 (`respond`) remembers it under the request's exact URL and the
+ * credential's content limit. The listener's preemption hook (platform/HttpListener.ts) then answers
+ * the same URL itself when the request carries an API key that was verified within the last minute
+ * and not revoked since (`Credentials.peek`, in memory), with the same content limit and the route's
+ * scope: the same body, content type and ETag (304 when `If-None-Match` matches it), a fresh
+ * `X-Request-ID`. Anything else (unknown or unverified credentials, access tokens, other methods or
+ * URLs) goes through the stack as usual, which is also what fills this cache.
+ *
+ * Freshness is the read cache's (ReadCache.ts): an entry belongs to one cache generation, so the
+ * `NOTIFY catalog_changed` of any catalog write drops every entry; an answer whose computation began
+ * under an older generation is not kept; entries live at most `CATALOG_CACHE_SECONDS`. The budget is
+ * `CATALOG_CACHE_MB` again, mostly the same strings as the read cache's entries; `0` turns both off.
+ *
+ * Hot answers skip the stack's spans and logs; they are counted by the `catalog_hot_responses`
+ * metric.
+ */
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Config, Context, Effect, Layer, Metric, Option } from "effect"
+import { RequiredScope, type Scope } from "../../../schema/Annotations.js"
+import { Principal, type PrincipalShape } from "../../../schema/Api/Security.js"
+import { conditional, noneMatch } from "../../platform/Conditional.js"
+import { Preemption } from "../../platform/HttpListener.js"
+import { makeRequestId } from "../../platform/RequestId.js"
+import type { RouteTable } from "../../platform/RouteTable.js"
+import { bearerToken, Credentials } from "../auth/Authorization.js"
+import { ReadCache } from "./ReadCache.js"
+
+/** A read's answer: JSON text, with an ETag when the resource is a single record (DECISIONS 10). */
+export interface Answer {
+  readonly json: string
+  readonly etag?: string | undefined
+}
+
+/** Requests answered by the preemption hook (process-wide). */
+export const hotResponses = Metric.counter("catalog_hot_responses", {
+  description: "Catalog GETs answered from the hot-response cache, before the request stack"
+})
+
+interface Entry {
+  readonly answer: Answer
+  /** The body as UTF-8, encoded once. */
+  readonly bytes: Buffer
+  readonly scope: Scope | "any"
+  readonly generation: number
+  readonly expires: number
+}
+
+export class HotResponses extends Context.Tag("catalog/HotResponses")<HotResponses, {
+  /**
+   * Runs `compute` for the current principal and answers with its result (200, or 304 for a matching
+   * `If-None-Match` when it has an ETag), remembering it for the preemption hook.
+   */
+  readonly respond: <E, R>(
+    compute: (principal: PrincipalShape) => Effect.Effect<Answer, E, R>
+  ) => Effect.Effect<
+    HttpServerResponse.HttpServerResponse,
+    E,
+    R | Principal | HttpServerRequest.HttpServerRequest | HttpRouter.RouteContext
+  >
+}>() {}
+
+const answerOf = (answer: Answer) =>
+  answer.etag === undefined
+    ? Effect.succeed(HttpServerResponse.text(answer.json, { contentType: "application/json" }))
+    : conditional({ json: answer.json, etag: answer.etag })
+
+export const HotResponsesLive = (routes: RouteTable) =>
+  Layer.effect(
+    HotResponses,
+    Effect.gen(function*() {
+      const cache = yield* ReadCache
+      const credentials = yield* Credentials
+      const preemption = yield* Preemption
+      const maxWeight = (yield* Config.number("CATALOG_CACHE_MB").pipe(Config.withDefault(32))) * 1024 * 1024
+      const scopes = new Map<string, Scope | "any">()
+      for (const route of routes.routes) {
+        const scope = Context.getOption(route.annotations, RequiredScope)
+        if (Option.isSome(scope)) scopes.set(`${route.method} ${route.path}`, scope.value)
+      }
+
+      const entries = new Map<string, Entry>()
+      let weight = 0
+      let generation = cache.generation()
+
+      const forgetOutdated = () => {
+        if (generation === cache.generation()) return
+        generation = cache.generation()
+        entries.clear()
+        weight = 0
+      }
+
+      const remember = (key: string, entry: Entry) => {
+        forgetOutdated()
+        if (entry.generation !== generation || entry.bytes.length > maxWeight / 8) return
+        const previous = entries.get(key)
+        if (previous !== undefined) weight -= previous.bytes.length
+        entries.delete(key)
+        entries.set(key, entry)
+        weight += entry.bytes.length
+        for (const [oldest, old] of entries) {
+          if (weight <= maxWeight) break
+          entries.delete(oldest)
+          weight -= old.bytes.length
+        }
+      }
+
+      if (cache.enabled && maxWeight > 0) {
+        preemption.install((req, res) => {
+          if (req.method !== "GET" || entries.size === 0) return false
+          const token = bearerToken(req.headers.authorization)
+          if (Option.isNone(token)) return false
+          const principal = credentials.peek(token.value)
+          if (principal === undefined) return false
+          forgetOutdated()
+          const key = `${principal.contentLimit} ${req.url}`
+          const entry = entries.get(key)
+          if (entry === undefined) return false
+          if (entry.expires <= Date.now()) {
+            entries.delete(key)
+            weight -= entry.bytes.length
+            return false
+          }
+          if (entry.scope !== "any" && !principal.scopes.has(entry.scope)) return false
+          hotResponses.unsafeUpdate(1, [])
+          const { etag } = entry.answer
+          const requestId = makeRequestId()
+          if (etag !== undefined && noneMatch(req.headers["if-none-match"], etag)) {
+            res.writeHead(304, { etag, "x-request-id": requestId })
+            res.end()
+            return true
+          }
+          res.writeHead(200, {
+            "content-type": "application/json",
+            "content-length": entry.bytes.length,
+            "x-request-id": requestId,
+            ...(etag === undefined ? {} : { etag })
+          })
+          res.end(entry.bytes)
+          return true
+        })
+      }
+
+      const respond = <E, R>(compute: (principal: PrincipalShape) => Effect.Effect<Answer, E, R>) =>
+        Effect.gen(function*() {
+          const principal = yield* Principal
+          const started = cache.generation()
+          const answer = yield* compute(principal)
+          if (cache.enabled && maxWeight > 0) {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const route = yield* HttpRouter.RouteContext
+            remember(`${principal.contentLimit} ${request.url}`, {
+              answer,
+              bytes: Buffer.from(answer.json),
+              scope: scopes.get(`${route.route.method} ${route.route.path}`) ?? "any",
+              generation: started,
+              expires: Date.now() + cache.ttlMs
+            })
+          }
+          return yield* answerOf(answer)
+        })
+
+      return { respond }
+    })
+  )

@@ -1,0 +1,143 @@
+/**
+ * The catalog read cache: finished answers of catalog reads (a list body, a work with its ETag),
+ * keyed by what the request asked after validation (decoded parameters and the credential's
+ * content limit), so a repeated read costs a map lookup instead of statements.
+ *
+ * Freshness. An answer is only ever kept for the catalog it was computed from: every catalog write
+ * upserts `catalog_changes` in its transaction and a statement trigger NOTIFYs `catalog_changed` at
+ * commit (migrations/0005); each process empties its cache when it hears it, and an answer whose
+ * computation started before the latest notification is never stored. Readers of a process can
+ * therefore lag a commit by the notification's delivery time (milliseconds, like a read replica,
+ * ARCHITECTURE "Scale-out"). Entries also expire after `CATALOG_CACHE_SECONDS` (default 60), which
+ * bounds what a notification lost while the listener reconnects could leave behind; on every
+ * (re)connection the cache is emptied as well.
+ *
+ * The mirror protocol needs more than that: a client that saw a change in the feed and then reads
+ * the record must get the new record, even if the notification is still on its way. So the feeds
+ * report what they serve (`observeFeed`): a page reaching past the highest feed position this
+ * process has served empties the cache before the page is sent. That is enough because of the
+ * feed's own invariant (migrations/0002): a transaction that commits after a page was read sorts
+ * after every position of that page, so a change at or below the highest position served was
+ * committed before the cache was last emptied for it.
+ *
+ * Load. Concurrent misses of one key share one computation (32 clients asking for the same cold
+ * facet counts run the query once), detached from the first asker so its disconnect does not fail
+ * the others. Typed failures and defects are passed to every waiter and never stored.
+ *
+ * Size. Least recently used entries go beyond `CATALOG_CACHE_MB` (default 32, counted as string
+ * length); `0` turns the cache off (every read computes). Per process: instances do not share it.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Config, Deferred, Duration, Effect, Exit, FiberId, Schedule, Stream } from "effect"
+
+export const CATALOG_CHANNEL = "catalog_changed"
+
+interface Entry<A> {
+  readonly value: A
+  readonly weight: number
+  readonly expires: number
+}
+
+export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", {
+  scoped: Effect.gen(function*() {
+    const maxWeight = (yield* Config.number("CATALOG_CACHE_MB").pipe(Config.withDefault(32))) * 1024 * 1024
+    const ttlMs = (yield* Config.number("CATALOG_CACHE_SECONDS").pipe(Config.withDefault(60))) * 1000
+    const pg = yield* PgClient.PgClient
+
+    const entries = new Map<string, Entry<unknown>>()
+    const pending = new Map<string, Deferred.Deferred<unknown, unknown>>()
+    let weight = 0
+    /** Bumped by every invalidation: a computation that began under an older one is not stored. */
+    let generation = 0
+
+    const invalidate = () => {
+      generation++
+      entries.clear()
+      pending.clear()
+      weight = 0
+    }
+
+    /** The highest feed position (txid, seq) served by this process. */
+    let feedTop: readonly [bigint, bigint] = [-1n, -1n]
+
+    const observeFeed = (txid: string, seq: string) => {
+      const position = [BigInt(txid), BigInt(seq)] as const
+      if (position[0] > feedTop[0] || (position[0] === feedTop[0] && position[1] > feedTop[1])) {
+        feedTop = position
+        invalidate()
+      }
+    }
+
+    const store = (key: string, value: unknown, size: number) => {
+      if (size > maxWeight / 8) return
+      entries.set(key, { value, weight: size, expires: Date.now() + ttlMs })
+      weight += size
+      for (const [oldest, entry] of entries) {
+        if (weight <= maxWeight) break
+        entries.delete(oldest)
+        weight -= entry.weight
+      }
+    }
+
+    if (maxWeight > 0) {
+      yield* Effect.suspend(() => {
+        // Whatever was written while nobody listened is unknown: start empty on every connection.
+        invalidate()
+        return pg.listen(CATALOG_CHANNEL).pipe(Stream.runForEach(() => Effect.sync(invalidate)))
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("catalog change listener stopped; retrying", cause)),
+        Effect.repeat(Schedule.spaced(Duration.seconds(1))),
+        Effect.forkScoped
+      )
+    }
+
+    /**
+     * The answer for `key`: cached, being computed by another request, or computed now by `compute`
+     * (and stored when the catalog did not change meanwhile). `weigh` sizes an answer for the budget.
+     */
+    const through = <A, E>(key: string, compute: Effect.Effect<A, E>, weigh: (value: A) => number) =>
+      maxWeight === 0 ? compute : Effect.suspend((): Effect.Effect<A, E> => {
+        const entry = entries.get(key)
+        if (entry !== undefined) {
+          if (entry.expires > Date.now()) {
+            // Most recently used last: re-insert.
+            entries.delete(key)
+            entries.set(key, entry)
+            return Effect.succeed(entry.value as A)
+          }
+          entries.delete(key)
+          weight -= entry.weight
+        }
+        const running = pending.get(key) as Deferred.Deferred<A, E> | undefined
+        if (running !== undefined) return Deferred.await(running)
+        const started = generation
+        const deferred = Deferred.unsafeMake<A, E>(FiberId.none)
+        pending.set(key, deferred as Deferred.Deferred<unknown, unknown>)
+        return compute.pipe(
+          Effect.exit,
+          Effect.flatMap((exit) =>
+            Effect.suspend(() => {
+              if (pending.get(key) === deferred) pending.delete(key)
+              if (Exit.isSuccess(exit) && started === generation) store(key, exit.value, weigh(exit.value))
+              return Deferred.done(deferred, exit)
+            })
+          ),
+          Effect.forkDaemon,
+          Effect.zipRight(Deferred.await(deferred))
+        )
+      })
+
+    return {
+      through,
+      invalidate,
+      /** A feed page is about to serve changes up to (txid, seq): empties the cache if any is new here. */
+      observeFeed,
+      /** Changes whenever the cache is emptied: an answer computed under an older one is outdated. */
+      generation: () => generation,
+      /** Whether answers are kept at all (`CATALOG_CACHE_MB` > 0). */
+      enabled: maxWeight > 0,
+      ttlMs,
+      size: () => entries.size
+    } as const
+  })
+}) {}

@@ -1,0 +1,171 @@
+/**
+ * The catalog read cache (src/catalog/shared/ReadCache.ts): repeated reads are answered from
+ * memory, and a catalog write (which touches `catalog_changes`, migrations/0002 "Change feed")
+ * empties every process's cache at commit through `NOTIFY catalog_changed` (migrations/0005), so a
+ * list or a work read after a write shows it. Also the cache's own rules: concurrent misses share
+ * one computation, failures are never stored, and a computation that began before a write is not kept.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Layer } from "effect"
+import { ReadCache } from "../../src/catalog/shared/ReadCache.js"
+import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
+import { sleepReal } from "../support/Problems.js"
+import { TestSqlLive } from "../support/TestDatabase.js"
+import { serverLayerOptions, testConfig } from "../support/TestServers.js"
+
+/** Polls `read` until `done` holds (at most ~5 s): notifications arrive asynchronously. */
+const eventually = <A>(read: Effect.Effect<A>, done: (a: A) => boolean) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const value = yield* read
+      if (done(value)) return value
+      yield* sleepReal(50)
+    }
+    return yield* read
+  })
+
+describe("catalog read cache (issue 3, performance)", () => {
+  it.layer(SeededCatalogLive({ works: 60, seed: 5 }), serverLayerOptions("180 seconds") as any)((it) => {
+    it.effect("a list and a work are served from memory until a write touches the change feed (DECISIONS 8)", () =>
+      Effect.gen(function*() {
+        const catalog = yield* Catalog
+        const sql = yield* SqlClient.SqlClient
+        const [{ id }] = yield* sql<{ id: string }>`SELECT id::text AS id FROM works WHERE live ORDER BY id LIMIT 1`
+        const list = `/v2/catalog/works?ids=${id}`
+        const detail = `/v2/catalog/works/${id}`
+        const before = yield* catalog.get(list)
+        const beforeDetail = yield* catalog.get(detail)
+        expect(before.status).toBe(200)
+        expect(beforeDetail.status).toBe(200)
+
+        // A change that skips the change feed (against the convention) is not seen: the answers are cached.
+        yield* sql`UPDATE works SET display_name = 'Renamed behind the feed' WHERE id = ${id}::bigint`
+        yield* sleepReal(200)
+        expect((yield* catalog.get(list)).body.items[0].display_name).toBe(before.body.items[0].display_name)
+        expect((yield* catalog.get(detail)).headers.get("etag")).toBe(beforeDetail.headers.get("etag"))
+
+        // A write that follows it (catalog_touch in the writer's transaction) reaches every reader.
+        yield* sql`UPDATE works SET display_name = 'Renamed', updated_at = now() WHERE id = ${id}::bigint`.pipe(
+          Effect.zipRight(sql`SELECT catalog_touch('work', ${id}::bigint, false)`),
+          sql.withTransaction
+        )
+        const after = yield* eventually(catalog.get(list), (r) => r.body.items[0].display_name === "Renamed")
+        expect(after.body.items[0].display_name).toBe("Renamed")
+        const afterDetail = yield* eventually(catalog.get(detail), (r) => r.body.display_name === "Renamed")
+        expect(afterDetail.body.display_name).toBe("Renamed")
+        expect(afterDetail.headers.get("etag")).not.toBe(beforeDetail.headers.get("etag"))
+      }))
+
+    it.effect("a change served by the feed is never older than the records read after it (SPEC 6 mirroring)", () =>
+      Effect.gen(function*() {
+        const catalog = yield* Catalog
+        const sql = yield* SqlClient.SqlClient
+        const [{ id }] = yield* sql<
+          { id: string }
+        >`SELECT id::text AS id FROM works WHERE live ORDER BY id DESC LIMIT 1`
+        const record = `/v2/catalog/works?ids=${id}`
+        // Walk the feed to its current end; keep the cursor to poll with.
+        let cursor: string | undefined
+        for (;;) {
+          const page = yield* catalog.get(`/v2/catalog/changes?limit=100${cursor ? `&cursor=${cursor}` : ""}`)
+          if (page.body.next_cursor === undefined) break
+          cursor = page.body.next_cursor
+        }
+        expect((yield* catalog.get(record)).body.items[0].display_name).not.toBe("Seen in the feed")
+        // The notification never comes (its trigger is off): only the feed can tell this process.
+        yield* sql`ALTER TABLE catalog_changes DISABLE TRIGGER catalog_changes_notify`
+        yield* Effect.gen(function*() {
+          yield* sql`UPDATE works SET display_name = 'Seen in the feed', updated_at = now() WHERE id = ${id}::bigint`
+            .pipe(Effect.zipRight(sql`SELECT catalog_touch('work', ${id}::bigint, false)`), sql.withTransaction)
+          yield* sleepReal(200)
+          expect((yield* catalog.get(record)).body.items[0].display_name).not.toBe("Seen in the feed")
+          const poll = yield* catalog.get(`/v2/catalog/changes?limit=100&cursor=${cursor}`)
+          expect(poll.body.items.map((c: any) => `${c.target_object}/${c.id}`)).toContain(`work/${id}`)
+          expect((yield* catalog.get(record)).body.items[0].display_name).toBe("Seen in the feed")
+        }).pipe(
+          Effect.ensuring(sql`ALTER TABLE catalog_changes ENABLE TRIGGER catalog_changes_notify`.pipe(Effect.orDie))
+        )
+      }))
+
+    it.effect("the content limit is part of the key: an sfw credential never gets an nsfw answer (DECISIONS 4)", () =>
+      Effect.gen(function*() {
+        const catalog = yield* Catalog
+        const sql = yield* SqlClient.SqlClient
+        const [{ id }] = yield* sql<{ id: string }>`SELECT id::text AS id FROM works WHERE live AND nsfw LIMIT 1`
+        const nsfw = yield* catalog.get(`/v2/catalog/works?ids=${id}`)
+        expect(nsfw.body.items.map((w: any) => w.id)).toEqual([id])
+        const sfw = yield* catalog.get(`/v2/catalog/works?ids=${id}`, { key: "sfw" })
+        expect(sfw.body.items).toEqual([])
+        expect(sfw.body.missing).toEqual([id])
+        expect((yield* catalog.get(`/v2/catalog/works/${id}`, { key: "sfw" })).status).toBe(404)
+      }))
+  })
+
+  const CacheLive = ReadCache.Default.pipe(Layer.provideMerge(TestSqlLive), Layer.provide(testConfig()))
+
+  it.layer(CacheLive, serverLayerOptions("60 seconds") as any)((it) => {
+    it.effect("concurrent misses of one key share one computation; hits do not compute", () =>
+      Effect.gen(function*() {
+        const cache = yield* ReadCache
+        let runs = 0
+        const compute = Effect.promise(async () => {
+          runs++
+          await new Promise((resolve) => setTimeout(resolve, 100))
+          return "answer"
+        })
+        const answers = yield* Effect.all(
+          Array.from({ length: 20 }, () => cache.through("shared", compute, (s) => s.length)),
+          { concurrency: "unbounded" }
+        )
+        expect(answers).toEqual(Array(20).fill("answer"))
+        expect(runs).toBe(1)
+        expect(yield* cache.through("shared", compute, (s) => s.length)).toBe("answer")
+        expect(runs).toBe(1)
+      }))
+
+    it.effect("failures reach every waiter and are not stored", () =>
+      Effect.gen(function*() {
+        const cache = yield* ReadCache
+        let runs = 0
+        const failing = Effect.suspend(() => {
+          runs++
+          return Effect.fail("boom" as const)
+        })
+        const exits = yield* Effect.all(
+          Array.from({ length: 3 }, () => Effect.exit(cache.through("failing", failing, () => 1))),
+          { concurrency: "unbounded" }
+        )
+        for (const exit of exits) expect(Exit.isFailure(exit)).toBe(true)
+        yield* Effect.exit(cache.through("failing", failing, () => 1))
+        expect(runs).toBe(2)
+      }))
+
+    it.effect("a NOTIFY catalog_changed empties the cache; an answer computed across it is not kept", () =>
+      Effect.gen(function*() {
+        const cache = yield* ReadCache
+        const sql = yield* SqlClient.SqlClient
+        yield* sleepReal(200) // the listener connects
+        let runs = 0
+        const counted = Effect.sync(() => ++runs)
+        expect(yield* cache.through("counted", counted, () => 1)).toBe(1)
+        expect(yield* cache.through("counted", counted, () => 1)).toBe(1)
+        yield* sql`SELECT pg_notify('catalog_changed', 'test')`
+        const second = yield* eventually(cache.through("counted", counted, () => 1), (n) => n > 1)
+        expect(second).toBe(2)
+
+        // Started before the notification, finished after it: served to its asker, then forgotten.
+        const release = yield* Deferred.make<void>()
+        const slow = Effect.zipRight(Deferred.await(release), Effect.sync(() => ++runs))
+        const fiber = yield* Effect.fork(cache.through("slow", slow, () => 1))
+        yield* sleepReal(50)
+        yield* sql`SELECT pg_notify('catalog_changed', 'test')`
+        yield* sleepReal(300)
+        yield* Deferred.succeed(release, undefined)
+        const first = yield* fiber.await
+        expect(Exit.isSuccess(first)).toBe(true)
+        const again = yield* cache.through("slow", Effect.sync(() => -1), () => 1)
+        expect(again).toBe(-1)
+      }))
+  })
+})
