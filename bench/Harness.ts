@@ -47,7 +47,8 @@ export const startProcess = async (
   const deadline = Date.now() + timeoutMs
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`)
-    const ok = await fetch(readyUrl).then((r) => r.status === 200, () => false)
+    // With a time limit: a probe sent just as the server starts listening has been seen to hang.
+    const ok = await fetch(readyUrl, { signal: AbortSignal.timeout(2_000) }).then((r) => r.status === 200, () => false)
     if (ok) break
     if (Date.now() > deadline) throw new Error(`${script} not ready`)
     await new Promise((r) => setTimeout(r, 200))
@@ -82,28 +83,43 @@ export interface Target {
   readonly headers?: Record<string, string>
   /** Several paths, requested in turn (e.g. deep cursor pages). */
   readonly paths?: ReadonlyArray<string>
+  /**
+   * Raw autocannon requests, used as given (instead of `paths`): `setupRequest` can put a fresh
+   * single-use value in each request, `onResponse` read each answer. autocannon copies them per
+   * connection and resets `context` after every pass over the list, so state that must outlive one
+   * request (a pool of codes, refresh-token chains) lives in the scenario, not in `context`.
+   */
+  readonly requests?: ReadonlyArray<autocannon.Request>
+  /**
+   * Runs before the warm-up and again before the measured run (e.g. to fill a pool of single-use
+   * codes); before the measured run it is given the warm-up's result, to size the pool.
+   */
+  readonly prepare?: (phase: "warmup" | "measured", warmup?: Result) => Promise<void>
 }
+
+const summary = (name: string, result: autocannon.Result): Result => ({
+  name,
+  requests: result.requests.total,
+  rps: result.requests.average,
+  p50: result.latency.p50,
+  p99: result.latency.p99,
+  non2xx: result.non2xx,
+  errors: result.errors + result.timeouts
+})
 
 export const load = async (name: string, target: Target, duration = settings.duration): Promise<Result> => {
   const base = new URL(target.url)
-  const requests = target.paths?.map((path) => ({ method: "GET" as const, path }))
+  const requests = target.requests ?? target.paths?.map((path) => ({ method: "GET" as const, path }))
   const options = {
     url: base.origin + base.pathname + base.search,
     connections: settings.connections,
     headers: target.headers ?? {},
-    ...(requests ? { requests } : {})
+    ...(requests ? { requests: [...requests] } : {})
   }
-  await autocannon({ ...options, duration: settings.warmup })
-  const result = await autocannon({ ...options, duration })
-  return {
-    name,
-    requests: result.requests.total,
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    non2xx: result.non2xx,
-    errors: result.errors + result.timeouts
-  }
+  await target.prepare?.("warmup")
+  const warmup = summary(name, await autocannon({ ...options, duration: settings.warmup }))
+  await target.prepare?.("measured", warmup)
+  return summary(name, await autocannon({ ...options, duration }))
 }
 
 export const table = (results: ReadonlyArray<Result & { readonly ratio?: string }>) => {

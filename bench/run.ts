@@ -6,9 +6,10 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { root, settings } from "./Harness.js"
 import { catalog } from "./scenarios/Catalog.js"
+import { identity } from "./scenarios/Identity.js"
 import { platform } from "./scenarios/Platform.js"
 
-const suites: Record<string, () => Promise<string>> = { platform, catalog }
+const suites: Record<string, () => Promise<string>> = { platform, catalog, identity }
 const selected = (process.env.BENCH ?? Object.keys(suites).join(",")).split(",").filter((s) => s in suites)
 
 const sections: Array<string> = [

@@ -1,13 +1,14 @@
 /**
- * The identity server stack (SPEC 4.2) on its own port, built fresh (RECIPES.md).
+ * The identity server stack (SPEC 4.2) on its own port, built fresh (RECIPES.md), served like the
+ * catalog by `listen` (graceful drain; 503 with `Retry-After` while starting, here as the envelope).
  */
 import { HttpApiBuilder, HttpApiScalar, HttpApp, HttpServer, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
-import { createServer } from "node:http"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"
+import { envelopeFailure } from "../../schema/Identity/Envelope.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
+import { listen } from "../platform/HttpListener.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { HttpAuthLive } from "./http/AuthHttp.js"
 import { HttpDiscoveryLive } from "./http/DiscoveryHttp.js"
@@ -47,10 +48,17 @@ export const IdentityHttpLive = HttpApiBuilder.serve((app) => withRequestId(with
   Layer.provide(IdentityApiLive)
 )
 
+/** What a request gets before the application is attached: the envelope's SERVICE_UNAVAILABLE. */
+const starting = () => ({
+  contentType: "application/json",
+  body: JSON.stringify(envelopeFailure("SERVICE_UNAVAILABLE").body)
+})
+
 export const IdentityServerLive = Layer.unwrapEffect(
   Effect.map(ServerConfig, (config) =>
-    IdentityHttpLive.pipe(
-      HttpServer.withLogAddress,
-      Layer.provide(NodeHttpServer.layer(createServer, { port: config.identityPort, host: config.host }))
-    ))
+    listen(HttpServer.withLogAddress(IdentityHttpLive), {
+      port: config.identityPort,
+      host: config.host,
+      starting
+    }))
 ).pipe(Layer.fresh)

@@ -294,14 +294,16 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
       if (params.owner_uid !== undefined || params.site !== undefined) {
         return envelope({ items: [], total: params.include_total === true ? 0 : undefined })
       }
-      const [rows, total] = yield* Effect.all([
-        repo.keyset({ filters, sort, after, take: limit + 1, nsfw, view }),
-        params.include_total !== true
-          ? Effect.succeed(undefined)
-          : Object.values(filters).every((v) => v === undefined)
-          ? index.count({ q: undefined, filters: {}, sort, nsfw })
-          : listingCounts.get(JSON.stringify([nsfw, filters]), repo.count(filters, nsfw))
-      ], { concurrency: "unbounded" })
+      const keyset = repo.keyset({ filters, sort, after, take: limit + 1, nsfw, view })
+      // Side by side only when there is a count to run (forking a fiber is not free).
+      const [rows, total] = params.include_total !== true
+        ? [yield* keyset, undefined]
+        : yield* Effect.all([
+          keyset,
+          Object.values(filters).every((v) => v === undefined)
+            ? index.count({ q: undefined, filters: {}, sort, nsfw })
+            : listingCounts.get(JSON.stringify([nsfw, filters]), repo.count(filters, nsfw))
+        ], { concurrency: "unbounded" })
       const spec = sortSpecs[sort]
       const page = pageOf(
         rows,
