@@ -215,12 +215,13 @@ const tokenExchange = async (side: Side): Promise<Run> => {
   let pool: Array<string> = []
   let empty = 0
   const prepare = async (phase: "warmup" | "measured", warmup?: Result) => {
-    // The measured pool: 1.5x the warm-up's successful rate (twice the guess when the warm-up ran dry).
+    // The measured pool: 3x the warm-up's successful rate (a warmed-up server runs faster than its
+    // warm-up did), from twice the guess when the warm-up ran dry.
     const rate = phase === "warmup" || warmup === undefined
       ? codeRate
       : Math.max((warmup.requests - warmup.non2xx) / settings.warmup, empty > 0 ? 2 * codeRate : 100)
     const seconds = phase === "warmup" ? settings.warmup : settings.duration
-    pool = await side.mintCodes(Math.ceil(rate * 1.5 * seconds) + 2 * settings.connections)
+    pool = await side.mintCodes(Math.ceil(rate * (phase === "warmup" ? 1.5 : 3) * seconds) + 2 * settings.connections)
     empty = 0
   }
   return measure(

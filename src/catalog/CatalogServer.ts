@@ -7,7 +7,7 @@ import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../schema/Api/CatalogApi.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
-import { listen } from "../platform/HttpListener.js"
+import { completeOnHangUp, listen } from "../platform/HttpListener.js"
 import { problemMiddleware, problemOpenApiTransform, startingProblem } from "../platform/ProblemMiddleware.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { RouteTable } from "../platform/RouteTable.js"
@@ -62,7 +62,7 @@ export const CatalogApiLive = HttpApiBuilder.api(CatalogApiDocumented).pipe(
 )
 
 /** Everything but the listening socket: tests put it on an ephemeral port. */
-export const CatalogHttpLive = HttpApiBuilder.serve(withRequestId).pipe(
+export const CatalogHttpLive = HttpApiBuilder.serve((app) => completeOnHangUp(withRequestId(app))).pipe(
   Layer.provide(HttpApiScalar.layer({ path: "/v2/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v2/openapi.json" })),
   Layer.provide(problemMiddleware(catalogRoutes)),

@@ -8,7 +8,7 @@ import { IdentityApi } from "../../schema/Api/IdentityApi.js"
 import { envelopeFailure } from "../../schema/Identity/Envelope.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
-import { listen } from "../platform/HttpListener.js"
+import { completeOnHangUp, listen } from "../platform/HttpListener.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { HttpAuthLive } from "./http/AuthHttp.js"
 import { HttpDiscoveryLive } from "./http/DiscoveryHttp.js"
@@ -41,12 +41,13 @@ const withFrameProtection = (app: HttpApp.Default): HttpApp.Default =>
     }))
   ).pipe(Effect.zipRight(app))
 
-export const IdentityHttpLive = HttpApiBuilder.serve((app) => withRequestId(withFrameProtection(app))).pipe(
-  Layer.provide(HttpApiScalar.layer({ path: "/api/v1/docs" })),
-  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/v1/openapi.json" })),
-  Layer.provide(identityErrorMiddleware),
-  Layer.provide(IdentityApiLive)
-)
+export const IdentityHttpLive = HttpApiBuilder.serve((app) => completeOnHangUp(withRequestId(withFrameProtection(app))))
+  .pipe(
+    Layer.provide(HttpApiScalar.layer({ path: "/api/v1/docs" })),
+    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/v1/openapi.json" })),
+    Layer.provide(identityErrorMiddleware),
+    Layer.provide(IdentityApiLive)
+  )
 
 /** What a request gets before the application is attached: the envelope's SERVICE_UNAVAILABLE. */
 const starting = () => ({

@@ -10,6 +10,8 @@ export const healthHandlers = Effect.gen(function*() {
     healthz: () => Effect.succeed({ status: "ok" } as const),
     readyz: () =>
       sql`SELECT 1`.pipe(
+        // Requests run uninterruptibly (HttpListener.completeOnHangUp); this ping may be cut short.
+        Effect.interruptible,
         Effect.timeout(Duration.seconds(2)),
         Effect.as({ status: "ready", database: "ok" } as const),
         Effect.catchAllCause(() =>

@@ -8,6 +8,7 @@
  * The application may also install a `Preemption` handler: it sees each request before the
  * platform does and may answer it itself (the catalog's hot-response cache, HotResponses.ts).
  */
+import type { HttpApp } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Duration, Effect, Layer } from "effect"
 import * as Http from "node:http"
@@ -31,6 +32,17 @@ export type PreemptHandler = (req: Http.IncomingMessage, res: Http.ServerRespons
 export class Preemption extends Context.Tag("platform/Preemption")<Preemption, {
   readonly install: (handler: PreemptHandler) => void
 }>() {}
+
+/**
+ * Lets a request whose client hung up finish instead of interrupting it. Interrupting a request
+ * cancels its running statement with `pg_cancel_backend(pid)`, sent from another pooled connection;
+ * when the statement ends first, the connection is already back in the pool and the cancel kills
+ * whatever statement another request started on it (a spurious 57014 and 503 for an innocent
+ * client, seen under load). Statements are short and the answer of a detached computation fills
+ * the read cache anyway, so running to completion costs little. Code that must stop waiting (a
+ * timeout) marks its own part interruptible.
+ */
+export const completeOnHangUp = (app: HttpApp.Default): HttpApp.Default => Effect.uninterruptible(app)
 
 const drain = (server: Http.Server, inFlight: Set<Http.ServerResponse>, grace: Duration.Duration) =>
   Effect.async<void>((resume) => {
