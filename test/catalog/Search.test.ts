@@ -9,7 +9,7 @@ import { Effect, Schema } from "effect"
 import { ListWork } from "../../schema/Catalog/Work.js"
 import { foldText } from "../../src/catalog/search/SearchKey.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
-import { expectProblem } from "../support/Problems.js"
+import { expectProblem, sleepReal } from "../support/Problems.js"
 
 const list = (path: string, key: "sfw" | "nsfw" = "nsfw") =>
   Effect.gen(function*() {
@@ -196,6 +196,42 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
           const p = yield* Effect.promise(() => expectProblem(res, code, path))
           expect(p.errors[0]!.parameter).toBe(path.includes("sort=") ? "sort" : "q")
         }
+      }))
+
+    it.effect("DECISIONS 7: the search ranks on its own copy of popularity and the gate, which follows every write to the work", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const drift = sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM work_search s JOIN works w ON w.id = s.work_id
+          WHERE (s.popularity, s.live, s.nsfw) IS DISTINCT FROM (w.popularity, w.live, w.nsfw)`
+        // As seeded (the generator writes the copy with its trigger off).
+        expect((yield* drift)[0]!.n).toBe(0)
+        const [work] = yield* sql<{ id: string; display_name: string }>`
+          SELECT id::text AS id, display_name FROM works WHERE live AND NOT nsfw ORDER BY popularity LIMIT 1`
+        const search = `/v2/catalog/search?q=${q(work!.display_name)}&limit=100`
+        const ids = (body: any) => body.items.map((w: any) => w.id)
+        expect(ids(yield* list(search))).toContain(work!.id)
+
+        // The least popular work becomes the most popular: it leads the "any match" tier.
+        yield* sql`UPDATE works SET popularity = 100 WHERE id = ${work!.id}::bigint`.pipe(
+          Effect.zipRight(sql`SELECT catalog_touch('work', ${work!.id}::bigint, false)`),
+          sql.withTransaction
+        )
+        const rows = yield* sql<{ popularity: number }>`SELECT popularity FROM work_search WHERE work_id = ${
+          work!.id
+        }::bigint`
+        expect(rows[0]!.popularity).toBe(100)
+        // Turned nsfw: gone for an sfw credential; withdrawn: gone for everyone.
+        yield* sql`UPDATE works SET nsfw = true WHERE id = ${work!.id}::bigint`
+        yield* sql`SELECT catalog_touch('work', ${work!.id}::bigint, false)`
+        yield* sleepReal(300)
+        expect(ids(yield* list(search, "sfw"))).not.toContain(work!.id)
+        expect(ids(yield* list(search))).toContain(work!.id)
+        yield* sql`UPDATE works SET withdrawn = true WHERE id = ${work!.id}::bigint`
+        yield* sql`SELECT catalog_touch('work', ${work!.id}::bigint, true)`
+        yield* sleepReal(300)
+        expect(ids(yield* list(search))).not.toContain(work!.id)
+        expect((yield* drift)[0]!.n).toBe(0)
       }))
   })
 })

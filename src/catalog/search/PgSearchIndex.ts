@@ -89,14 +89,32 @@ export const PgSearchIndexLive = Layer.effect(
       max: 1
     })
 
-    /** `FROM` and `WHERE` of the works matching a request. */
-    const source = (request: SearchRequest, match: Match | undefined) => ({
-      from: match === undefined ? sql`works w` : sql`work_search s JOIN works w ON w.id = s.work_id`,
-      where: match === undefined
-        ? sql`${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
-        : sql`s.key LIKE ${match.pattern} AND strpos(s.norm, ${match.needle}) > 0
-            AND ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
-    })
+    /**
+     * `FROM` and `WHERE` of the works matching a request, and its id column. A query without filters
+     * that needs nothing else of `works` (`wholeWorks` false) stays in `work_search`, which carries
+     * the ranking and gate columns (migrations/0006): no probe into `works` per match.
+     */
+    const source = (request: SearchRequest, match: Match | undefined, wholeWorks: boolean) => {
+      if (match === undefined) {
+        return {
+          id: sql`w.id`,
+          from: sql`works w`,
+          where: sql`${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
+        }
+      }
+      const matches = sql`s.key LIKE ${match.pattern} AND strpos(s.norm, ${match.needle}) > 0`
+      return wholeWorks || hasFilters(request.filters)
+        ? {
+          id: sql`w.id`,
+          from: sql`work_search s JOIN works w ON w.id = s.work_id`,
+          where: sql`${matches} AND ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
+        }
+        : {
+          id: sql`s.work_id`,
+          from: sql`work_search s`,
+          where: request.nsfw ? sql`${matches} AND s.live` : sql`${matches} AND s.live AND NOT s.nsfw`
+        }
+    }
 
     /**
      * The order of a request. `relevance` with a query: a name equal to the query, then a name
@@ -109,11 +127,11 @@ export const PgSearchIndexLive = Layer.effect(
         const tier = sql`(CASE WHEN strpos(${nl} || s.norm || ${nl}, ${nl} || ${match.needle} || ${nl}) > 0 THEN 0
           WHEN strpos(${nl} || s.norm, ${nl} || ${match.needle}) > 0 THEN 1 ELSE 2 END)`
         return {
-          columns: sql`${tier}::text AS k0, w.popularity::text AS k1`,
-          order: sql`${tier} ASC, w.popularity DESC, w.id DESC`,
+          columns: sql`${tier}::text AS k0, s.popularity::text AS k1`,
+          order: sql`${tier} ASC, s.popularity DESC, s.work_id DESC`,
           after: (after) =>
             sql`(${tier} > ${Number(after.key[0])} OR (${tier} = ${Number(after.key[0])}
-              AND (w.popularity, w.id) < (${String(after.key[1])}::real, ${after.id}::bigint)))`,
+              AND (s.popularity, s.work_id) < (${String(after.key[1])}::real, ${after.id}::bigint)))`,
           width: 2
         }
       }
@@ -141,10 +159,11 @@ export const PgSearchIndexLive = Layer.effect(
         readonly limit: number
       }
     ) => {
-      const { from, where } = source(request, match)
+      // Only the relevance order of a query is spelled on `work_search`'s own columns.
+      const { from, id, where } = source(request, match, !(request.sort === "relevance" && match !== undefined))
       const order = ordering(request, match)
       return sql<Record<string, string | null>>`
-        SELECT w.id::text AS id, ${order.columns} FROM ${from}
+        SELECT ${id}::text AS id, ${order.columns} FROM ${from}
         WHERE ${where} ${options.after === undefined ? sql`` : sql`AND ${order.after(options.after)}`}
         ORDER BY ${order.order}
         ${options.offset ? sql`OFFSET ${options.offset}` : sql``} LIMIT ${options.limit}`.pipe(
@@ -183,7 +202,7 @@ export const PgSearchIndexLive = Layer.effect(
       )
 
     const exactCount = (request: SearchRequest, match: Match | undefined) => {
-      const { from, where } = source(request, match)
+      const { from, where } = source(request, match, false)
       return counts.get(
         cacheKey("count", request),
         sql<{ n: string }>`SELECT count(*)::text AS n FROM ${from} WHERE ${where}`.pipe(
@@ -286,6 +305,11 @@ export const PgSearchIndexLive = Layer.effect(
       const match = matchOf(request)
       if (match === null) return []
       if (match === undefined) return yield* hitsQuery(request, undefined, { after: position, limit: take })
+      // A first page needs `take` rows, not the result set: top-N instead of ordering every match.
+      // Later pages (few clients go there) compute the set once and slice it.
+      if (position === undefined && resultSets.peek(cacheKey("hits", request, request.sort)) === undefined) {
+        return yield* hitsQuery(request, match, { limit: take })
+      }
       const set = yield* resultSet(request, match)
       const start = position === undefined ? 0 : indexOf(set, position.id) + 1
       const samePosition = position === undefined ||
@@ -316,7 +340,7 @@ export const PgSearchIndexLive = Layer.effect(
           const { facets } = yield* stats(request.nsfw)
           return Object.fromEntries(wanted.map((f) => [f, facets[f]]))
         }
-        const { from, where } = source(request, match)
+        const { from, where } = source(request, match, true)
         const computed = facetCache.get(
           cacheKey("facets", request, wanted),
           sql<{ facet: WorkFacet; value: string; display_name: string; count: string }>`${

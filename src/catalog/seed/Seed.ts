@@ -80,10 +80,14 @@ const validateConstraintsBelow = 200_000
 /** Below this many works everything is generated on the calling thread. */
 const workerThreshold = 50_000
 
-/** The change-feed stamping triggers, off during COPY (the column defaults stamp the rows). */
+/**
+ * Row triggers off during COPY: the change-feed stamping (the column defaults stamp the rows) and
+ * the search row's copy of its work's ranking columns (the generator writes them).
+ */
 const stampTriggers = [
   ["catalog_changes", "catalog_changes_position"],
-  ["catalog_redirects", "catalog_redirects_position"]
+  ["catalog_redirects", "catalog_redirects_position"],
+  ["work_search", "work_search_from_work"]
 ] as const
 
 // -------------------------------------------------------------------------------------------------
