@@ -87,15 +87,25 @@ export class MergeRepo extends Effect.Service<MergeRepo>()("catalog/MergeRepo", 
         (rows) => rows.length
       )
 
-    /** Records a change of each entity in the feed; `gone` is the row's state after the write. */
-    const touch = (object: TargetObject, entityIds: Ids) =>
-      entityIds.length === 0 ? Effect.succeed(0) : Effect.map(
-        sql`
+    /**
+     * Records a change of each entity in the feed; `gone` is the row's state after the write. The
+     * rows are share-locked first (in id order): a merge touches entities it did not update itself,
+     * and without the lock a concurrent withdrawal committing between our read of `live` and our
+     * upsert of the change row would leave the feed saying the opposite of the catalog. After the
+     * lock, the next statement's snapshot sees every committed change and no new one can commit.
+     */
+    const touch = (object: TargetObject, entityIds: Ids) => {
+      const ids = [...new Set(entityIds)].sort((a, b) => Number(a) - Number(b))
+      return ids.length === 0 ? Effect.succeed(0) : sql`
+          SELECT x.id FROM ${table(object)} x WHERE x.id = ANY(${ids}::bigint[]) ORDER BY x.id FOR SHARE
+        `.pipe(
+        Effect.zipRight(sql`
           SELECT catalog_touch(${object}, x.id, NOT x.live) FROM ${table(object)} x
-          WHERE x.id = ANY(${[...new Set(entityIds)]}::bigint[])
-        `,
-        (rows) => rows.length
+          WHERE x.id = ANY(${ids}::bigint[])
+        `),
+        Effect.map((rows) => rows.length)
       )
+    }
 
     // --- works: the loser's own rows move to the survivor unless they would duplicate one of its rows --
 
