@@ -2,7 +2,7 @@
  * Annotations the contract carries for the server: which problem code a failing parameter
  * maps to, and which scope an endpoint needs.
  */
-import { Context } from "effect"
+import { Context, Schema } from "effect"
 import type { ProblemCode } from "./Problem.js"
 
 /**
@@ -34,3 +34,11 @@ export class RequiredScope extends Context.Tag("shiori/RequiredScope")<RequiredS
 
 /** Endpoint or group annotation: the endpoint is public (no credential needed). */
 export class Public extends Context.Tag("shiori/Public")<Public, boolean>() {}
+
+/**
+ * The 304 of a single-record read (DECISIONS 10): declared on every endpoint that sends a strong
+ * `ETag`, so the OpenAPI document and the typed client know a current `If-None-Match` gets no body.
+ */
+export const NotModified = Schema.Void.annotations({
+  description: "Not Modified: the `ETag` named in `If-None-Match` is current (RFC 9110 15.4.5); no body."
+})

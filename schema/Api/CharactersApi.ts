@@ -4,7 +4,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { RequiredScope } from "../Annotations.js"
+import { NotModified, RequiredScope } from "../Annotations.js"
 import { ListAppearance } from "../Catalog/Appearance.js"
 import { Character, ListCharacter } from "../Catalog/Character.js"
 import { CharacterId } from "../Catalog/Common.js"
@@ -85,6 +85,7 @@ export class CharactersApi extends HttpApiGroup.make("characters")
       .setPath(CharacterPath)
       .setUrlParams(GetCharacterParams)
       .addSuccess(Character)
+      .addSuccess(NotModified, { status: 304 })
       .addError(problem(UnknownInclude))
       .addError(problem(NotFound))
       .addError(problem(EntityMerged))

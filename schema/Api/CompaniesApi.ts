@@ -3,7 +3,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { RequiredScope } from "../Annotations.js"
+import { NotModified, RequiredScope } from "../Annotations.js"
 import { CompanyId } from "../Catalog/Common.js"
 import { Company, CompanyGraph, CompanyKind, ListCompany } from "../Catalog/Company.js"
 import { BooleanParam, CursorParam, IdList, Limit, tokenList } from "../Catalog/Query.js"
@@ -78,6 +78,7 @@ export class CompaniesApi extends HttpApiGroup.make("companies")
       .setPath(CompanyPath)
       .setUrlParams(GetCompanyParams)
       .addSuccess(Company)
+      .addSuccess(NotModified, { status: 304 })
       .addError(problem(UnknownInclude))
       .addError(problem(NotFound))
       .addError(problem(EntityMerged))
@@ -93,6 +94,7 @@ export class CompaniesApi extends HttpApiGroup.make("companies")
       .setPath(CompanyPath)
       .setUrlParams(GraphParams)
       .addSuccess(CompanyGraph)
+      .addSuccess(NotModified, { status: 304 })
       .addError(problem(UnknownInclude))
       .addError(problem(NotFound))
       .addError(problem(EntityMerged))

@@ -4,7 +4,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { RequiredScope } from "../Annotations.js"
+import { NotModified, RequiredScope } from "../Annotations.js"
 import { ListNameCredit } from "../Catalog/Appearance.js"
 import { CreditNameId } from "../Catalog/Common.js"
 import { CreditName, ListCreditName } from "../Catalog/Credit.js"
@@ -82,6 +82,7 @@ export class CreditNamesApi extends HttpApiGroup.make("creditNames")
       .setPath(CreditNamePath)
       .setUrlParams(GetCreditNameParams)
       .addSuccess(CreditName)
+      .addSuccess(NotModified, { status: 304 })
       .addError(problem(UnknownInclude))
       .addError(problem(NotFound))
       .addError(problem(EntityMerged))

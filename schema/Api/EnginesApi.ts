@@ -3,7 +3,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { RequiredScope } from "../Annotations.js"
+import { NotModified, RequiredScope } from "../Annotations.js"
 import { EngineId } from "../Catalog/Common.js"
 import { Engine, ListEngine } from "../Catalog/Engine.js"
 import { BooleanParam, CursorParam, IdList, Limit } from "../Catalog/Query.js"
@@ -40,6 +40,7 @@ export class EnginesApi extends HttpApiGroup.make("engines")
     HttpApiEndpoint.get("getEngine", "/v2/catalog/engines/:id")
       .setPath(Schema.Struct({ id: EngineId }).annotations({ parseOptions: { errors: "all" } }))
       .addSuccess(Engine)
+      .addSuccess(NotModified, { status: 304 })
       .addError(problem(NotFound))
       .addError(problem(EntityMerged))
       .annotate(OpenApi.Summary, "Read an engine")

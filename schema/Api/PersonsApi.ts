@@ -4,7 +4,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { RequiredScope } from "../Annotations.js"
+import { NotModified, RequiredScope } from "../Annotations.js"
 import { PersonId } from "../Catalog/Common.js"
 import { ListPerson, Person } from "../Catalog/Person.js"
 import { CursorParam, IdList, Limit, tokenList } from "../Catalog/Query.js"
@@ -72,6 +72,7 @@ export class PersonsApi extends HttpApiGroup.make("persons")
       .setPath(PersonPath)
       .setUrlParams(GetPersonParams)
       .addSuccess(Person)
+      .addSuccess(NotModified, { status: 304 })
       .addError(problem(UnknownInclude))
       .addError(problem(NotFound))
       .addError(problem(EntityMerged))

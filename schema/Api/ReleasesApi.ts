@@ -3,7 +3,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { RequiredScope } from "../Annotations.js"
+import { NotModified, RequiredScope } from "../Annotations.js"
 import { Id, ReleaseId } from "../Catalog/Common.js"
 import { CursorParam, IdList, Limit, tokenList } from "../Catalog/Query.js"
 import { ListRelease, Release } from "../Catalog/Release.js"
@@ -63,6 +63,7 @@ export class ReleasesApi extends HttpApiGroup.make("releases")
         })
       )
       .addSuccess(Release)
+      .addSuccess(NotModified, { status: 304 })
       .addError(problem(UnknownInclude))
       .addError(problem(NotFound))
       .addError(problem(EntityMerged))

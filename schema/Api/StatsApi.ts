@@ -2,7 +2,7 @@
  * Catalog statistics (SPEC 2.7 CatalogStats; path DECISIONS 1).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { RequiredScope } from "../Annotations.js"
+import { NotModified, RequiredScope } from "../Annotations.js"
 import { CatalogStats } from "../Catalog/Stats.js"
 import { Authorization } from "./Security.js"
 
@@ -10,6 +10,7 @@ export class StatsApi extends HttpApiGroup.make("stats")
   .add(
     HttpApiEndpoint.get("getStats", "/v2/catalog/stats")
       .addSuccess(CatalogStats)
+      .addSuccess(NotModified, { status: 304 })
       .annotate(OpenApi.Summary, "Catalog statistics")
       .annotate(
         OpenApi.Description,

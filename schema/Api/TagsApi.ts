@@ -3,7 +3,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { RequiredScope } from "../Annotations.js"
+import { NotModified, RequiredScope } from "../Annotations.js"
 import { TagId } from "../Catalog/Common.js"
 import { BooleanParam, CursorParam, IdList, Limit } from "../Catalog/Query.js"
 import { ListTag, Tag, TagCategory } from "../Catalog/Tag.js"
@@ -42,6 +42,7 @@ export class TagsApi extends HttpApiGroup.make("tags")
     HttpApiEndpoint.get("getTag", "/v2/catalog/tags/:id")
       .setPath(Schema.Struct({ id: TagId }).annotations({ parseOptions: { errors: "all" } }))
       .addSuccess(Tag)
+      .addSuccess(NotModified, { status: 304 })
       .addError(problem(NotFound))
       .addError(problem(EntityMerged))
       .annotate(OpenApi.Summary, "Read a tag")

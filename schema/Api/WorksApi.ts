@@ -4,7 +4,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { problemCodeOnFailure, RequiredScope } from "../Annotations.js"
+import { NotModified, problemCodeOnFailure, RequiredScope } from "../Annotations.js"
 import { ListRosterCharacter } from "../Catalog/Character.js"
 import { ContentRating, Id, LangTag, ListCover, ListIntro, Medium, Platform, WorkId } from "../Catalog/Common.js"
 import { ListCreditGroup } from "../Catalog/Credit.js"
@@ -273,6 +273,7 @@ export class WorksApi extends HttpApiGroup.make("works")
       .setPath(WorkPath)
       .setUrlParams(GetWorkParams)
       .addSuccess(Work)
+      .addSuccess(NotModified, { status: 304 })
       .addError(problem(UnknownInclude))
       .addError(problem(NotFound))
       .addError(problem(EntityMerged))

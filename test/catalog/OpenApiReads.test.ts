@@ -158,4 +158,27 @@ describe("OpenAPI document: catalog reads", () => {
     expect(detail).toContain("EntityMergedProblem")
     expect(detail).toContain("NotFoundProblem")
   })
+
+  it("DECISIONS 10: every single-record read that sends an ETag declares its 304 (no body)", () => {
+    const conditional = [
+      "/v2/catalog/works/{id}",
+      "/v2/catalog/releases/{id}",
+      "/v2/catalog/characters/{id}",
+      "/v2/catalog/credit-names/{id}",
+      "/v2/catalog/persons/{id}",
+      "/v2/catalog/companies/{id}",
+      "/v2/catalog/companies/{id}/graph",
+      "/v2/catalog/engines/{id}",
+      "/v2/catalog/tags/{id}",
+      "/v2/catalog/stats"
+    ]
+    for (const path of conditional) {
+      const responses = spec.paths[path].get.responses
+      expect(responses["200"], path).toBeDefined()
+      expect(responses["304"], path).toBeDefined()
+      expect(responses["304"].content, path).toBeUndefined()
+    }
+    // Lists send no ETag and declare no 304.
+    expect(spec.paths["/v2/catalog/works"].get.responses["304"]).toBeUndefined()
+  })
 })
