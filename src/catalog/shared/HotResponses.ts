@@ -18,7 +18,7 @@
  * metric.
  */
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Config, Context, Effect, Layer, Metric, Option } from "effect"
+import { Context, Effect, Layer, Metric, Option } from "effect"
 import { RequiredScope, type Scope } from "../../../schema/Annotations.js"
 import { Principal, type PrincipalShape } from "../../../schema/Api/Security.js"
 import { conditional, noneMatch } from "../../platform/Conditional.js"
@@ -26,6 +26,7 @@ import { Preemption } from "../../platform/HttpListener.js"
 import { makeRequestId } from "../../platform/RequestId.js"
 import type { RouteTable } from "../../platform/RouteTable.js"
 import { bearerToken, Credentials } from "../auth/Authorization.js"
+import { makeByteLru } from "./ByteLru.js"
 import { ReadCache } from "./ReadCache.js"
 
 /** A read's answer: JSON text, with an ETag when the resource is a single record (DECISIONS 10). */
@@ -45,7 +46,6 @@ interface Entry {
   readonly bytes: Buffer
   readonly scope: Scope | "any"
   readonly generation: number
-  readonly expires: number
 }
 
 export class HotResponses extends Context.Tag("catalog/HotResponses")<HotResponses, {
@@ -74,42 +74,29 @@ export const HotResponsesLive = (routes: RouteTable) =>
       const cache = yield* ReadCache
       const credentials = yield* Credentials
       const preemption = yield* Preemption
-      const maxWeight = (yield* Config.number("CATALOG_CACHE_MB").pipe(Config.withDefault(32))) * 1024 * 1024
       const scopes = new Map<string, Scope | "any">()
       for (const route of routes.routes) {
         const scope = Context.getOption(route.annotations, RequiredScope)
         if (Option.isSome(scope)) scopes.set(`${route.method} ${route.path}`, scope.value)
       }
 
-      const entries = new Map<string, Entry>()
-      let weight = 0
+      const entries = makeByteLru<Entry>({ maxWeight: cache.maxWeight, ttlMs: cache.ttlMs })
       let generation = cache.generation()
 
       const forgetOutdated = () => {
         if (generation === cache.generation()) return
         generation = cache.generation()
         entries.clear()
-        weight = 0
       }
 
       const remember = (key: string, entry: Entry) => {
         forgetOutdated()
-        if (entry.generation !== generation || entry.bytes.length > maxWeight / 8) return
-        const previous = entries.get(key)
-        if (previous !== undefined) weight -= previous.bytes.length
-        entries.delete(key)
-        entries.set(key, entry)
-        weight += entry.bytes.length
-        for (const [oldest, old] of entries) {
-          if (weight <= maxWeight) break
-          entries.delete(oldest)
-          weight -= old.bytes.length
-        }
+        if (entry.generation === generation) entries.set(key, entry, entry.bytes.length)
       }
 
-      if (cache.enabled && maxWeight > 0) {
+      if (cache.maxWeight > 0) {
         preemption.install((req, res) => {
-          if (req.method !== "GET" || entries.size === 0) return false
+          if (req.method !== "GET" || entries.size() === 0) return false
           const token = bearerToken(req.headers.authorization)
           if (Option.isNone(token)) return false
           const principal = credentials.peek(token.value)
@@ -118,11 +105,6 @@ export const HotResponsesLive = (routes: RouteTable) =>
           const key = `${principal.contentLimit} ${req.url}`
           const entry = entries.get(key)
           if (entry === undefined) return false
-          if (entry.expires <= Date.now()) {
-            entries.delete(key)
-            weight -= entry.bytes.length
-            return false
-          }
           if (entry.scope !== "any" && !principal.scopes.has(entry.scope)) return false
           hotResponses.unsafeUpdate(1, [])
           const { etag } = entry.answer
@@ -148,15 +130,14 @@ export const HotResponsesLive = (routes: RouteTable) =>
           const principal = yield* Principal
           const started = cache.generation()
           const answer = yield* compute(principal)
-          if (cache.enabled && maxWeight > 0) {
+          if (cache.maxWeight > 0) {
             const request = yield* HttpServerRequest.HttpServerRequest
             const route = yield* HttpRouter.RouteContext
             remember(`${principal.contentLimit} ${request.url}`, {
               answer,
               bytes: Buffer.from(answer.json),
               scope: scopes.get(`${route.route.method} ${route.route.path}`) ?? "any",
-              generation: started,
-              expires: Date.now() + cache.ttlMs
+              generation: started
             })
           }
           return yield* answerOf(answer)

@@ -29,14 +29,9 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Config, Deferred, Duration, Effect, Exit, FiberId, Schedule, Stream } from "effect"
+import { makeByteLru } from "./ByteLru.js"
 
 export const CATALOG_CHANNEL = "catalog_changed"
-
-interface Entry<A> {
-  readonly value: A
-  readonly weight: number
-  readonly expires: number
-}
 
 export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", {
   scoped: Effect.gen(function*() {
@@ -44,9 +39,8 @@ export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", 
     const ttlMs = (yield* Config.number("CATALOG_CACHE_SECONDS").pipe(Config.withDefault(60))) * 1000
     const pg = yield* PgClient.PgClient
 
-    const entries = new Map<string, Entry<unknown>>()
+    const entries = makeByteLru<unknown>({ maxWeight, ttlMs })
     const pending = new Map<string, Deferred.Deferred<unknown, unknown>>()
-    let weight = 0
     /** Bumped by every invalidation: a computation that began under an older one is not stored. */
     let generation = 0
 
@@ -54,7 +48,6 @@ export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", 
       generation++
       entries.clear()
       pending.clear()
-      weight = 0
     }
 
     /** The highest feed position (txid, seq) served by this process. */
@@ -65,17 +58,6 @@ export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", 
       if (position[0] > feedTop[0] || (position[0] === feedTop[0] && position[1] > feedTop[1])) {
         feedTop = position
         invalidate()
-      }
-    }
-
-    const store = (key: string, value: unknown, size: number) => {
-      if (size > maxWeight / 8) return
-      entries.set(key, { value, weight: size, expires: Date.now() + ttlMs })
-      weight += size
-      for (const [oldest, entry] of entries) {
-        if (weight <= maxWeight) break
-        entries.delete(oldest)
-        weight -= entry.weight
       }
     }
 
@@ -97,17 +79,8 @@ export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", 
      */
     const through = <A, E>(key: string, compute: Effect.Effect<A, E>, weigh: (value: A) => number) =>
       maxWeight === 0 ? compute : Effect.suspend((): Effect.Effect<A, E> => {
-        const entry = entries.get(key)
-        if (entry !== undefined) {
-          if (entry.expires > Date.now()) {
-            // Most recently used last: re-insert.
-            entries.delete(key)
-            entries.set(key, entry)
-            return Effect.succeed(entry.value as A)
-          }
-          entries.delete(key)
-          weight -= entry.weight
-        }
+        const cached = entries.get(key)
+        if (cached !== undefined) return Effect.succeed(cached as A)
         const running = pending.get(key) as Deferred.Deferred<A, E> | undefined
         if (running !== undefined) return Deferred.await(running)
         const started = generation
@@ -118,7 +91,9 @@ export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", 
           Effect.flatMap((exit) =>
             Effect.suspend(() => {
               if (pending.get(key) === deferred) pending.delete(key)
-              if (Exit.isSuccess(exit) && started === generation) store(key, exit.value, weigh(exit.value))
+              if (Exit.isSuccess(exit) && started === generation) {
+                entries.set(key, exit.value, weigh(exit.value))
+              }
               return Deferred.done(deferred, exit)
             })
           ),
@@ -134,10 +109,10 @@ export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", 
       observeFeed,
       /** Changes whenever the cache is emptied: an answer computed under an older one is outdated. */
       generation: () => generation,
-      /** Whether answers are kept at all (`CATALOG_CACHE_MB` > 0). */
-      enabled: maxWeight > 0,
+      /** The budget (`CATALOG_CACHE_MB`, in string length or bytes); 0 when answers are not kept. */
+      maxWeight,
       ttlMs,
-      size: () => entries.size
+      size: entries.size
     } as const
   })
 }) {}

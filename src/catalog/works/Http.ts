@@ -9,8 +9,8 @@ import { ReadCache } from "../shared/ReadCache.js"
 import { Works } from "./Works.js"
 
 /** Whether the caller's credential may see nsfw works (DECISIONS 4). */
-const nsfw = Effect.map(Principal, (p) => p.contentLimit === "nsfw")
 const nsfwOf = (p: PrincipalShape) => p.contentLimit === "nsfw"
+const nsfw = Effect.map(Principal, nsfwOf)
 
 export const HttpWorksLive = HttpApiBuilder.group(
   CatalogApi,
