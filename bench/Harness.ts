@@ -32,14 +32,18 @@ export interface Proc {
   readonly stop: () => Promise<void>
 }
 
-/** Starts `node <script>` and waits until `readyUrl` answers 200. */
+/**
+ * Starts `node <script>` and waits until `readyUrl` answers 200. `BENCH_NODE_ARGS` (space-separated)
+ * goes before the script, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile what is measured.
+ */
 export const startProcess = async (
   script: string,
   env: Record<string, string>,
   readyUrl: string,
   timeoutMs = 600_000
 ): Promise<Proc> => {
-  const child = spawn(process.execPath, [script], {
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(" ").filter((arg) => arg !== "") ?? []
+  const child = spawn(process.execPath, [...nodeArgs, script], {
     cwd: root,
     env: { ...process.env, LOG_LEVEL: "Warning", ...env },
     stdio: ["ignore", "inherit", "inherit"]

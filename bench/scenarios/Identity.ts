@@ -24,6 +24,8 @@ import { freePort, load, type Proc, type Result, root, settings, startProcess } 
 
 /** Codes per second assumed when sizing the warm-up's pool; the measured pool follows the warm-up's rate. */
 const codeRate = Number(process.env.BENCH_IDENTITY_CODE_RATE ?? 500)
+/** `BENCH_IDENTITY_ONLY=token,userinfo`: run only the scenarios whose names start with these words. */
+const only = process.env.BENCH_IDENTITY_ONLY?.split(",").map((word) => word.trim()).filter((word) => word !== "")
 const clientId = "bench"
 const clientSecret = Crypto.randomBytes(24).toString("base64url")
 const redirectUri = "https://rp.example/callback"
@@ -487,6 +489,7 @@ export const identity = async (): Promise<string> => {
         ["userinfo", userinfo]
       ] as const
     ) {
+      if (only !== undefined && !only.some((word) => name.startsWith(word))) continue
       const theirRun = await scenario(theirs)
       const ourRun = await scenario(ours)
       lines.push(row(name, ourRun, theirRun))

@@ -1,10 +1,21 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
-import { RateLimiter, RateLimiterMemory } from "../../src/identity/ratelimit/RateLimiter.js"
+import { Effect, Layer, TestClock } from "effect"
+import { RateLimiter, RateLimiterLive, RateLimiterMemory } from "../../src/identity/ratelimit/RateLimiter.js"
+import { TestSqlLive } from "../support/TestDatabase.js"
 
 const policy = { capacity: 3, refillPerSecond: 0.5 }
 
 describe("RateLimiter, in-memory layer (DECISIONS 9)", () => {
+  it.effect("takeUpTo grants what the bucket holds, up to the number asked for", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      const big = { capacity: 10, refillPerSecond: 0.01 }
+      expect(yield* limiter.takeUpTo("lease", big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0 })
+      expect(yield* limiter.takeUpTo("lease", big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0 })
+      expect((yield* limiter.takeUpTo("lease", big, 4)).granted).toBe(2)
+      expect((yield* limiter.takeUpTo("lease", big, 4)).granted).toBe(0)
+    }).pipe(Effect.provide(RateLimiterMemory)))
+
   it.effect("allows a burst of `capacity`, then refuses with Retry-After", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter
@@ -53,4 +64,39 @@ describe("RateLimiter, in-memory layer (DECISIONS 9)", () => {
       )
       expect(results.filter((result) => result.allowed)).toHaveLength(5)
     }).pipe(Effect.provide(RateLimiterMemory)))
+})
+
+describe("RateLimiter, PostgreSQL layer (DECISIONS 9: shared by every process)", () => {
+  it.layer(RateLimiterLive.pipe(Layer.provideMerge(TestSqlLive)), { timeout: "60 seconds" })((it) => {
+    it.effect("allows a burst of `capacity`, then refuses with Retry-After; a refused call takes nothing", () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter
+        for (let i = 0; i < 3; i++) expect((yield* limiter.take("pg:a", policy)).allowed).toBe(true)
+        expect(yield* limiter.take("pg:a", policy)).toEqual({ allowed: false, retryAfterSeconds: 2 })
+        expect(yield* limiter.take("pg:a", policy)).toEqual({ allowed: false, retryAfterSeconds: 2 })
+      }))
+
+    it.effect("takeUpTo grants what the bucket holds, up to the number asked for", () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter
+        const big = { capacity: 10, refillPerSecond: 0.01 }
+        expect(yield* limiter.takeUpTo("pg:lease", big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0 })
+        expect(yield* limiter.takeUpTo("pg:lease", big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0 })
+        expect((yield* limiter.takeUpTo("pg:lease", big, 4)).granted).toBe(2)
+        const refused = yield* limiter.takeUpTo("pg:lease", big, 4)
+        expect(refused.granted).toBe(0)
+        expect(refused.retryAfterSeconds).toBeGreaterThan(0)
+      }))
+
+    it.effect("stays exact under concurrent takes and leases from many connections", () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter
+        const shared = { capacity: 25, refillPerSecond: 0.001 }
+        const results = yield* Effect.all(
+          Array.from({ length: 30 }, (_, i) => limiter.takeUpTo("pg:race", shared, 1 + (i % 3))),
+          { concurrency: "unbounded" }
+        )
+        expect(results.reduce((sum, result) => sum + result.granted, 0)).toBe(25)
+      }))
+  })
 })

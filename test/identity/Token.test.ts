@@ -9,6 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
+import { Grants } from "../../src/identity/oauth/Grants.js"
 import {
   bearerGet,
   createClient,
@@ -185,6 +186,53 @@ describe("POST /api/v1/oauth/token", () => {
           400,
           "invalid_grant"
         )
+      }))
+
+    it.effect("DECISIONS 4: a replay that lands between redemption and the family insert leaves nothing alive", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const grants = yield* Grants
+        const client = yield* createClient()
+        const session = yield* signIn(identity)
+        const { code } = yield* promise(() => getCode(identity, client, session.accessToken))
+        const codeHash = Crypto.createHash("sha256").update(code).digest("hex")
+        // The winner's first statement, then a replay, then the winner's second statement.
+        const redeemed = yield* grants.redeemCode(codeHash, null)
+        expect(redeemed._tag).toBe("Some")
+        expect(yield* grants.revokeCodeReplay(codeHash)).toBe(true)
+        const family = yield* grants.createFamily({
+          clientId: client.clientId,
+          userId: session.user.id,
+          codeHash,
+          sessionId: null,
+          authTime: new Date(),
+          ttlSeconds: 60,
+          scopes: [],
+          refreshHash: Crypto.randomBytes(32).toString("hex")
+        })
+        expect(family._tag).toBe("None")
+      }).pipe(Effect.provide(Grants.Default)))
+
+    it.effect("DECISIONS 4: 50 concurrent redemptions of one code: at most one answer, and its tokens end up dead", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const client = yield* createClient()
+        const session = yield* signIn(identity)
+        const { code } = yield* promise(() => getCode(identity, client, session.accessToken, { scope: "openid" }))
+        const results = yield* promise(() =>
+          Promise.all(Array.from({ length: 50 }, () => exchangeCode(identity, client, code)))
+        )
+        const won = results.filter((res) => res.status === 200)
+        expect(won.length).toBeLessThanOrEqual(1)
+        for (const res of results.filter((res) => res.status !== 200)) expectOAuthError(res, 400, "invalid_grant")
+        for (const res of won) {
+          expect(yield* userinfoStatus(identity, res.body.access_token)).toBe(401)
+          expectOAuthError(
+            yield* promise(() => refreshRequest(identity, client, res.body.refresh_token)),
+            400,
+            "invalid_grant"
+          )
+        }
       }))
 
     it.effect("SPEC 8: a code older than 10 minutes is invalid_grant", () =>

@@ -5,8 +5,8 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import * as Crypto from "node:crypto"
 import type { PkceMethod } from "../crypto/Secrets.js"
+import { toUser, UserRow } from "../users/Users.js"
 
 const Id = Schema.Union(Schema.Number, Schema.NumberFromString)
 
@@ -53,8 +53,21 @@ export interface NewCode {
 export class Grants extends Effect.Service<Grants>()("identity/Grants", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const decodeCodes = Schema.decodeUnknown(Schema.Array(CodeRow))
     const decodeRefresh = Schema.decodeUnknown(Schema.Array(RefreshRow))
+    const decodeRedeemed = Schema.decodeUnknown(Schema.Array(Schema.Struct({
+      ...CodeRow.fields,
+      ...UserRow.fields,
+      site_roles: Schema.Array(Schema.String)
+    })))
+    const decodeRotated = Schema.decodeUnknown(Schema.Array(Schema.Struct({
+      ...RefreshRow.fields,
+      ...UserRow.fields,
+      site_roles: Schema.Array(Schema.String)
+    })))
+    // The `users` columns `UserRow` reads, qualified by the alias `u`.
+    const userColumns = sql.literal(
+      "u.id, u.sub, u.email, u.name, u.picture, u.password_hash, u.roles, u.banned, u.updated_at"
+    )
 
     const insertCode = (code: NewCode) =>
       sql`
@@ -66,58 +79,89 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
       `.pipe(Effect.orDie, Effect.asVoid)
 
     /**
-     * Marks the code used and answers it, or none when it is unknown or was used before. Concurrent
-     * callers serialise on the row; the loser sees `consumed_at` set.
+     * Marks the code used and answers it with its user and the user's roles on `site`, or none when
+     * it is unknown or was used before. Concurrent callers serialise on the row; the loser sees
+     * `consumed_at` set. One statement, committed at once: a consumed code stays consumed whatever
+     * the checks that follow decide.
      */
-    const consumeCode = (codeHash: string) =>
+    const redeemCode = (codeHash: string, site: string | null) =>
       sql`
-        UPDATE authorization_codes SET consumed_at = now()
-        WHERE code_hash = ${codeHash} AND consumed_at IS NULL
-        RETURNING client_id, user_id, session_id, redirect_uri, scopes, nonce, code_challenge, code_challenge_method,
-                  auth_time, expires_at > now() AS fresh
+        WITH code AS (
+          UPDATE authorization_codes SET consumed_at = now()
+          WHERE code_hash = ${codeHash} AND consumed_at IS NULL
+          RETURNING client_id, user_id, session_id, redirect_uri, scopes, nonce, code_challenge,
+                    code_challenge_method, auth_time, expires_at > now() AS fresh
+        )
+        SELECT code.*, ${userColumns},
+               ARRAY(SELECT r.role FROM user_site_roles r WHERE r.user_id = u.id AND r.site = ${site} ORDER BY r.role)
+                 AS site_roles
+        FROM code JOIN users u ON u.id = code.user_id
       `.pipe(
-        Effect.flatMap(decodeCodes),
-        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.flatMap(decodeRedeemed),
+        Effect.map((rows) =>
+          Option.map(Option.fromNullable(rows[0]), (row) => ({
+            code: row,
+            user: toUser(row),
+            siteRoles: row.site_roles
+          }))
+        ),
         Effect.orDie
       )
 
-    /** DECISIONS 4: a replayed code revokes every family it produced. Answers whether the code exists. */
+    /**
+     * DECISIONS 4: a replayed code revokes every family it produced. The code is marked first (which
+     * waits for a redemption holding its row), then the families are revoked in a second statement
+     * of the same transaction, whose snapshot includes a family committed meanwhile; a family not
+     * yet inserted will see the mark and not be (`createFamily`). Answers whether the code exists.
+     */
     const revokeCodeReplay = (codeHash: string) =>
       Effect.gen(function*() {
-        const known = yield* sql`SELECT 1 AS one FROM authorization_codes WHERE code_hash = ${codeHash}`
+        const known = yield* sql`
+          UPDATE authorization_codes SET replayed_at = coalesce(replayed_at, now())
+          WHERE code_hash = ${codeHash} RETURNING 1 AS one
+        `
         if (known.length === 0) return false
         yield* sql`
           UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'code_replay'
           WHERE code_hash = ${codeHash} AND revoked_at IS NULL
         `
         return true
-      }).pipe(Effect.orDie)
+      }).pipe(sql.withTransaction, Effect.orDie)
 
-    /** A new family and its first refresh token. */
+    /**
+     * The family a redeemed code produces and its first refresh token, in one statement that locks
+     * the code row and inserts only while no replay has marked it. None when a replay came first.
+     */
     const createFamily = (input: {
       readonly clientId: string
       readonly userId: number
-      readonly codeHash: string | null
+      readonly codeHash: string
       readonly sessionId: string | null
       readonly authTime: Date
       readonly ttlSeconds: number
       readonly scopes: ReadonlyArray<string>
       readonly refreshHash: string
     }) =>
-      Effect.gen(function*() {
-        const familyId = Crypto.randomUUID()
-        yield* sql`
+      sql<{ id: string }>`
+        WITH code AS (
+          SELECT code_hash FROM authorization_codes
+          WHERE code_hash = ${input.codeHash} AND replayed_at IS NULL
+          FOR UPDATE
+        ),
+        family AS (
           INSERT INTO refresh_families (id, client_id, user_id, code_hash, session_id, auth_time, expires_at)
-          VALUES (${familyId}, ${input.clientId}, ${input.userId}, ${input.codeHash}, ${input.sessionId},
-                  ${input.authTime}, now() + make_interval(secs => ${input.ttlSeconds}))
-        `
-        yield* sql`
+          SELECT gen_random_uuid(), ${input.clientId}, ${input.userId}, code.code_hash, ${input.sessionId},
+                 ${input.authTime}, now() + make_interval(secs => ${input.ttlSeconds})
+          FROM code
+          RETURNING id, client_id, user_id, auth_time, expires_at
+        ),
+        token AS (
           INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scopes, auth_time, expires_at)
-          VALUES (${input.refreshHash}, ${familyId}, ${input.clientId}, ${input.userId}, ${input.scopes}::text[],
-                  ${input.authTime}, now() + make_interval(secs => ${input.ttlSeconds}))
-        `
-        return familyId
-      }).pipe(Effect.orDie)
+          SELECT ${input.refreshHash}, id, client_id, user_id, ${input.scopes}::text[], auth_time, expires_at
+          FROM family
+        )
+        SELECT id::text AS id FROM family
+      `.pipe(Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.id)), Effect.orDie)
 
     const findRefreshToken = (tokenHash: string) =>
       sql`
@@ -134,21 +178,48 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
 
     /**
      * Rotation in one statement (DECISIONS 6): the presented token is marked rotated and its successor
-     * inserted only while the token is unrotated, unrevoked and its family alive. Answers whether this
-     * caller won; of N concurrent callers exactly one does.
+     * inserted only while the token is the caller's, unrotated, unrevoked and unexpired, its family
+     * alive, its user not banned and the `requested` scopes within its grant. Answers the token with
+     * its user and the user's roles on `site` when this caller won; of N concurrent callers exactly
+     * one does. None says nothing about why: `findRefreshToken` tells.
      */
-    const rotate = (tokenHash: string, successorHash: string) =>
+    const rotate = (input: {
+      readonly tokenHash: string
+      readonly successorHash: string
+      readonly clientId: string
+      readonly requested: ReadonlyArray<string>
+      readonly site: string | null
+    }) =>
       sql`
         WITH old AS (
-          UPDATE refresh_tokens t SET rotated_at = now(), replaced_by = ${successorHash}
-          WHERE t.token_hash = ${tokenHash} AND t.rotated_at IS NULL AND t.revoked_at IS NULL AND t.expires_at > now()
-            AND EXISTS (SELECT 1 FROM refresh_families f WHERE f.id = t.family_id AND f.revoked_at IS NULL)
-          RETURNING family_id, client_id, user_id, scopes, auth_time, expires_at
+          UPDATE refresh_tokens t SET rotated_at = now(), replaced_by = ${input.successorHash}
+          FROM refresh_families f, users u
+          WHERE t.token_hash = ${input.tokenHash} AND t.client_id = ${input.clientId}
+            AND t.rotated_at IS NULL AND t.revoked_at IS NULL AND t.expires_at > now()
+            AND t.scopes @> ${input.requested}::text[]
+            AND f.id = t.family_id AND f.revoked_at IS NULL
+            AND u.id = t.user_id AND NOT u.banned
+          RETURNING t.family_id, t.client_id, t.user_id, t.scopes, t.auth_time, t.expires_at, ${userColumns}
+        ),
+        successor AS (
+          INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scopes, auth_time, expires_at)
+          SELECT ${input.successorHash}, family_id, client_id, user_id, scopes, auth_time, expires_at FROM old
         )
-        INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scopes, auth_time, expires_at)
-        SELECT ${successorHash}, family_id, client_id, user_id, scopes, auth_time, expires_at FROM old
-        RETURNING family_id
-      `.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
+        SELECT old.*, false AS expired, false AS rotated, false AS revoked, false AS family_revoked,
+               ARRAY(SELECT r.role FROM user_site_roles r WHERE r.user_id = old.id AND r.site = ${input.site}
+                     ORDER BY r.role) AS site_roles
+        FROM old
+      `.pipe(
+        Effect.flatMap(decodeRotated),
+        Effect.map((rows) =>
+          Option.map(Option.fromNullable(rows[0]), (row) => ({
+            token: row,
+            user: toUser(row),
+            siteRoles: row.site_roles
+          }))
+        ),
+        Effect.orDie
+      )
 
     const revokeFamily = (familyId: string, reason: string) =>
       sql`
@@ -179,7 +250,7 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
 
     return {
       insertCode,
-      consumeCode,
+      redeemCode,
       revokeCodeReplay,
       createFamily,
       findRefreshToken,
@@ -187,8 +258,7 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
       revokeFamily,
       familyClient,
       consentedScopes,
-      recordConsent,
-      withTransaction: sql.withTransaction
+      recordConsent
     } as const
   })
 }) {}

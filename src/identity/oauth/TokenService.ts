@@ -2,22 +2,22 @@
  * The token endpoint (SPEC 4.2, RFC 6749 sections 4.1.3, 5 and 6; DECISIONS 3-6, 9).
  *
  * Order: client id known -> per-client token bucket (before any secret is hashed; an in-process
- * bucket in front of the shared one, and a refused client is refused from memory until its bucket
- * refills, so a flood costs almost no database work and cannot slow other clients) -> secret ->
- * grant.
+ * bucket in front of the shared one, a few of the shared bucket's tokens leased at a time, and a
+ * refused client is refused from memory until its bucket refills, so a flood costs almost no
+ * database work and cannot slow other clients) -> secret -> grant.
  *
- * `authorization_code`: the code is consumed first, in the same transaction that creates what it
- * produces, so a concurrent replay waits on the row and then revokes it (DECISIONS 4). A consumed
- * code stays consumed even when a later check fails (wrong client, redirect_uri or PKCE verifier):
- * a stolen code cannot be tried twice.
+ * `authorization_code`: two statements, no transaction. The first consumes the code (committed at
+ * once, so a consumed code stays consumed even when a later check fails: a stolen code cannot be
+ * tried twice) and reads its user; the second creates the refresh family unless a replay marked the
+ * code meanwhile. A replay marks the code and revokes what it produced (DECISIONS 4).
  *
  * `refresh_token`: rotation is one conditional statement (exactly one winner among concurrent
- * uses); any use of an already-rotated token revokes the whole family (RFC 9700 section 4.14.2),
- * including concurrent duplicates, which cannot be told from a replay. The token is bound to its
- * client; `scope` may narrow the new access token, never widen it, and the successor refresh token
- * keeps the original grant (RFC 6749 section 6).
+ * uses) that also checks the client binding, the family, the user and that `scope` only narrows
+ * the grant (RFC 6749 section 6); the successor keeps the original grant. Only when it refuses is
+ * the token read again to say why; any use of an already-rotated token revokes the whole family
+ * (RFC 9700 section 4.14.2), including concurrent duplicates, which cannot be told from a replay.
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Deferred, Effect, Option } from "effect"
 import type { TokenRequest, TokenResponse } from "../../../schema/Identity/Token.js"
 import type { Client } from "../clients/Clients.js"
 import { isPublicClient } from "../clients/Clients.js"
@@ -37,6 +37,10 @@ import { formatScope, isSubset, parseScope } from "./Scopes.js"
 
 type Wire = { -readonly [K in keyof TokenResponse]: TokenResponse[K] }
 
+/** The most tokens one process takes from a client's shared bucket at once, and how long it keeps them. */
+const LEASE_MAX = 16
+const LEASE_MILLIS = 1_000
+
 const invalidGrant = (description: string) => oauthFailure("invalid_grant", description)
 
 export class TokenService extends Effect.Service<TokenService>()("identity/TokenService", {
@@ -53,34 +57,89 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
     const local = yield* makeMemoryRateLimiter
     // Clients refused by the shared bucket, refused again from memory until this instant.
     const blockedUntil = new Map<string, number>()
+    // Tokens this process took from a client's shared bucket and has not spent yet. Taking a few at
+    // once saves a database round trip on most requests of a busy client; a lease not spent within
+    // LEASE_MILLIS lapses (those tokens are lost, never returned: the shared limit only gets
+    // stricter). One refill per client at a time: concurrent requests wait for it instead of each
+    // taking a lease of their own. A small bucket is leased one token at a time.
+    interface Lease {
+      tokens: number
+      until: number
+      refill: Deferred.Deferred<void> | undefined
+    }
+    const leases = new Map<string, Lease>()
+    const policy = config.rateLimits.tokenEndpoint
+    const leaseSize = Math.max(1, Math.min(LEASE_MAX, Math.floor(policy.capacity / 20)))
 
-    const rateLimit = Effect.fn("TokenService.rateLimit")(function*(clientId: string) {
-      const now = yield* Clock.currentTimeMillis
+    /** Seconds to wait when this client is refused from memory, else undefined. */
+    const blocked = (clientId: string, now: number) => {
       const until = blockedUntil.get(clientId)
-      if (until !== undefined && until > now) return Math.max(1, Math.ceil((until - now) / 1000))
-      const inProcess = yield* local.take(clientId, config.rateLimits.tokenEndpoint)
-      if (!inProcess.allowed) return inProcess.retryAfterSeconds
-      const taken = yield* limiter.take(`token:${clientId}`, config.rateLimits.tokenEndpoint)
-      if (taken.allowed) {
+      return until !== undefined && until > now ? Math.max(1, Math.ceil((until - now) / 1000)) : undefined
+    }
+
+    const refill = (clientId: string, lease: Lease) =>
+      Effect.gen(function*() {
+        const done = yield* Deferred.make<void>()
+        lease.refill = done
+        const taken = yield* limiter.takeUpTo(`token:${clientId}`, policy, leaseSize).pipe(
+          Effect.ensuring(Effect.suspend(() => {
+            lease.refill = undefined
+            return Deferred.succeed(done, undefined)
+          }))
+        )
+        const now = yield* Clock.currentTimeMillis
+        if (taken.granted === 0) {
+          if (blockedUntil.size > 10_000) blockedUntil.clear()
+          blockedUntil.set(clientId, now + taken.retryAfterSeconds * 1000)
+          return taken.retryAfterSeconds
+        }
         blockedUntil.delete(clientId)
+        lease.tokens = taken.granted - 1
+        lease.until = now + LEASE_MILLIS
         return 0
-      }
-      if (blockedUntil.size > 10_000) blockedUntil.clear()
-      blockedUntil.set(clientId, now + taken.retryAfterSeconds * 1000)
-      return taken.retryAfterSeconds
+      })
+
+    /** One token of the shared bucket, from this process's lease when it has one. */
+    const fromLease = (clientId: string): Effect.Effect<number> =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const wait = blocked(clientId, now)
+        if (wait !== undefined) return wait
+        let lease = leases.get(clientId)
+        if (lease === undefined) {
+          if (leases.size > 10_000) leases.clear()
+          lease = { tokens: 0, until: 0, refill: undefined }
+          leases.set(clientId, lease)
+        }
+        if (lease.until > now && lease.tokens > 0) {
+          lease.tokens -= 1
+          return 0
+        }
+        if (lease.refill === undefined) return yield* refill(clientId, lease)
+        yield* Deferred.await(lease.refill)
+        return yield* fromLease(clientId)
+      })
+
+    /** The in-process bucket first (a burst is cut here), then the shared one. 0 = admitted. */
+    const rateLimit = Effect.fn("TokenService.rateLimit")(function*(clientId: string) {
+      const wait = blocked(clientId, yield* Clock.currentTimeMillis)
+      if (wait !== undefined) return wait
+      const inProcess = yield* local.take(clientId, policy)
+      if (!inProcess.allowed) return inProcess.retryAfterSeconds
+      return yield* fromLease(clientId)
     })
 
     /** Tokens for `user` with `scopes`, in the family `familyId`. */
     const respond = Effect.fn("TokenService.respond")(function*(input: {
       readonly client: Client
       readonly user: User
+      readonly siteRoles: ReadonlyArray<string>
       readonly scopes: ReadonlyArray<string>
       readonly familyId: string
       readonly refreshToken: string
       readonly authTime: Date
       readonly nonce: string | null
     }) {
-      const siteRoles = yield* users.siteRoles(input.user.id, input.client.site)
       const authTime = Math.floor(input.authTime.getTime() / 1000)
       const access = yield* tokens.issueAccessToken({
         sub: input.user.sub,
@@ -89,7 +148,7 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
         audience: input.client.clientId,
         scopes: input.scopes,
         roles: input.user.roles,
-        siteRoles,
+        siteRoles: input.siteRoles,
         site: input.client.site ?? undefined,
         familyId: input.familyId,
         authTime,
@@ -118,13 +177,6 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
       return body
     })
 
-    const liveUser = (userId: number) =>
-      Effect.flatMap(
-        users.findById(userId),
-        (user) =>
-          Option.isNone(user) || user.value.banned ? invalidGrant("the user is not active") : Effect.succeed(user.value)
-      )
-
     const authorizationCode = Effect.fn("TokenService.authorizationCode")(
       function*(client: Client, request: TokenRequest) {
         if (request.code === undefined || request.code === "") {
@@ -134,54 +186,82 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
           return yield* oauthFailure("invalid_request", "redirect_uri is required")
         }
         const codeHash = sha256Hex(request.code)
+        // Committed at once: the code is spent whatever the checks below decide.
+        const redeemed = yield* grants.redeemCode(codeHash, client.site)
+        if (Option.isNone(redeemed)) {
+          const replayed = yield* grants.revokeCodeReplay(codeHash)
+          return yield* invalidGrant(replayed ? "the code was already used" : "unknown code")
+        }
+        const { code, siteRoles, user } = redeemed.value
+        if (code.client_id !== client.clientId) return yield* invalidGrant("the code was issued to another client")
+        if (!code.fresh) return yield* invalidGrant("the code has expired")
+        if (code.redirect_uri !== request.redirect_uri) {
+          return yield* invalidGrant("redirect_uri does not match the authorization request")
+        }
+        const pkce = checkPkce(
+          code.code_challenge === null
+            ? null
+            : { challenge: code.code_challenge, method: code.code_challenge_method! },
+          request.code_verifier
+        )
+        if (pkce !== "ok") return yield* invalidGrant(`PKCE verification failed (${pkce.replace(/_/g, " ")})`)
+        if (isPublicClient(client) && code.code_challenge === null) {
+          return yield* invalidGrant("public clients must use PKCE")
+        }
+        if (user.banned) return yield* invalidGrant("the user is not active")
         const refreshToken = randomToken()
-        // The transaction commits consumption and replay revocation even when the grant fails.
-        const outcome = yield* grants.withTransaction(Effect.either(Effect.gen(function*() {
-          const consumed = yield* grants.consumeCode(codeHash)
-          if (Option.isNone(consumed)) {
-            const replayed = yield* grants.revokeCodeReplay(codeHash)
-            return yield* invalidGrant(replayed ? "the code was already used" : "unknown code")
-          }
-          const code = consumed.value
-          if (code.client_id !== client.clientId) return yield* invalidGrant("the code was issued to another client")
-          if (!code.fresh) return yield* invalidGrant("the code has expired")
-          if (code.redirect_uri !== request.redirect_uri) {
-            return yield* invalidGrant("redirect_uri does not match the authorization request")
-          }
-          const pkce = checkPkce(
-            code.code_challenge === null
-              ? null
-              : { challenge: code.code_challenge, method: code.code_challenge_method! },
-            request.code_verifier
-          )
-          if (pkce !== "ok") return yield* invalidGrant(`PKCE verification failed (${pkce.replace(/_/g, " ")})`)
-          if (isPublicClient(client) && code.code_challenge === null) {
-            return yield* invalidGrant("public clients must use PKCE")
-          }
-          const user = yield* liveUser(code.user_id)
-          const familyId = yield* grants.createFamily({
-            clientId: client.clientId,
-            userId: user.id,
-            codeHash,
-            sessionId: code.session_id,
-            authTime: code.auth_time,
-            ttlSeconds: client.refreshTtlSeconds ?? REFRESH_TOKEN_TTL_SECONDS,
-            scopes: code.scopes,
-            refreshHash: sha256Hex(refreshToken)
-          })
-          return { user, code, familyId }
-        }))).pipe(Effect.orDie)
-        if (outcome._tag === "Left") return yield* outcome.left
-        const { code, familyId, user } = outcome.right
+        const familyId = yield* grants.createFamily({
+          clientId: client.clientId,
+          userId: user.id,
+          codeHash,
+          sessionId: code.session_id,
+          authTime: code.auth_time,
+          ttlSeconds: client.refreshTtlSeconds ?? REFRESH_TOKEN_TTL_SECONDS,
+          scopes: code.scopes,
+          refreshHash: sha256Hex(refreshToken)
+        })
+        // A replay of this code marked it between the two statements: it produced nothing.
+        if (Option.isNone(familyId)) return yield* invalidGrant("the code was already used")
         return yield* respond({
           client,
           user,
+          siteRoles,
           scopes: code.scopes,
-          familyId,
+          familyId: familyId.value,
           refreshToken,
           authTime: code.auth_time,
           nonce: code.nonce
         })
+      }
+    )
+
+    /**
+     * Why a refresh token cannot be rotated, in the order a client should hear it. Reached only when
+     * the one-statement rotation refused, so a token that looks usable here lost a race with another
+     * use of itself, and that is reuse too.
+     */
+    const refusal = Effect.fn("TokenService.refusal")(
+      function*(client: Client, tokenHash: string, requested: ReadonlyArray<string> | undefined) {
+        const found = yield* grants.findRefreshToken(tokenHash)
+        if (Option.isNone(found)) return yield* invalidGrant("unknown refresh token")
+        const token = found.value
+        if (token.client_id !== client.clientId) {
+          return yield* invalidGrant("the refresh token belongs to another client")
+        }
+        if (token.family_revoked || token.revoked) return yield* invalidGrant("the refresh token was revoked")
+        if (token.rotated) {
+          yield* grants.revokeFamily(token.family_id, "refresh_reuse")
+          return yield* invalidGrant("the refresh token was already used; its family is revoked")
+        }
+        if (token.expired) return yield* invalidGrant("the refresh token has expired")
+        if (requested === undefined) return yield* oauthFailure("invalid_scope", "scope is malformed")
+        if (!isSubset(requested, token.scopes)) {
+          return yield* oauthFailure("invalid_scope", "scope may narrow the original grant, never widen it")
+        }
+        const user = yield* users.findById(token.user_id)
+        if (Option.isNone(user) || user.value.banned) return yield* invalidGrant("the user is not active")
+        yield* grants.revokeFamily(token.family_id, "refresh_reuse")
+        return yield* invalidGrant("the refresh token was already used; its family is revoked")
       }
     )
 
@@ -190,34 +270,23 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
         return yield* oauthFailure("invalid_request", "refresh_token is required")
       }
       const tokenHash = sha256Hex(request.refresh_token)
-      const found = yield* grants.findRefreshToken(tokenHash)
-      if (Option.isNone(found)) return yield* invalidGrant("unknown refresh token")
-      const token = found.value
-      if (token.client_id !== client.clientId) return yield* invalidGrant("the refresh token belongs to another client")
-      if (token.family_revoked || token.revoked) return yield* invalidGrant("the refresh token was revoked")
-      if (token.rotated) {
-        yield* grants.revokeFamily(token.family_id, "refresh_reuse")
-        return yield* invalidGrant("the refresh token was already used; its family is revoked")
-      }
-      if (token.expired) return yield* invalidGrant("the refresh token has expired")
       const requested = parseScope(request.scope)
-      if (requested === undefined) return yield* oauthFailure("invalid_scope", "scope is malformed")
-      if (!isSubset(requested, token.scopes)) {
-        return yield* oauthFailure("invalid_scope", "scope may narrow the original grant, never widen it")
-      }
-      const scopes = request.scope === undefined ? token.scopes : requested
-      const user = yield* liveUser(token.user_id)
+      if (requested === undefined) return yield* refusal(client, tokenHash, requested)
       const successor = randomToken()
-      const won = yield* grants.rotate(tokenHash, sha256Hex(successor))
-      if (!won) {
-        // Lost a race with another use of the same token: that is reuse too.
-        yield* grants.revokeFamily(token.family_id, "refresh_reuse")
-        return yield* invalidGrant("the refresh token was already used; its family is revoked")
-      }
+      const rotated = yield* grants.rotate({
+        tokenHash,
+        successorHash: sha256Hex(successor),
+        clientId: client.clientId,
+        requested,
+        site: client.site
+      })
+      if (Option.isNone(rotated)) return yield* refusal(client, tokenHash, requested)
+      const { siteRoles, token, user } = rotated.value
       return yield* respond({
         client,
         user,
-        scopes,
+        siteRoles,
+        scopes: request.scope === undefined ? token.scopes : requested,
         familyId: token.family_id,
         refreshToken: successor,
         authTime: token.auth_time,

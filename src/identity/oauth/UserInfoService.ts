@@ -10,7 +10,6 @@ import type { UserInfo } from "../../../schema/Identity/UserInfo.js"
 import { bearerToken } from "../auth/EndUsers.js"
 import { TokenLiveness } from "../tokens/Liveness.js"
 import { Tokens } from "../tokens/Tokens.js"
-import { Users } from "../users/Users.js"
 import type { OAuthFailure } from "./OAuthFailure.js"
 import { bearerChallenge, oauthFailure } from "./OAuthFailure.js"
 import { userInfoFor } from "./Scopes.js"
@@ -25,7 +24,6 @@ export class UserInfoService extends Effect.Service<UserInfoService>()("identity
   effect: Effect.gen(function*() {
     const tokens = yield* Tokens
     const liveness = yield* TokenLiveness
-    const users = yield* Users
 
     const userinfo = Effect.fn("UserInfoService.userinfo")(
       function*(request: HttpServerRequest.HttpServerRequest): Effect.fn.Return<UserInfo, OAuthFailure> {
@@ -48,13 +46,13 @@ export class UserInfoService extends Effect.Service<UserInfoService>()("identity
             invalidToken(rejected.reason === "expired" ? "the access token has expired" : "the access token is invalid")
           )
         )
-        if (!(yield* liveness.isLive(claims))) return yield* invalidToken("the access token was revoked")
-        const user = yield* users.findById(claims.uid)
-        if (Option.isNone(user) || user.value.banned || user.value.sub !== claims.sub) {
+        const live = yield* liveness.liveUser(claims, claims.site)
+        if (Option.isNone(live)) return yield* invalidToken("the access token was revoked")
+        const { siteRoles, user } = live.value
+        if (user.id !== claims.uid || user.sub !== claims.sub) {
           return yield* invalidToken("the access token's user is not active")
         }
-        const siteRoles = yield* users.siteRoles(claims.uid, claims.site)
-        return userInfoFor(user.value, claims.scopes, siteRoles)
+        return userInfoFor(user, claims.scopes, siteRoles)
       }
     )
     return { userinfo } as const

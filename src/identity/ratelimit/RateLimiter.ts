@@ -6,8 +6,9 @@
  *   `rate_limit_buckets`, so every process shares the same buckets (ARCHITECTURE "Scale-out").
  * - `RateLimiterMemory`: a map in this process; a single-process option and the unit-test layer.
  *
- * A bucket holds at most `capacity` tokens and gains `refillPerSecond` per second; each call takes
- * one. A refused call takes nothing, so a client that keeps hammering is not pushed further back.
+ * A bucket holds at most `capacity` tokens and gains `refillPerSecond` per second; `take` takes one,
+ * `takeUpTo` as many as are there up to a number (a lease a process spends from memory). A refused
+ * call takes nothing, so a client that keeps hammering is not pushed further back.
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Duration, Effect, Layer, Schema } from "effect"
@@ -25,9 +26,22 @@ export interface TakeResult {
   readonly retryAfterSeconds: number
 }
 
+export interface LeaseResult {
+  /** Tokens taken, from 0 to the number asked for. */
+  readonly granted: number
+  /** Whole seconds until one token is available when none was granted; 0 otherwise. */
+  readonly retryAfterSeconds: number
+}
+
 export class RateLimiter extends Context.Tag("identity/RateLimiter")<RateLimiter, {
   readonly take: (key: string, policy: BucketPolicy) => Effect.Effect<TakeResult>
+  readonly takeUpTo: (key: string, policy: BucketPolicy, want: number) => Effect.Effect<LeaseResult>
 }>() {}
+
+const fromLease = (lease: LeaseResult): TakeResult => ({
+  allowed: lease.granted > 0,
+  retryAfterSeconds: lease.retryAfterSeconds
+})
 
 const retryAfter = (tokens: number, policy: BucketPolicy): number =>
   Math.max(1, Math.ceil((1 - tokens) / policy.refillPerSecond))
@@ -40,7 +54,7 @@ const retryAfter = (tokens: number, policy: BucketPolicy): number =>
 const PRUNE_AFTER = Duration.days(1)
 const PRUNE_EVERY = Duration.minutes(10)
 
-const TakeRow = Schema.Struct({ allowed: Schema.Boolean, tokens: Schema.Number })
+const TakeRow = Schema.Struct({ granted: Schema.Number, tokens: Schema.Number })
 
 export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClient> = Layer.scoped(
   RateLimiter,
@@ -48,37 +62,15 @@ export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClien
     const sql = yield* SqlClient.SqlClient
     const decode = Schema.decodeUnknown(Schema.Array(TakeRow))
 
-    // The first call inserts a bucket that is full minus one. Otherwise the row is locked, refilled
-    // from the elapsed time (database clock, so processes agree) and decremented only when at least
-    // one token is there; the UPDATE's WHERE leaves a refused bucket untouched. When it refuses,
-    // `upsert` returns no row and the second branch reads the bucket to compute Retry-After.
-    const take = Effect.fn("RateLimiter.take")(function*(key: string, policy: BucketPolicy) {
-      const { capacity, refillPerSecond: rate } = policy
+    // `rate_limit_take` (migrations/0007) locks the bucket (creating it full on first use), refills
+    // it from the elapsed time on the database clock, so processes agree, and takes what it grants.
+    const takeUpTo = Effect.fn("RateLimiter.takeUpTo")(function*(key: string, policy: BucketPolicy, want: number) {
       const rows = yield* sql`
-        WITH upsert AS (
-          INSERT INTO rate_limit_buckets AS b (key, tokens, updated_at)
-          VALUES (${key}, ${capacity}::float8 - 1, now())
-          ON CONFLICT (key) DO UPDATE
-          SET tokens = least(${capacity}::float8,
-                             b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * ${rate}::float8) - 1,
-              updated_at = now()
-          WHERE least(${capacity}::float8,
-                      b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * ${rate}::float8) >= 1
-          RETURNING tokens
-        )
-        SELECT true AS allowed, tokens FROM upsert
-        UNION ALL
-        SELECT false AS allowed,
-               least(${capacity}::float8,
-                     b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * ${rate}::float8) AS tokens
-        FROM rate_limit_buckets b
-        WHERE b.key = ${key} AND NOT EXISTS (SELECT 1 FROM upsert)
+        SELECT granted, tokens
+        FROM rate_limit_take(${key}, ${policy.capacity}::float8, ${policy.refillPerSecond}::float8, ${want}::integer)
       `.pipe(Effect.flatMap(decode), Effect.orDie)
-      const row = rows[0]
-      if (row?.allowed === true) return { allowed: true, retryAfterSeconds: 0 }
-      // `upsert` returns nothing only when it refused. The read branch can still miss the row when a
-      // concurrent first insert committed after this statement's snapshot; then assume an empty bucket.
-      return { allowed: false, retryAfterSeconds: retryAfter(row?.tokens ?? 0, policy) }
+      const row = rows[0] ?? { granted: 0, tokens: 0 }
+      return { granted: row.granted, retryAfterSeconds: row.granted > 0 ? 0 : retryAfter(row.tokens, policy) }
     })
 
     yield* sql`DELETE FROM rate_limit_buckets WHERE updated_at < now() - make_interval(secs => ${
@@ -90,7 +82,7 @@ export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClien
       Effect.forkScoped
     )
 
-    return RateLimiter.of({ take })
+    return RateLimiter.of({ take: (key, policy) => Effect.map(takeUpTo(key, policy, 1), fromLease), takeUpTo })
   })
 )
 
@@ -124,18 +116,19 @@ export const makeMemoryRateLimiter = Effect.sync(() => {
   }
 
   // Synchronous between reading the clock and writing the bucket, so fibers cannot interleave.
-  const take = (key: string, policy: BucketPolicy) =>
-    Effect.map(Clock.currentTimeMillis, (now): TakeResult => {
+  const takeUpTo = (key: string, policy: BucketPolicy, want: number) =>
+    Effect.map(Clock.currentTimeMillis, (now): LeaseResult => {
       const bucket = buckets.get(key)
       const tokens = bucket === undefined ? policy.capacity : refilled(bucket, policy, now)
-      const allowed = tokens >= 1
+      const granted = Math.max(0, Math.min(want, Math.floor(tokens)))
       if (bucket === undefined && buckets.size >= MEMORY_SWEEP_THRESHOLD) sweep(now)
-      buckets.set(key, { tokens: allowed ? tokens - 1 : tokens, updatedAt: now })
+      // A refused call leaves the bucket as it was, refill clock included.
+      if (granted > 0 || bucket === undefined) buckets.set(key, { tokens: tokens - granted, updatedAt: now })
       policies.set(key, policy)
-      return allowed ? { allowed, retryAfterSeconds: 0 } : { allowed, retryAfterSeconds: retryAfter(tokens, policy) }
+      return { granted, retryAfterSeconds: granted > 0 ? 0 : retryAfter(tokens, policy) }
     })
 
-  return RateLimiter.of({ take })
+  return RateLimiter.of({ take: (key, policy) => Effect.map(takeUpTo(key, policy, 1), fromLease), takeUpTo })
 })
 
 export const RateLimiterMemory: Layer.Layer<RateLimiter> = Layer.effect(RateLimiter, makeMemoryRateLimiter)

@@ -22,7 +22,8 @@ export interface User {
 
 export class UserInputError extends Data.TaggedError("UserInputError")<{ readonly message: string }> {}
 
-const UserRow = Schema.Struct({
+/** A `users` row as the database answers it (every column of `SELECT *`). */
+export const UserRow = Schema.Struct({
   id: Schema.Union(Schema.Number, Schema.NumberFromString),
   sub: Schema.String,
   email: Schema.String,
@@ -34,7 +35,7 @@ const UserRow = Schema.Struct({
   updated_at: Schema.DateFromSelf
 })
 
-const toUser = (row: typeof UserRow.Type): User => ({
+export const toUser = (row: typeof UserRow.Type): User => ({
   id: row.id,
   sub: row.sub,
   email: row.email,
