@@ -5,14 +5,14 @@
  */
 import { Config, Effect } from "effect"
 import type { BucketPolicy } from "./ratelimit/RateLimiter.js"
-import { DEFAULT_ISSUER } from "./tokens/Tokens.js"
+import { issuerConfig } from "./tokens/Tokens.js"
 
 const perMinute = (name: string, fallback: number) =>
   Config.number(name).pipe(Config.withDefault(fallback), Config.map((n) => n / 60))
 
 export class IdentityConfig extends Effect.Service<IdentityConfig>()("identity/IdentityConfig", {
   effect: Effect.gen(function*() {
-    const issuer = yield* Config.string("IDENTITY_ISSUER").pipe(Config.withDefault(DEFAULT_ISSUER))
+    const issuer = yield* issuerConfig
     const url = new URL(issuer)
     const tokenEndpoint: BucketPolicy = {
       capacity: yield* Config.integer("IDENTITY_TOKEN_RATE_BURST").pipe(Config.withDefault(300)),

@@ -4,7 +4,8 @@
  * server-wide behaviours: framing protection (DECISIONS 12) and error shapes (SPEC 7.2).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { ConfigProvider, Effect } from "effect"
+import { DEFAULT_ISSUER, issuerConfig } from "../../src/identity/tokens/Tokens.js"
 import { IdentityServers, IdentityTestEnv, serverLayerOptions } from "../support/IdentityServers.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
@@ -107,5 +108,17 @@ describe("identity discovery, JWKS and OpenAPI", () => {
         expect(other.body).toEqual({ code: 40401, message: "Not found", data: null })
         expect(other.headers.get("content-type")).toMatch(/^application\/json/)
       }))
+  })
+})
+
+describe("issuer default (DECISIONS 1)", () => {
+  const issuerFrom = (settings: Record<string, string>) =>
+    Effect.runSync(Effect.withConfigProvider(issuerConfig, ConfigProvider.fromMap(new Map(Object.entries(settings)))))
+
+  it("IDENTITY_ISSUER wins; unset, the issuer follows IDENTITY_PORT; neither gives the default", () => {
+    expect(issuerFrom({ IDENTITY_ISSUER: "https://id.example/api/v1", IDENTITY_PORT: "9000" }))
+      .toBe("https://id.example/api/v1")
+    expect(issuerFrom({ IDENTITY_PORT: "9000" })).toBe("http://127.0.0.1:9000/api/v1")
+    expect(issuerFrom({})).toBe(DEFAULT_ISSUER)
   })
 })

@@ -15,7 +15,7 @@ import * as Jose from "jose"
 import { SIGNING_ALG } from "../keys/SigningKeys.js"
 import { cachedLiveness, revocationCacheMillis, TokenLiveness } from "./Liveness.js"
 import type { AccessTokenClaims } from "./Tokens.js"
-import { AccessTokenRejected, DEFAULT_ISSUER, verifyAccessTokenWith } from "./Tokens.js"
+import { AccessTokenRejected, issuerConfig, verifyAccessTokenWith } from "./Tokens.js"
 
 export class AccessTokenVerifier extends Context.Tag("identity/AccessTokenVerifier")<AccessTokenVerifier, {
   readonly issuer: string
@@ -30,7 +30,7 @@ const JWKS_MAX_AGE = Duration.minutes(5)
 export const AccessTokenVerifierJwks: Layer.Layer<AccessTokenVerifier, never, TokenLiveness> = Layer.effect(
   AccessTokenVerifier,
   Effect.gen(function*() {
-    const issuer = yield* Config.string("IDENTITY_ISSUER").pipe(Config.withDefault(DEFAULT_ISSUER), Effect.orDie)
+    const issuer = yield* issuerConfig.pipe(Effect.orDie)
     const jwksUrl = yield* Config.string("IDENTITY_JWKS_URL").pipe(
       Config.withDefault(`${issuer}/oauth/jwks`),
       Effect.orDie

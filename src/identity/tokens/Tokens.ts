@@ -19,6 +19,19 @@ import { ACCESS_TOKEN_TTL_SECONDS, ID_TOKEN_TTL_SECONDS } from "./Lifetimes.js"
 
 export const DEFAULT_ISSUER = "http://127.0.0.1:8081/api/v1"
 
+/**
+ * `IDENTITY_ISSUER`, or the provider on this machine at `IDENTITY_PORT` (8081) when unset, so moving
+ * the port alone keeps the issuer, discovery and the catalog's JWKS URL pointing at the provider.
+ */
+export const issuerConfig: Config.Config<string> = Config.string("IDENTITY_ISSUER").pipe(
+  Config.orElse(() =>
+    Config.port("IDENTITY_PORT").pipe(
+      Config.withDefault(8081),
+      Config.map((port) => `http://127.0.0.1:${port}/api/v1`)
+    )
+  )
+)
+
 /** RFC 9068 section 2.1: `typ` is `at+jwt` (the `application/` prefix is optional, RFC 7515 section 4.1.9). */
 export const ACCESS_TOKEN_TYP = "at+jwt"
 
@@ -217,7 +230,7 @@ export interface IdTokenInput {
 
 export class Tokens extends Effect.Service<Tokens>()("identity/Tokens", {
   effect: Effect.gen(function*() {
-    const issuer = yield* Config.string("IDENTITY_ISSUER").pipe(Config.withDefault(DEFAULT_ISSUER))
+    const issuer = yield* issuerConfig
     const keys = yield* SigningKeys
     const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
     const currentDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
