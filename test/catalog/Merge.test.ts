@@ -18,7 +18,10 @@ const Env = Merges.Default.pipe(Layer.provideMerge(SeededCatalogLive({ works: 30
 const cli = (args: ReadonlyArray<string>) =>
   Effect.flatMap(DatabaseUrl, (url) => Effect.promise(() => runCli(args, { DATABASE_URL: Redacted.value(url) })))
 
-/** Companies, tags and engines whose stored gated counts differ from a full recount. */
+/**
+ * Companies, tags and engines whose stored gated counts differ from a full recount, and works whose
+ * search row's copies (migrations/0006, 0008) differ from the work and its links.
+ */
 const countMismatches = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   return yield* sql<{ object: string; id: string }>`
@@ -36,6 +39,12 @@ const countMismatches = Effect.gen(function*() {
       SELECT count(w.id)::int AS n, (count(w.id) FILTER (WHERE NOT w.nsfw))::int AS s
       FROM works w WHERE w.engine_id = e.id AND w.live) x
     WHERE (e.work_count, e.work_count_sfw) IS DISTINCT FROM (x.n, x.s)
+    UNION ALL
+    SELECT 'work_search', s.work_id::text FROM work_search s JOIN works w ON w.id = s.work_id
+    WHERE (s.popularity, s.live, s.nsfw, s.olang, s.media, s.platforms)
+        IS DISTINCT FROM (w.popularity, w.live, w.nsfw, w.olang, w.media, w.platforms)
+      OR s.tag_ids IS DISTINCT FROM ARRAY(SELECT x.tag_id FROM work_tags x WHERE x.work_id = w.id ORDER BY 1)
+      OR s.company_ids IS DISTINCT FROM ARRAY(SELECT x.company_id FROM work_companies x WHERE x.work_id = w.id ORDER BY 1)
   `
 })
 

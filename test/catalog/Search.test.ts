@@ -198,12 +198,16 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
         }
       }))
 
-    it.effect("DECISIONS 7: the search ranks on its own copy of popularity and the gate, which follows every write to the work", () =>
+    it.effect("DECISIONS 7: the search ranks and facets on its own copy of the work's columns, which follows every write", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const drift = sql<{ n: number }>`
           SELECT count(*)::int AS n FROM work_search s JOIN works w ON w.id = s.work_id
-          WHERE (s.popularity, s.live, s.nsfw) IS DISTINCT FROM (w.popularity, w.live, w.nsfw)`
+          WHERE (s.popularity, s.live, s.nsfw, s.olang, s.media, s.platforms)
+              IS DISTINCT FROM (w.popularity, w.live, w.nsfw, w.olang, w.media, w.platforms)
+            OR s.tag_ids IS DISTINCT FROM ARRAY(SELECT t.tag_id FROM work_tags t WHERE t.work_id = w.id ORDER BY 1)
+            OR s.company_ids IS DISTINCT FROM
+              ARRAY(SELECT c.company_id FROM work_companies c WHERE c.work_id = w.id ORDER BY 1)`
         // As seeded (the generator writes the copy with its trigger off).
         expect((yield* drift)[0]!.n).toBe(0)
         const [work] = yield* sql<{ id: string; display_name: string }>`
@@ -221,6 +225,21 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
           work!.id
         }::bigint`
         expect(rows[0]!.popularity).toBe(100)
+        // Facet columns: the work's own, and its tag and company links (migrations/0008).
+        yield* sql`UPDATE works SET platforms = ARRAY['lin', 'win'], olang = 'ko' WHERE id = ${work!.id}::bigint`
+        yield* sql`
+          INSERT INTO work_tags (work_id, tag_id, spoiler, score)
+          SELECT ${work!.id}::bigint, t.id, 'none', 1 FROM tags t
+          WHERE t.live AND t.id NOT IN (SELECT tag_id FROM work_tags WHERE work_id = ${work!.id}::bigint)
+          ORDER BY t.id LIMIT 2`
+        yield* sql`
+          DELETE FROM work_tags WHERE (work_id, tag_id) =
+            (SELECT work_id, tag_id FROM work_tags WHERE work_id = ${work!.id}::bigint ORDER BY tag_id LIMIT 1)`
+        yield* sql`DELETE FROM work_companies WHERE work_id = ${work!.id}::bigint`
+        expect((yield* drift)[0]!.n).toBe(0)
+        const copy = yield* sql<{ platforms: ReadonlyArray<string>; company_ids: ReadonlyArray<string> }>`
+          SELECT platforms, company_ids FROM work_search WHERE work_id = ${work!.id}::bigint`
+        expect(copy[0]).toEqual({ platforms: ["lin", "win"], company_ids: [] })
         // Turned nsfw: gone for an sfw credential; withdrawn: gone for everyone.
         yield* sql`UPDATE works SET nsfw = true WHERE id = ${work!.id}::bigint`
         yield* sql`SELECT catalog_touch('work', ${work!.id}::bigint, false)`

@@ -89,6 +89,11 @@ export const PgSearchIndexLive = Layer.effect(
       max: 1
     })
 
+    /** The rows of `work_search` a query matches (the trigram index narrows, `strpos` decides). */
+    const matches = (match: Match) => sql`s.key LIKE ${match.pattern} AND strpos(s.norm, ${match.needle}) > 0`
+    /** The content gate on `work_search`'s copies of `live` and `nsfw`. */
+    const searchGate = (nsfw: boolean) => nsfw ? sql`s.live` : sql`s.live AND NOT s.nsfw`
+
     /**
      * `FROM` and `WHERE` of the works matching a request, and its id column. A query without filters
      * that needs nothing else of `works` (`wholeWorks` false) stays in `work_search`, which carries
@@ -102,17 +107,16 @@ export const PgSearchIndexLive = Layer.effect(
           where: sql`${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
         }
       }
-      const matches = sql`s.key LIKE ${match.pattern} AND strpos(s.norm, ${match.needle}) > 0`
       return wholeWorks || hasFilters(request.filters)
         ? {
           id: sql`w.id`,
           from: sql`work_search s JOIN works w ON w.id = s.work_id`,
-          where: sql`${matches} AND ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
+          where: sql`${matches(match)} AND ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
         }
         : {
           id: sql`s.work_id`,
           from: sql`work_search s`,
-          where: request.nsfw ? sql`${matches} AND s.live` : sql`${matches} AND s.live AND NOT s.nsfw`
+          where: sql`${matches(match)} AND ${searchGate(request.nsfw)}`
         }
     }
 
@@ -340,11 +344,21 @@ export const PgSearchIndexLive = Layer.effect(
           const { facets } = yield* stats(request.nsfw)
           return Object.fromEntries(wanted.map((f) => [f, facets[f]]))
         }
-        const { from, where } = source(request, match, true)
+        // A query counts over `work_search`'s copies of the facet columns (migrations/0008), joined
+        // to `works` only when filters need it; a filter alone counts over `works` and its links.
+        const matched = match === undefined
+          ? sql`SELECT w.id, w.olang, w.nsfw, w.media, w.platforms FROM works w
+              WHERE ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
+          : hasFilters(request.filters)
+          ? sql`SELECT s.work_id AS id, s.olang, s.nsfw, s.media, s.platforms, s.tag_ids, s.company_ids
+              FROM work_search s JOIN works w ON w.id = s.work_id
+              WHERE ${matches(match)} AND ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
+          : sql`SELECT s.work_id AS id, s.olang, s.nsfw, s.media, s.platforms, s.tag_ids, s.company_ids
+              FROM work_search s WHERE ${matches(match)} AND ${searchGate(request.nsfw)}`
         const computed = facetCache.get(
           cacheKey("facets", request, wanted),
           sql<{ facet: WorkFacet; value: string; display_name: string; count: string }>`${
-            facetsSql(sql, wanted, sql`SELECT w.id, w.olang, w.nsfw, w.media, w.platforms FROM ${from} WHERE ${where}`)
+            facetsSql(sql, wanted, matched, match === undefined ? "join" : "arrays")
           }`.pipe(
             Effect.map((rows) => {
               const out: Record<string, Array<FacetValue>> = Object.fromEntries(wanted.map((f) => [f, []]))

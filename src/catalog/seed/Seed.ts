@@ -81,13 +81,17 @@ const validateConstraintsBelow = 200_000
 const workerThreshold = 50_000
 
 /**
- * Row triggers off during COPY: the change-feed stamping (the column defaults stamp the rows) and
- * the search row's copy of its work's ranking columns (the generator writes them).
+ * Triggers off during COPY: the change-feed stamping (the column defaults stamp the rows) and the
+ * search row's copies of its work's ranking and facet columns (the generator writes them).
  */
 const stampTriggers = [
   ["catalog_changes", "catalog_changes_position"],
   ["catalog_redirects", "catalog_redirects_position"],
-  ["work_search", "work_search_from_work"]
+  ["work_search", "work_search_from_work"],
+  ...(["insert", "update", "delete"] as const).flatMap((event) => [
+    ["work_tags", `work_search_follow_work_tags_${event}`] as const,
+    ["work_companies", `work_search_follow_work_companies_${event}`] as const
+  ])
 ] as const
 
 // -------------------------------------------------------------------------------------------------

@@ -242,21 +242,36 @@ export const FACET_TOP = 50
 
 /**
  * The counts of `facets` over the matched works, in one statement: `matched` selects the works
- * (`w.id, w.olang, w.nsfw, w.media, w.platforms` from `works w` under the gate and filters); it is
- * materialized once and every facet aggregates over it. Rows: (facet, value, display_name, count),
- * in no particular order (`sortFacet` orders them).
+ * (`id, olang, nsfw, media, platforms`, and with `links: "arrays"` also `tag_ids, company_ids`); it
+ * is materialized once and every facet aggregates over it. `links: "join"` counts tags and companies
+ * through `work_tags`/`work_companies` (for rows of `works`), `"arrays"` by unnesting the copies
+ * `work_search` keeps (migrations/0008). Rows: (facet, value, display_name, count), in no particular
+ * order (`sortFacet` orders them).
  */
-export const facetsSql = (sql: Sql, facets: ReadonlyArray<WorkFacet>, matched: Fragment): Fragment => {
+export const facetsSql = (
+  sql: Sql,
+  facets: ReadonlyArray<WorkFacet>,
+  matched: Fragment,
+  links: "join" | "arrays"
+): Fragment => {
   const selects = facets.map((facet): Fragment => {
     switch (facet) {
       case "tag_id":
         return sql`(SELECT 'tag_id' AS facet, f.tag_id::text AS value, t.display_name, f.n AS count
-          FROM (SELECT ft.tag_id, count(*) AS n FROM m JOIN work_tags ft ON ft.work_id = m.id
+          FROM (SELECT ft.tag_id, count(*) AS n FROM ${
+          links === "arrays"
+            ? sql`m, unnest(m.tag_ids) AS ft(tag_id)`
+            : sql`m JOIN work_tags ft ON ft.work_id = m.id`
+        }
             GROUP BY ft.tag_id ORDER BY n DESC, ft.tag_id LIMIT ${FACET_TOP}) f
           JOIN tags t ON t.id = f.tag_id AND t.live)`
       case "company_id":
         return sql`(SELECT 'company_id' AS facet, f.company_id::text AS value, c.display_name, f.n AS count
-          FROM (SELECT fc.company_id, count(*) AS n FROM m JOIN work_companies fc ON fc.work_id = m.id
+          FROM (SELECT fc.company_id, count(*) AS n FROM ${
+          links === "arrays"
+            ? sql`m, unnest(m.company_ids) AS fc(company_id)`
+            : sql`m JOIN work_companies fc ON fc.work_id = m.id`
+        }
             GROUP BY fc.company_id ORDER BY n DESC, fc.company_id LIMIT ${FACET_TOP}) f
           JOIN companies c ON c.id = f.company_id AND c.live)`
       case "olang":
