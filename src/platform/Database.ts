@@ -3,7 +3,7 @@
  * `SHIORI_DATA_DIR`. The pool is provided once to both servers; migrations run at start-up.
  */
 import { NodeContext } from "@effect/platform-node"
-import type { Migrator } from "@effect/sql"
+import { type Migrator, SqlClient, SqlError } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import * as Fs from "node:fs"
@@ -58,16 +58,46 @@ export const withPgClient = <A>(url: Redacted.Redacted, use: (client: Pg.Client)
     (client) => Effect.promise(() => client.end().catch(() => {}))
   ).pipe(Effect.orDie)
 
-/** The shared pool. */
+/**
+ * The shared pool. Every statement it runs is cut off after `DATABASE_STATEMENT_TIMEOUT_SECONDS`
+ * (30 s; 0 for none): requests run to completion even when their client hangs up (HttpListener),
+ * so without a limit a statement stuck on a hung database would hold its request, and shutdown,
+ * forever. Migrations lift the limit for their own transaction (`migrationLoader`).
+ */
 export const SqlLive = Layer.unwrapEffect(
   Effect.gen(function*() {
     const url = yield* DatabaseUrl
     const maxConnections = yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(20))
-    return PgClient.layer({
-      url,
-      maxConnections,
-      idleTimeout: Duration.seconds(60),
-      connectTimeout: Duration.seconds(5),
+    const statementTimeout = yield* Config.number("DATABASE_STATEMENT_TIMEOUT_SECONDS").pipe(Config.withDefault(30))
+    const connectTimeout = Duration.seconds(5)
+    return PgClient.layerFromPool({
+      acquire: Effect.acquireRelease(
+        Effect.gen(function*() {
+          const pool = new Pg.Pool({
+            connectionString: Redacted.value(url),
+            max: maxConnections,
+            idleTimeoutMillis: 60_000,
+            connectionTimeoutMillis: Duration.toMillis(connectTimeout),
+            application_name: "shiori",
+            ...(statementTimeout > 0 ? { statement_timeout: Math.round(statementTimeout * 1000) } : {})
+          })
+          pool.on("error", () => {})
+          // Fail at start-up, not at the first request, when the database cannot be reached.
+          yield* Effect.tryPromise({
+            try: () => pool.query("SELECT 1"),
+            catch: (cause) => new SqlError.SqlError({ cause, message: "PgClient: Failed to connect" })
+          }).pipe(
+            Effect.timeoutFail({
+              duration: connectTimeout,
+              onTimeout: () =>
+                new SqlError.SqlError({ cause: new Error("timed out"), message: "PgClient: Connection timed out" })
+            }),
+            Effect.tapError(() => Effect.promise(() => pool.end().catch(() => {})))
+          )
+          return pool
+        }),
+        (pool) => Effect.promise(() => pool.end().catch(() => {})).pipe(Effect.timeoutOption("1 second"))
+      ),
       applicationName: "shiori"
     })
   })
@@ -85,7 +115,13 @@ export const migrationLoader: Migrator.Loader = Effect.sync(() =>
       Number(m[1]),
       m[2]!,
       Effect.promise(() => import(pathToFileURL(Path.join(migrationsDirectory, m[0])).href)).pipe(
-        Effect.map((module: { default: unknown }) => module.default)
+        // A migration may rebuild a large table: no statement timeout inside the migration transaction.
+        Effect.map((module: { default: Effect.Effect<unknown, unknown, SqlClient.SqlClient> }) =>
+          Effect.zipRight(
+            Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SET LOCAL statement_timeout = 0`),
+            module.default
+          )
+        )
       )
     ])
     .sort((a, b) => a[0] - b[0])

@@ -1,0 +1,40 @@
+/**
+ * The shared pool (ARCHITECTURE "Data"): a statement that runs past
+ * `DATABASE_STATEMENT_TIMEOUT_SECONDS` is cancelled by PostgreSQL (SQLSTATE 57014), so a request
+ * that runs to completion after its client hung up cannot hold a connection, or shutdown, forever;
+ * the pool stays usable afterwards.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer } from "effect"
+import { SqlLive } from "../../src/platform/Database.js"
+import { TestDatabaseUrlLive } from "../support/TestDatabase.js"
+
+const sqlWith = (settings: Record<string, string>) =>
+  Layer.fresh(SqlLive).pipe(
+    Layer.provide(TestDatabaseUrlLive),
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(settings)))))
+  )
+
+describe("SqlLive statement timeout", () => {
+  it.layer(sqlWith({ DATABASE_STATEMENT_TIMEOUT_SECONDS: "0.3" }), { timeout: "60 seconds" })((it) => {
+    it.effect("cancels a statement past the limit (57014); the next statement on the pool runs", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const slow = yield* Effect.either(sql`SELECT pg_sleep(3)`)
+        expect(slow._tag).toBe("Left")
+        if (slow._tag === "Left") expect((slow.left.cause as { code?: string }).code).toBe("57014")
+        const [row] = yield* sql<{ timeout: string }>`SELECT current_setting('statement_timeout') AS timeout`
+        expect(row!.timeout).toBe("300ms")
+      }))
+  })
+
+  it.layer(sqlWith({ DATABASE_STATEMENT_TIMEOUT_SECONDS: "0" }), { timeout: "60 seconds" })((it) => {
+    it.effect("0 turns the limit off", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const [row] = yield* sql<{ timeout: string }>`SELECT current_setting('statement_timeout') AS timeout`
+        expect(row!.timeout).toBe("0")
+      }))
+  })
+})
