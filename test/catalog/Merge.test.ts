@@ -20,7 +20,7 @@ const cli = (args: ReadonlyArray<string>) =>
 
 /**
  * Companies, tags and engines whose stored gated counts differ from a full recount, and works whose
- * search row's copies (migrations/0006, 0008) differ from the work and its links.
+ * search row (migrations/0006) or facet row (migrations/0008) differ from the work and its links.
  */
 const countMismatches = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -41,10 +41,12 @@ const countMismatches = Effect.gen(function*() {
     WHERE (e.work_count, e.work_count_sfw) IS DISTINCT FROM (x.n, x.s)
     UNION ALL
     SELECT 'work_search', s.work_id::text FROM work_search s JOIN works w ON w.id = s.work_id
-    WHERE (s.popularity, s.live, s.nsfw, s.olang, s.media, s.platforms)
-        IS DISTINCT FROM (w.popularity, w.live, w.nsfw, w.olang, w.media, w.platforms)
-      OR s.tag_ids IS DISTINCT FROM ARRAY(SELECT x.tag_id FROM work_tags x WHERE x.work_id = w.id ORDER BY 1)
-      OR s.company_ids IS DISTINCT FROM ARRAY(SELECT x.company_id FROM work_companies x WHERE x.work_id = w.id ORDER BY 1)
+    WHERE (s.popularity, s.live, s.nsfw) IS DISTINCT FROM (w.popularity, w.live, w.nsfw)
+    UNION ALL
+    SELECT 'work_facets', w.id::text FROM works w LEFT JOIN work_facets f ON f.work_id = w.id
+    WHERE f.work_id IS NULL OR (f.olang, f.media, f.platforms) IS DISTINCT FROM (w.olang, w.media, w.platforms)
+      OR f.tag_ids IS DISTINCT FROM ARRAY(SELECT x.tag_id FROM work_tags x WHERE x.work_id = w.id ORDER BY 1)
+      OR f.company_ids IS DISTINCT FROM ARRAY(SELECT x.company_id FROM work_companies x WHERE x.work_id = w.id ORDER BY 1)
   `
 })
 

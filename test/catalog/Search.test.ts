@@ -202,11 +202,12 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const drift = sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM work_search s JOIN works w ON w.id = s.work_id
-          WHERE (s.popularity, s.live, s.nsfw, s.olang, s.media, s.platforms)
-              IS DISTINCT FROM (w.popularity, w.live, w.nsfw, w.olang, w.media, w.platforms)
-            OR s.tag_ids IS DISTINCT FROM ARRAY(SELECT t.tag_id FROM work_tags t WHERE t.work_id = w.id ORDER BY 1)
-            OR s.company_ids IS DISTINCT FROM
+          SELECT count(*)::int AS n FROM works w
+          JOIN work_search s ON s.work_id = w.id LEFT JOIN work_facets f ON f.work_id = w.id
+          WHERE (s.popularity, s.live, s.nsfw) IS DISTINCT FROM (w.popularity, w.live, w.nsfw)
+            OR f.work_id IS NULL OR (f.olang, f.media, f.platforms) IS DISTINCT FROM (w.olang, w.media, w.platforms)
+            OR f.tag_ids IS DISTINCT FROM ARRAY(SELECT t.tag_id FROM work_tags t WHERE t.work_id = w.id ORDER BY 1)
+            OR f.company_ids IS DISTINCT FROM
               ARRAY(SELECT c.company_id FROM work_companies c WHERE c.work_id = w.id ORDER BY 1)`
         // As seeded (the generator writes the copy with its trigger off).
         expect((yield* drift)[0]!.n).toBe(0)
@@ -225,7 +226,7 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
           work!.id
         }::bigint`
         expect(rows[0]!.popularity).toBe(100)
-        // Facet columns: the work's own, and its tag and company links (migrations/0008).
+        // The facet row: the work's own columns, and its tag and company links (migrations/0008).
         yield* sql`UPDATE works SET platforms = ARRAY['lin', 'win'], olang = 'ko' WHERE id = ${work!.id}::bigint`
         yield* sql`
           INSERT INTO work_tags (work_id, tag_id, spoiler, score)
@@ -238,7 +239,7 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
         yield* sql`DELETE FROM work_companies WHERE work_id = ${work!.id}::bigint`
         expect((yield* drift)[0]!.n).toBe(0)
         const copy = yield* sql<{ platforms: ReadonlyArray<string>; company_ids: ReadonlyArray<string> }>`
-          SELECT platforms, company_ids FROM work_search WHERE work_id = ${work!.id}::bigint`
+          SELECT platforms, company_ids FROM work_facets WHERE work_id = ${work!.id}::bigint`
         expect(copy[0]).toEqual({ platforms: ["lin", "win"], company_ids: [] })
         // Turned nsfw: gone for an sfw credential; withdrawn: gone for everyone.
         yield* sql`UPDATE works SET nsfw = true WHERE id = ${work!.id}::bigint`

@@ -344,17 +344,18 @@ export const PgSearchIndexLive = Layer.effect(
           const { facets } = yield* stats(request.nsfw)
           return Object.fromEntries(wanted.map((f) => [f, facets[f]]))
         }
-        // A query counts over `work_search`'s copies of the facet columns (migrations/0008), joined
-        // to `works` only when filters need it; a filter alone counts over `works` and its links.
+        // A query counts over `work_facets` (migrations/0008), joined to `works` only when filters
+        // need it; a filter alone counts over `works` and its link tables.
         const matched = match === undefined
           ? sql`SELECT w.id, w.olang, w.nsfw, w.media, w.platforms FROM works w
               WHERE ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
           : hasFilters(request.filters)
-          ? sql`SELECT s.work_id AS id, s.olang, s.nsfw, s.media, s.platforms, s.tag_ids, s.company_ids
-              FROM work_search s JOIN works w ON w.id = s.work_id
+          ? sql`SELECT f.work_id AS id, f.olang, s.nsfw, f.media, f.platforms, f.tag_ids, f.company_ids
+              FROM work_search s JOIN works w ON w.id = s.work_id JOIN work_facets f ON f.work_id = s.work_id
               WHERE ${matches(match)} AND ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
-          : sql`SELECT s.work_id AS id, s.olang, s.nsfw, s.media, s.platforms, s.tag_ids, s.company_ids
-              FROM work_search s WHERE ${matches(match)} AND ${searchGate(request.nsfw)}`
+          : sql`SELECT f.work_id AS id, f.olang, s.nsfw, f.media, f.platforms, f.tag_ids, f.company_ids
+              FROM work_search s JOIN work_facets f ON f.work_id = s.work_id
+              WHERE ${matches(match)} AND ${searchGate(request.nsfw)}`
         const computed = facetCache.get(
           cacheKey("facets", request, wanted),
           sql<{ facet: WorkFacet; value: string; display_name: string; count: string }>`${

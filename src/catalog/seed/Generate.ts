@@ -60,19 +60,8 @@ export const tableColumns = {
     "withdrawn"
   ],
   work_titles: ["work_id", "lang", "value", "latin", "is_main", "is_official"],
-  work_search: [
-    "work_id",
-    "norm",
-    "key",
-    "popularity",
-    "live",
-    "nsfw",
-    "olang",
-    "media",
-    "platforms",
-    "tag_ids",
-    "company_ids"
-  ],
+  work_search: ["work_id", "norm", "key", "popularity", "live", "nsfw"],
+  work_facets: ["work_id", "olang", "media", "platforms", "tag_ids", "company_ids"],
   ratings: ["work_id", "source", "score", "votes", "updated_at"],
   work_companies: ["work_id", "company_id", "developer", "publisher"],
   work_tags: ["work_id", "tag_id", "spoiler", "score"],
@@ -985,8 +974,10 @@ export const generateWorks = (prepared: PreparedCatalog, from: number, to: numbe
         merged ? plan.into[w] : null,
         !merged
       ])
-      // The search row carries the work's ranking and facet columns (migrations/0006, 0008).
-      emit("work_search", [w, doc.norm, doc.key, 0, false, nsfw, names.olang, [], [], [], []])
+      // The search row carries the work's ranking columns (migrations/0006).
+      emit("work_search", [w, doc.norm, doc.key, 0, false, nsfw])
+      // What the facets count (migrations/0008).
+      emit("work_facets", [w, names.olang, [], [], [], []])
       change("work", w, updatedAt, true)
       continue
     }
@@ -996,6 +987,7 @@ export const generateWorks = (prepared: PreparedCatalog, from: number, to: numbe
     // Popularity: a Zipf-like rank drawn per work.
     const rank = 1 + rng.float() * Math.max(1, prepared.works)
     const popularity = Math.round(100 * Math.pow(rank, -0.8) * 10000) / 10000
+    emit("work_search", [w, doc.norm, doc.key, popularity, true, nsfw])
     const lengthMinutes = rng.chance(0.5) ? null : Math.round(Math.exp(Math.log(120) + rng.float() * Math.log(50)))
     const engineId = rng.chance(0.55) ? pools.enginePick.pick(rng) : null
     if (engineId !== null) {
@@ -1193,13 +1185,8 @@ export const generateWorks = (prepared: PreparedCatalog, from: number, to: numbe
       tagCount[tagId]++
       if (!nsfw) tagCountSfw[tagId]++
     }
-    emit("work_search", [
+    emit("work_facets", [
       w,
-      doc.norm,
-      doc.key,
-      popularity,
-      true,
-      nsfw,
       names.olang,
       [...media].sort(),
       [...platforms].sort(),

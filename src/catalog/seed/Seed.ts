@@ -81,16 +81,18 @@ const validateConstraintsBelow = 200_000
 const workerThreshold = 50_000
 
 /**
- * Triggers off during COPY: the change-feed stamping (the column defaults stamp the rows) and the
- * search row's copies of its work's ranking and facet columns (the generator writes them).
+ * Triggers off during COPY: the change-feed stamping (the column defaults stamp the rows), the
+ * search row's copy of its work's ranking columns and the work's facet row (the generator writes
+ * both).
  */
 const stampTriggers = [
   ["catalog_changes", "catalog_changes_position"],
   ["catalog_redirects", "catalog_redirects_position"],
   ["work_search", "work_search_from_work"],
+  ["works", "work_facets_follow_work"],
   ...(["insert", "update", "delete"] as const).flatMap((event) => [
-    ["work_tags", `work_search_follow_work_tags_${event}`] as const,
-    ["work_companies", `work_search_follow_work_companies_${event}`] as const
+    ["work_tags", `work_facets_follow_work_tags_${event}`] as const,
+    ["work_companies", `work_facets_follow_work_companies_${event}`] as const
   ])
 ] as const
 

@@ -244,8 +244,8 @@ export const FACET_TOP = 50
  * The counts of `facets` over the matched works, in one statement: `matched` selects the works
  * (`id, olang, nsfw, media, platforms`, and with `links: "arrays"` also `tag_ids, company_ids`); it
  * is materialized once and every facet aggregates over it. `links: "join"` counts tags and companies
- * through `work_tags`/`work_companies` (for rows of `works`), `"arrays"` by unnesting the copies
- * `work_search` keeps (migrations/0008). Rows: (facet, value, display_name, count), in no particular
+ * through `work_tags`/`work_companies` (for rows of `works`), `"arrays"` by unnesting the ids
+ * `work_facets` keeps (migrations/0008). Rows: (facet, value, display_name, count), in no particular
  * order (`sortFacet` orders them).
  */
 export const facetsSql = (
