@@ -5,16 +5,22 @@ import { TestSqlLive } from "../support/TestDatabase.js"
 
 const policy = { capacity: 3, refillPerSecond: 0.5 }
 
+/** A bucket of 10 leased 4 at a time: 4, 4, the 2 left, then none and a Retry-After. */
+const grantsUpTo = (key: string) =>
+  Effect.gen(function*() {
+    const limiter = yield* RateLimiter
+    const big = { capacity: 10, refillPerSecond: 0.01 }
+    expect(yield* limiter.takeUpTo(key, big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0 })
+    expect(yield* limiter.takeUpTo(key, big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0 })
+    expect((yield* limiter.takeUpTo(key, big, 4)).granted).toBe(2)
+    const refused = yield* limiter.takeUpTo(key, big, 4)
+    expect(refused.granted).toBe(0)
+    expect(refused.retryAfterSeconds).toBeGreaterThan(0)
+  })
+
 describe("RateLimiter, in-memory layer (DECISIONS 9)", () => {
   it.effect("takeUpTo grants what the bucket holds, up to the number asked for", () =>
-    Effect.gen(function*() {
-      const limiter = yield* RateLimiter
-      const big = { capacity: 10, refillPerSecond: 0.01 }
-      expect(yield* limiter.takeUpTo("lease", big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0 })
-      expect(yield* limiter.takeUpTo("lease", big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0 })
-      expect((yield* limiter.takeUpTo("lease", big, 4)).granted).toBe(2)
-      expect((yield* limiter.takeUpTo("lease", big, 4)).granted).toBe(0)
-    }).pipe(Effect.provide(RateLimiterMemory)))
+    grantsUpTo("lease").pipe(Effect.provide(RateLimiterMemory)))
 
   it.effect("allows a burst of `capacity`, then refuses with Retry-After", () =>
     Effect.gen(function*() {
@@ -76,17 +82,7 @@ describe("RateLimiter, PostgreSQL layer (DECISIONS 9: shared by every process)",
         expect(yield* limiter.take("pg:a", policy)).toEqual({ allowed: false, retryAfterSeconds: 2 })
       }))
 
-    it.effect("takeUpTo grants what the bucket holds, up to the number asked for", () =>
-      Effect.gen(function*() {
-        const limiter = yield* RateLimiter
-        const big = { capacity: 10, refillPerSecond: 0.01 }
-        expect(yield* limiter.takeUpTo("pg:lease", big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0 })
-        expect(yield* limiter.takeUpTo("pg:lease", big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0 })
-        expect((yield* limiter.takeUpTo("pg:lease", big, 4)).granted).toBe(2)
-        const refused = yield* limiter.takeUpTo("pg:lease", big, 4)
-        expect(refused.granted).toBe(0)
-        expect(refused.retryAfterSeconds).toBeGreaterThan(0)
-      }))
+    it.effect("takeUpTo grants what the bucket holds, up to the number asked for", () => grantsUpTo("pg:lease"))
 
     it.effect("stays exact under concurrent takes and leases from many connections", () =>
       Effect.gen(function*() {

@@ -6,7 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { PkceMethod } from "../crypto/Secrets.js"
-import { toUser, UserRow } from "../users/Users.js"
+import { userAlongside } from "../users/Users.js"
 
 const Id = Schema.Union(Schema.Number, Schema.NumberFromString)
 
@@ -54,20 +54,9 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const decodeRefresh = Schema.decodeUnknown(Schema.Array(RefreshRow))
-    const decodeRedeemed = Schema.decodeUnknown(Schema.Array(Schema.Struct({
-      ...CodeRow.fields,
-      ...UserRow.fields,
-      site_roles: Schema.Array(Schema.String)
-    })))
-    const decodeRotated = Schema.decodeUnknown(Schema.Array(Schema.Struct({
-      ...RefreshRow.fields,
-      ...UserRow.fields,
-      site_roles: Schema.Array(Schema.String)
-    })))
-    // The `users` columns `UserRow` reads, qualified by the alias `u`.
-    const userColumns = sql.literal(
-      "u.id, u.sub, u.email, u.name, u.picture, u.password_hash, u.roles, u.banned, u.updated_at"
-    )
+    const withUser = userAlongside(sql)
+    const firstRedeemed = withUser.first(CodeRow.fields)
+    const firstRotated = withUser.first(RefreshRow.fields)
 
     const insertCode = (code: NewCode) =>
       sql`
@@ -92,19 +81,11 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
           RETURNING client_id, user_id, session_id, redirect_uri, scopes, nonce, code_challenge,
                     code_challenge_method, auth_time, expires_at > now() AS fresh
         )
-        SELECT code.*, ${userColumns},
-               ARRAY(SELECT r.role FROM user_site_roles r WHERE r.user_id = u.id AND r.site = ${site} ORDER BY r.role)
-                 AS site_roles
+        SELECT code.*, ${withUser.columns}, ${withUser.siteRoles("u.id", site)}
         FROM code JOIN users u ON u.id = code.user_id
       `.pipe(
-        Effect.flatMap(decodeRedeemed),
-        Effect.map((rows) =>
-          Option.map(Option.fromNullable(rows[0]), (row) => ({
-            code: row,
-            user: toUser(row),
-            siteRoles: row.site_roles
-          }))
-        ),
+        Effect.flatMap(firstRedeemed),
+        Effect.map(Option.map(({ row, siteRoles, user }) => ({ code: row, user, siteRoles }))),
         Effect.orDie
       )
 
@@ -199,25 +180,18 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
             AND t.scopes @> ${input.requested}::text[]
             AND f.id = t.family_id AND f.revoked_at IS NULL
             AND u.id = t.user_id AND NOT u.banned
-          RETURNING t.family_id, t.client_id, t.user_id, t.scopes, t.auth_time, t.expires_at, ${userColumns}
+          RETURNING t.family_id, t.client_id, t.user_id, t.scopes, t.auth_time, t.expires_at, ${withUser.columns}
         ),
         successor AS (
           INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scopes, auth_time, expires_at)
           SELECT ${input.successorHash}, family_id, client_id, user_id, scopes, auth_time, expires_at FROM old
         )
         SELECT old.*, false AS expired, false AS rotated, false AS revoked, false AS family_revoked,
-               ARRAY(SELECT r.role FROM user_site_roles r WHERE r.user_id = old.id AND r.site = ${input.site}
-                     ORDER BY r.role) AS site_roles
+               ${withUser.siteRoles("old.id", input.site)}
         FROM old
       `.pipe(
-        Effect.flatMap(decodeRotated),
-        Effect.map((rows) =>
-          Option.map(Option.fromNullable(rows[0]), (row) => ({
-            token: row,
-            user: toUser(row),
-            siteRoles: row.site_roles
-          }))
-        ),
+        Effect.flatMap(firstRotated),
+        Effect.map(Option.map(({ row, siteRoles, user }) => ({ token: row, user, siteRoles }))),
         Effect.orDie
       )
 

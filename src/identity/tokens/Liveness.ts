@@ -10,8 +10,8 @@
  * token lifetime.
  */
 import { SqlClient } from "@effect/sql"
-import { Clock, Config, Effect, Option, Schema } from "effect"
-import { toUser, UserRow } from "../users/Users.js"
+import { Clock, Config, Effect, Option } from "effect"
+import { userAlongside } from "../users/Users.js"
 
 export interface LivenessClaims {
   readonly fid?: string | undefined
@@ -27,9 +27,8 @@ export interface LivenessCheck {
 export class TokenLiveness extends Effect.Service<TokenLiveness>()("identity/TokenLiveness", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const decodeLiveUsers = Schema.decodeUnknown(
-      Schema.Array(Schema.Struct({ ...UserRow.fields, site_roles: Schema.Array(Schema.String) }))
-    )
+    const withUser = userAlongside(sql)
+    const firstLive = withUser.first({})
     const isLive = Effect.fn("TokenLiveness.isLive")(function*(claims: LivenessClaims) {
       if (claims.fid !== undefined) {
         if (!UUID.test(claims.fid)) return false
@@ -68,13 +67,12 @@ export class TokenLiveness extends Effect.Service<TokenLiveness>()("identity/Tok
           `
         : undefined
       if (holder === undefined) return Option.none()
-      const rows = yield* sql`
-        SELECT u.*, ARRAY(SELECT r.role FROM user_site_roles r WHERE r.user_id = u.id AND r.site = ${site ?? null}
-                          ORDER BY r.role) AS site_roles
+      const live = yield* sql`
+        SELECT ${withUser.columns}, ${withUser.siteRoles("u.id", site ?? null)}
         FROM (${holder}) AS holder JOIN users u ON u.id = holder.user_id
         WHERE NOT u.banned
-      `.pipe(Effect.flatMap(decodeLiveUsers), Effect.orDie)
-      return Option.map(Option.fromNullable(rows[0]), (row) => ({ user: toUser(row), siteRoles: row.site_roles }))
+      `.pipe(Effect.flatMap(firstLive), Effect.orDie)
+      return Option.map(live, ({ siteRoles, user }) => ({ user, siteRoles }))
     })
     return { isLive, liveUser } satisfies LivenessCheck & Record<string, unknown>
   })

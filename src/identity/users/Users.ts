@@ -47,6 +47,31 @@ export const toUser = (row: typeof UserRow.Type): User => ({
   updatedAt: row.updated_at
 })
 
+/**
+ * Statements that read a user next to something else (a redeemed code, a rotated refresh token, a
+ * live family): `columns` selects what `UserRow` reads from `users u`, `siteRoles` the user's roles
+ * on `site` as a `site_roles` column (`userId` names the column holding the user's id), and `first`
+ * decodes such rows, `fields` being the rest, into the first row with its `User` and site roles.
+ */
+export const userAlongside = (sql: SqlClient.SqlClient) => ({
+  columns: sql.literal("u.id, u.sub, u.email, u.name, u.picture, u.password_hash, u.roles, u.banned, u.updated_at"),
+  siteRoles: (userId: string, site: string | null) =>
+    sql`ARRAY(SELECT r.role FROM user_site_roles r WHERE r.user_id = ${sql.literal(userId)} AND r.site = ${site}
+              ORDER BY r.role) AS site_roles`,
+  first: <Fields extends Schema.Struct.Fields>(fields: Fields) => {
+    const decode = Schema.decodeUnknown(
+      Schema.Array(Schema.Struct({ ...fields, ...UserRow.fields, site_roles: Schema.Array(Schema.String) }))
+    )
+    return (rows: ReadonlyArray<unknown>) =>
+      Effect.map(decode(rows), (decoded) =>
+        Option.map(Option.fromNullable(decoded[0]), (row) => ({
+          row,
+          user: toUser(row as unknown as typeof UserRow.Type),
+          siteRoles: (row as unknown as { readonly site_roles: ReadonlyArray<string> }).site_roles
+        })))
+  }
+})
+
 /** Passwords shorter than this are refused at creation (NIST SP 800-63B 5.1.1.2 minimum). */
 export const MIN_PASSWORD_LENGTH = 8
 const MAX_PASSWORD_LENGTH = 1024
