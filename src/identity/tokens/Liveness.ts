@@ -74,7 +74,7 @@ export class TokenLiveness extends Effect.Service<TokenLiveness>()("identity/Tok
       `.pipe(Effect.flatMap(firstLive), Effect.orDie)
       return Option.map(live, ({ siteRoles, user }) => ({ user, siteRoles }))
     })
-    return { isLive, liveUser } satisfies LivenessCheck & Record<string, unknown>
+    return { isLive, liveUser } as const
   })
 }) {}
 

@@ -22,8 +22,7 @@ export interface User {
 
 export class UserInputError extends Data.TaggedError("UserInputError")<{ readonly message: string }> {}
 
-/** A `users` row as the database answers it (every column of `SELECT *`). */
-export const UserRow = Schema.Struct({
+const UserRow = Schema.Struct({
   id: Schema.Union(Schema.Number, Schema.NumberFromString),
   sub: Schema.String,
   email: Schema.String,
@@ -35,7 +34,7 @@ export const UserRow = Schema.Struct({
   updated_at: Schema.DateFromSelf
 })
 
-export const toUser = (row: typeof UserRow.Type): User => ({
+const toUser = (row: typeof UserRow.Type): User => ({
   id: row.id,
   sub: row.sub,
   email: row.email,
