@@ -1,8 +1,10 @@
 /**
- * The shared pool (ARCHITECTURE "Data"): a statement that runs past
- * `DATABASE_STATEMENT_TIMEOUT_SECONDS` is cancelled by PostgreSQL (SQLSTATE 57014), so a request
- * that runs to completion after its client hung up cannot hold a connection, or shutdown, forever;
- * the pool stays usable afterwards.
+ * The shared pool (ARCHITECTURE "Data"):
+ * - a statement that runs past `DATABASE_STATEMENT_TIMEOUT_SECONDS` is cancelled by PostgreSQL
+ *   (SQLSTATE 57014), so a request that runs to completion after its client hung up cannot hold a
+ *   connection, or shutdown, forever; the pool stays usable afterwards;
+ * - parameterized statements go as named prepared statements (parsed and planned once per
+ *   connection), everything else as before.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
@@ -26,6 +28,24 @@ describe("SqlLive statement timeout", () => {
         if (slow._tag === "Left") expect((slow.left.cause as { code?: string }).code).toBe("57014")
         const [row] = yield* sql<{ timeout: string }>`SELECT current_setting('statement_timeout') AS timeout`
         expect(row!.timeout).toBe("300ms")
+      }))
+  })
+
+  it.layer(sqlWith({}), { timeout: "60 seconds" })((it) => {
+    it.effect("parameterized statements are prepared once per connection under one name; others are not", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        // One transaction: one connection, whose prepared statements the last statement lists.
+        const prepared = yield* Effect.gen(function*() {
+          for (const n of [1, 2, 3]) yield* sql`SELECT ${n}::int AS n, 'prepared-probe' AS probe`
+          yield* sql`SELECT 'unprepared-probe' AS probe`
+          return yield* sql<{ name: string; statement: string }>`
+            SELECT name, statement FROM pg_prepared_statements WHERE statement LIKE ${"%-probe%"} AND name <> ''`
+        }).pipe(sql.withTransaction)
+        expect(prepared.filter((p) => p.statement.includes("'prepared-probe'"))).toEqual([
+          { name: expect.stringMatching(/^s_[0-9a-f]{24}$/), statement: expect.stringContaining("SELECT $1::int") }
+        ])
+        expect(prepared.some((p) => p.statement.includes("unprepared-probe"))).toBe(false)
       }))
   })
 

@@ -1,11 +1,10 @@
 /**
  * A fresh database per test file, cloned from the migrated template of the run.
  */
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
+import { ConfigProvider, Effect, Layer, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import { inject } from "vitest"
-import { DatabaseUrl, quoteIdentifier, withPgClient } from "../../src/platform/Database.js"
+import { DatabaseUrl, quoteIdentifier, SqlLive, withPgClient } from "../../src/platform/Database.js"
 
 const withDatabase = (url: string, name: string) => {
   const u = new URL(url)
@@ -34,7 +33,8 @@ export const TestDatabaseUrlLive = Layer.scoped(
   })
 )
 
-/** Pool over a fresh database, plus its url. */
-export const TestSqlLive = Layer.unwrapEffect(
-  Effect.map(DatabaseUrl, (url) => PgClient.layer({ url, maxConnections: 10 }))
-).pipe(Layer.orDie, Layer.provideMerge(TestDatabaseUrlLive))
+/** The servers' pool (`SqlLive`: prepared statements, statement timeout) over a fresh database, plus its url. */
+export const TestSqlLive = Layer.fresh(SqlLive).pipe(
+  Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_POOL_SIZE", "10"]])))),
+  Layer.provideMerge(TestDatabaseUrlLive)
+)
