@@ -7,7 +7,7 @@ import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../schema/Api/CatalogApi.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
-import { completeOnHangUp, listen } from "../platform/HttpListener.js"
+import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListener.js"
 import { problemMiddleware, problemOpenApiTransform, startingProblem } from "../platform/ProblemMiddleware.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { RouteTable } from "../platform/RouteTable.js"
@@ -36,7 +36,14 @@ export const catalogRoutes = RouteTable.fromApi(CatalogApiDocumented)
 const HttpHealthLive = HttpApiBuilder.group(
   CatalogApi,
   "health",
-  (handlers) => Effect.map(healthHandlers, (h) => handlers.handle("healthz", h.healthz).handle("readyz", h.readyz))
+  (handlers) =>
+    Effect.map(
+      healthHandlers,
+      (h) =>
+        handlers.handle("healthz", h.healthz, runToCompletion).handle("readyz", h.readyz, {
+          uninterruptible: true
+        })
+    )
 )
 
 export const CatalogApiLive = HttpApiBuilder.api(CatalogApiDocumented).pipe(

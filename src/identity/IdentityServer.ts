@@ -8,7 +8,7 @@ import { IdentityApi } from "../../schema/Api/IdentityApi.js"
 import { envelopeFailure } from "../../schema/Identity/Envelope.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
-import { completeOnHangUp, listen } from "../platform/HttpListener.js"
+import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListener.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { HttpAuthLive } from "./http/AuthHttp.js"
 import { HttpDiscoveryLive } from "./http/DiscoveryHttp.js"
@@ -20,7 +20,14 @@ import { IdentityServicesLive } from "./IdentityServices.js"
 const HttpHealthLive = HttpApiBuilder.group(
   IdentityApi,
   "health",
-  (handlers) => Effect.map(healthHandlers, (h) => handlers.handle("healthz", h.healthz).handle("readyz", h.readyz))
+  (handlers) =>
+    Effect.map(
+      healthHandlers,
+      (h) =>
+        handlers.handle("healthz", h.healthz, runToCompletion).handle("readyz", h.readyz, {
+          uninterruptible: true
+        })
+    )
 )
 
 export const IdentityApiLive = HttpApiBuilder.api(IdentityApi).pipe(

@@ -44,6 +44,14 @@ export class Preemption extends Context.Tag("platform/Preemption")<Preemption, {
  */
 export const completeOnHangUp = (app: HttpApp.Default): HttpApp.Default => Effect.uninterruptible(app)
 
+/**
+ * The option every route handler is registered with (`handlers.handle(name, handler, runToCompletion)`).
+ * The platform's router runs each handler interruptible again, inside `completeOnHangUp`, unless
+ * its route says otherwise: without it a hang-up cancelled the handler's statement after all, and
+ * the cancel could land on the next statement of the reused connection (a 503 for another client).
+ */
+export const runToCompletion = { uninterruptible: true } as const
+
 const drain = (server: Http.Server, inFlight: Set<Http.ServerResponse>, grace: Duration.Duration) =>
   Effect.async<void>((resume) => {
     for (const res of inFlight) if (!res.headersSent) res.setHeader("connection", "close")

@@ -23,6 +23,7 @@ import {
 } from "../../schema/Problem.js"
 import { ServerConfig } from "../../src/platform/Config.js"
 import { healthHandlers } from "../../src/platform/Health.js"
+import { completeOnHangUp, runToCompletion } from "../../src/platform/HttpListener.js"
 import { problemMiddleware } from "../../src/platform/ProblemMiddleware.js"
 import { withRequestId } from "../../src/platform/RequestId.js"
 import { RouteTable } from "../../src/platform/RouteTable.js"
@@ -66,7 +67,20 @@ class ProbeGroup extends HttpApiGroup.make("probe")
   )
   .add(HttpApiEndpoint.get("defect", "/probe/defect").addSuccess(Schema.Struct({ ok: Schema.Boolean })))
   .add(HttpApiEndpoint.get("database", "/probe/database").addSuccess(Schema.Struct({ ok: Schema.Boolean })))
+  .add(
+    HttpApiEndpoint.get("slow", "/probe/slow")
+      .setUrlParams(Schema.Struct({ token: Schema.String }))
+      .addSuccess(Schema.Struct({ ok: Schema.Boolean }))
+  )
+  .add(
+    HttpApiEndpoint.get("slowInterruptible", "/probe/slow-interruptible")
+      .setUrlParams(Schema.Struct({ token: Schema.String }))
+      .addSuccess(Schema.Struct({ ok: Schema.Boolean }))
+  )
 {}
+
+/** Tokens of the slow probe requests whose statement ran to the end. */
+export const completedSlowRequests = new Set<string>()
 
 export class ProbeApi extends HttpApi.make("probe")
   .add(ProbeGroup)
@@ -81,6 +95,12 @@ export class ProbeApi extends HttpApi.make("probe")
 const ProbeLive = HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const slow = (token: string) =>
+      sql`SELECT pg_sleep(0.4)`.pipe(
+        Effect.orDie,
+        Effect.tap(() => Effect.sync(() => completedSlowRequests.add(token))),
+        Effect.as({ ok: true })
+      )
     return handlers
       .handle("list", () => Effect.succeed({ ok: true }))
       .handle("get", ({ path }) =>
@@ -92,6 +112,9 @@ const ProbeLive = HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
       .handle("create", () => Effect.succeed({ ok: true }))
       .handle("defect", () => Effect.die(new Error("secret internal state: password=hunter2")))
       .handle("database", () => sql`SELECT 1`.pipe(Effect.orDie, Effect.as({ ok: true })))
+      // A statement of 0.4 s, then a mark: like every route of the servers, and like none.
+      .handle("slow", ({ urlParams }) => slow(urlParams.token), runToCompletion)
+      .handle("slowInterruptible", ({ urlParams }) => slow(urlParams.token))
   }))
 
 const ProbeHealthLive = HttpApiBuilder.group(
@@ -106,7 +129,8 @@ export const ProbeServerLive = Layer.scoped(
   ProbeServer,
   Effect.gen(function*() {
     const routes = RouteTable.fromApi(ProbeApi)
-    const http = HttpApiBuilder.serve(withRequestId).pipe(
+    // Composed like the servers (CatalogServer.ts): requests outlive a client that hangs up.
+    const http = HttpApiBuilder.serve((app) => completeOnHangUp(withRequestId(app))).pipe(
       Layer.provide(problemMiddleware(routes)),
       Layer.provide(HttpApiBuilder.api(ProbeApi).pipe(Layer.provide([ProbeLive, ProbeHealthLive]))),
       Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))

@@ -2,6 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 
 export const HttpCredentialsLive = HttpApiBuilder.group(
   CatalogApi,
@@ -16,5 +17,5 @@ export const HttpCredentialsLive = HttpApiBuilder.group(
         scopes: [...p.scopes],
         content_limit: p.contentLimit,
         user_id: Option.getOrNull(Option.map(p.user, (u) => u.id))
-      })))
+      })), runToCompletion)
 )

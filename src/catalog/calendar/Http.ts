@@ -2,6 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import { Calendar } from "./Calendar.js"
 
 export const HttpCalendarLive = HttpApiBuilder.group(
@@ -11,6 +12,6 @@ export const HttpCalendarLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const calendar = yield* Calendar
       return handlers.handle("listCalendar", ({ urlParams }) =>
-        Effect.flatMap(Principal, (p) => calendar.list(urlParams, p.contentLimit)))
+        Effect.flatMap(Principal, (p) => calendar.list(urlParams, p.contentLimit)), runToCompletion)
     })
 ).pipe(Layer.provide(Calendar.Default))

@@ -4,6 +4,7 @@ import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
 import { Character } from "../../../schema/Catalog/Character.js"
 import { conditionalJson } from "../../platform/Conditional.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import { Characters } from "./Characters.js"
 
 /** Whether the caller's credential may see nsfw works (DECISIONS 4). */
@@ -16,13 +17,15 @@ export const HttpCharactersLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const characters = yield* Characters
       return handlers
-        .handle("listCharacters", ({ urlParams }) => Effect.flatMap(nsfw, (n) => characters.list(urlParams, n)))
+        .handle("listCharacters", ({ urlParams }) => Effect.flatMap(nsfw, (n) => characters.list(urlParams, n)), {
+          uninterruptible: true
+        })
         .handle("getCharacter", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
             characters.get(path.id, urlParams.view ?? "basic", urlParams.include ?? [], n))
-            .pipe(Effect.flatMap((character) => conditionalJson(Character, character))))
+            .pipe(Effect.flatMap((character) => conditionalJson(Character, character))), runToCompletion)
         .handle("listCharacterAppearances", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
-            characters.appearances(path.id, urlParams, n)))
+            characters.appearances(path.id, urlParams, n)), runToCompletion)
     })
 ).pipe(Layer.provide(Characters.Default))

@@ -4,6 +4,7 @@ import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
 import { Company, CompanyGraph } from "../../../schema/Catalog/Company.js"
 import { conditionalJson } from "../../platform/Conditional.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import { Companies } from "./Companies.js"
 
 export const HttpCompaniesLive = HttpApiBuilder.group(
@@ -14,20 +15,20 @@ export const HttpCompaniesLive = HttpApiBuilder.group(
       const companies = yield* Companies
       return handlers
         .handle("listCompanies", ({ urlParams }) =>
-          Effect.flatMap(Principal, (p) => companies.list(urlParams, p.contentLimit)))
+          Effect.flatMap(Principal, (p) => companies.list(urlParams, p.contentLimit)), runToCompletion)
         .handle("getCompany", ({ path, urlParams }) =>
           Effect.flatMap(Principal, (p) =>
             companies.get(path.id, urlParams.include ?? [], p.contentLimit)).pipe(
               Effect.flatMap((company) =>
                 conditionalJson(Company, company)
               )
-            ))
+            ), runToCompletion)
         .handle("getCompanyGraph", ({ path, urlParams }) =>
           Effect.flatMap(Principal, (p) =>
             companies.graph(path.id, urlParams.include ?? [], p.contentLimit)).pipe(
               Effect.flatMap((graph) =>
                 conditionalJson(CompanyGraph, graph)
               )
-            ))
+            ), runToCompletion)
     })
 ).pipe(Layer.provide(Companies.Default))

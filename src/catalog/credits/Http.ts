@@ -4,6 +4,7 @@ import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
 import { CreditName } from "../../../schema/Catalog/Credit.js"
 import { conditionalJson } from "../../platform/Conditional.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import { CreditNames } from "./CreditNames.js"
 
 /** Whether the caller's credential may see nsfw works (DECISIONS 4). */
@@ -16,14 +17,16 @@ export const HttpCreditNamesLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const names = yield* CreditNames
       return handlers
-        .handle("listCreditNames", ({ urlParams }) => Effect.flatMap(nsfw, (n) => names.list(urlParams, n)))
+        .handle("listCreditNames", ({ urlParams }) => Effect.flatMap(nsfw, (n) => names.list(urlParams, n)), {
+          uninterruptible: true
+        })
         .handle("getCreditName", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
             names.get(path.id, urlParams.include ?? [], n)).pipe(
               Effect.flatMap((name) => conditionalJson(CreditName, name))
-            ))
+            ), runToCompletion)
         .handle("listNameCredits", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
-            names.credits(path.id, urlParams, n)))
+            names.credits(path.id, urlParams, n)), runToCompletion)
     })
 ).pipe(Layer.provide(CreditNames.Default))

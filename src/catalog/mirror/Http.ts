@@ -11,6 +11,7 @@ import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import { Mirror } from "./Mirror.js"
 
 export const HttpMirrorLive = HttpApiBuilder.group(
@@ -24,13 +25,13 @@ export const HttpMirrorLive = HttpApiBuilder.group(
           Effect.flatMap(Principal, ({ contentLimit }) =>
             mirror.changes({ ...urlParams, contentLimit })).pipe(
               Effect.map((page) => HttpServerResponse.unsafeJson(page))
-            ))
+            ), runToCompletion)
         .handle("listRedirects", ({ urlParams }) =>
           Effect.flatMap(Principal, ({ contentLimit }) =>
             mirror.redirects({ ...urlParams, contentLimit })).pipe(
               Effect.map((page) =>
                 HttpServerResponse.unsafeJson(page)
               )
-            ))
+            ), runToCompletion)
     })
 ).pipe(Layer.provide(Mirror.Default))

@@ -4,6 +4,7 @@ import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
 import { Person } from "../../../schema/Catalog/Person.js"
 import { conditionalJson } from "../../platform/Conditional.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import { Persons } from "./Persons.js"
 
 /** Whether the caller's credential may see nsfw works (DECISIONS 4). */
@@ -16,11 +17,13 @@ export const HttpPersonsLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const persons = yield* Persons
       return handlers
-        .handle("listPersons", ({ urlParams }) => Effect.flatMap(nsfw, (n) => persons.list(urlParams, n)))
+        .handle("listPersons", ({ urlParams }) => Effect.flatMap(nsfw, (n) => persons.list(urlParams, n)), {
+          uninterruptible: true
+        })
         .handle("getPerson", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
             persons.get(path.id, urlParams.include ?? [], n)).pipe(
               Effect.flatMap((person) => conditionalJson(Person, person))
-            ))
+            ), runToCompletion)
     })
 ).pipe(Layer.provide(Persons.Default))

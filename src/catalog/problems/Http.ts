@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { NotFound, problemCodeList, ProblemCodes, problemSlug, reasonList, Reasons } from "../../../schema/Problem.js"
 import type { ProblemCode } from "../../../schema/Problem.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c]!)
@@ -31,10 +32,12 @@ Field-level reasons are listed at <a href="/v2/problems/reasons">/v2/problems/re
 
 export const HttpProblemsLive = HttpApiBuilder.group(CatalogApi, "problems", (handlers) =>
   handlers
-    .handle("listReasons", () => Effect.succeed({ object: "list", items: reasonItems } as const))
+    .handle("listReasons", () => Effect.succeed({ object: "list", items: reasonItems } as const), {
+      uninterruptible: true
+    })
     .handle("problemType", ({ path }) => {
       const code = bySlug.get(`${path.domain}/${path.slug}`)
       return code === undefined
         ? Effect.fail(new NotFound({ detail: "No problem type with this name." }))
         : Effect.succeed(page(code))
-    }))
+    }, runToCompletion))

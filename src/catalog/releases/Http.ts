@@ -4,6 +4,7 @@ import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
 import { Release } from "../../../schema/Catalog/Release.js"
 import { conditionalJson } from "../../platform/Conditional.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import { Releases } from "./Releases.js"
 
 export const HttpReleasesLive = HttpApiBuilder.group(
@@ -14,13 +15,13 @@ export const HttpReleasesLive = HttpApiBuilder.group(
       const releases = yield* Releases
       return handlers
         .handle("listReleases", ({ urlParams }) =>
-          Effect.flatMap(Principal, (p) => releases.list(urlParams, p.contentLimit)))
+          Effect.flatMap(Principal, (p) => releases.list(urlParams, p.contentLimit)), runToCompletion)
         .handle("getRelease", ({ path, urlParams }) =>
           Effect.flatMap(Principal, (p) =>
             releases.get(path.id, urlParams.include ?? [], p.contentLimit)).pipe(
               Effect.flatMap((release) =>
                 conditionalJson(Release, release)
               )
-            ))
+            ), runToCompletion)
     })
 ).pipe(Layer.provide(Releases.Default))

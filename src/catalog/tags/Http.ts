@@ -4,6 +4,7 @@ import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
 import { Tag } from "../../../schema/Catalog/Tag.js"
 import { conditionalJson } from "../../platform/Conditional.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import { Tags } from "./Tags.js"
 
 export const HttpTagsLive = HttpApiBuilder.group(
@@ -13,10 +14,12 @@ export const HttpTagsLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const tags = yield* Tags
       return handlers
-        .handle("listTags", ({ urlParams }) => Effect.flatMap(Principal, (p) => tags.list(urlParams, p.contentLimit)))
+        .handle("listTags", ({ urlParams }) => Effect.flatMap(Principal, (p) => tags.list(urlParams, p.contentLimit)), {
+          uninterruptible: true
+        })
         .handle("getTag", ({ path }) =>
           Effect.flatMap(Principal, (p) => tags.get(path.id, p.contentLimit)).pipe(
             Effect.flatMap((tag) => conditionalJson(Tag, tag))
-          ))
+          ), runToCompletion)
     })
 ).pipe(Layer.provide(Tags.Default))

@@ -4,6 +4,7 @@ import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal, type PrincipalShape } from "../../../schema/Api/Security.js"
 import { Work } from "../../../schema/Catalog/Work.js"
 import { tagged } from "../../platform/Conditional.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import { HotResponses } from "../shared/HotResponses.js"
 import { ReadCache } from "../shared/ReadCache.js"
 import { Works } from "./Works.js"
@@ -25,31 +26,32 @@ export const HttpWorksLive = HttpApiBuilder.group(
         .handle("listWorks", ({ urlParams }) =>
           hot.respond((p) =>
             Effect.map(works.list(urlParams, "works", nsfwOf(p)), (json) => ({ json }))
-          ))
+          ), runToCompletion)
         .handle("searchWorks", ({ urlParams }) =>
           hot.respond((p) =>
             Effect.map(works.list(urlParams, "search", nsfwOf(p)), (json) => ({ json }))
-          ))
+          ), runToCompletion)
         .handle("getWork", ({ path, urlParams }) =>
           hot.respond((p) =>
             cache.through(
               JSON.stringify(["works.get", nsfwOf(p), path.id, urlParams]),
               Effect.flatMap(works.get(path.id, urlParams, nsfwOf(p)), (work) =>
                 tagged(Work, work)),
-              (body) => body.json.length
+              (body) =>
+                body.json.length
             )
-          ))
+          ), runToCompletion)
         .handle("listWorkCharacters", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
-            works.characters(path.id, urlParams, n)))
+            works.characters(path.id, urlParams, n)), runToCompletion)
         .handle("listWorkCredits", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
-            works.credits(path.id, urlParams, n)))
+            works.credits(path.id, urlParams, n)), runToCompletion)
         .handle("listWorkCovers", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
-            works.covers(path.id, urlParams, n)))
+            works.covers(path.id, urlParams, n)), runToCompletion)
         .handle("listWorkIntros", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
-            works.intros(path.id, urlParams, n)))
+            works.intros(path.id, urlParams, n)), runToCompletion)
     })
 ).pipe(Layer.provide(Works.Default))

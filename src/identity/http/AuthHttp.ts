@@ -6,6 +6,7 @@ import { Effect, Option } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { Me } from "../../../schema/Identity/Me.js"
 import { Subject, UserId } from "../../../schema/Identity/User.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import { bearerToken, EndUsers } from "../auth/EndUsers.js"
 import { Login } from "../auth/Login.js"
 import { Sessions } from "../sessions/Sessions.js"
@@ -43,7 +44,7 @@ export const HttpAuthLive = HttpApiBuilder.group(IdentityApi, "auth", (handlers)
                 failed.retryAfterSeconds === undefined ? {} : { "retry-after": String(failed.retryAfterSeconds) }
               )))
           )
-        }))
+        }), runToCompletion)
       .handle("me", () =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
@@ -72,5 +73,5 @@ export const HttpAuthLive = HttpApiBuilder.group(IdentityApi, "auth", (handlers)
                 })
               ))
           )
-        }))
+        }), runToCompletion)
   }))

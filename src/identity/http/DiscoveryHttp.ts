@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 import { makeDiscoveryDocument } from "../oauth/Discovery.js"
 
@@ -12,6 +13,6 @@ export const HttpDiscoveryLive = HttpApiBuilder.group(IdentityApi, "discovery", 
       headers: { "cache-control": "public, max-age=300" }
     })
     return handlers
-      .handle("openidConfiguration", () => Effect.succeed(response))
-      .handle("authorizationServerMetadata", () => Effect.succeed(response))
+      .handle("openidConfiguration", () => Effect.succeed(response), runToCompletion)
+      .handle("authorizationServerMetadata", () => Effect.succeed(response), runToCompletion)
   }))

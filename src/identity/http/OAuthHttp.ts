@@ -6,6 +6,7 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Effect } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import { errorPage } from "../frontend/Pages.js"
 import { SigningKeys } from "../keys/SigningKeys.js"
 import type { AuthorizeOutcome } from "../oauth/Authorize.js"
@@ -80,7 +81,7 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
               ))
             })
           )
-        }))
+        }), runToCompletion)
       .handle("token", ({ payload }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
@@ -89,9 +90,9 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
             Effect.map((body) => HttpServerResponse.unsafeJson(body, { headers: NO_STORE })),
             Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
           )
-        }))
-      .handle("userinfo", userinfoHandler)
-      .handle("userinfoPost", userinfoHandler)
+        }), runToCompletion)
+      .handle("userinfo", userinfoHandler, runToCompletion)
+      .handle("userinfoPost", userinfoHandler, runToCompletion)
       .handle("revoke", ({ payload }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
@@ -100,8 +101,10 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
             Effect.as(HttpServerResponse.empty({ status: 200, headers: NO_STORE })),
             Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
           )
-        }))
-      .handle("logout", ({ urlParams }) => Effect.succeed(redirectTo(logout.entryLocation(urlParams))))
+        }), runToCompletion)
+      .handle("logout", ({ urlParams }) => Effect.succeed(redirectTo(logout.entryLocation(urlParams))), {
+        uninterruptible: true
+      })
       .handle("postLogoutRedirect", ({ urlParams }) =>
         Effect.map(logout.postLogoutRedirect(urlParams), (outcome) =>
           outcome._tag === "Redirect" ? redirectTo(outcome.location) : envelopeError(outcome.code, {}).pipe(
@@ -109,11 +112,11 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
               outcome.code === "LOGOUT_TARGET_NOT_ALLOWED" || outcome.code === "INVALID_AUTHORIZATION_REQUEST"
                 ? HttpServerResponse.setStatus(response, 400)
                 : response
-          )))
+          )), runToCompletion)
       .handle("jwks", () =>
         Effect.map(keys.jwks, (jwks) =>
           HttpServerResponse.unsafeJson(jwks, {
             // Short enough that a rotated-in key (published two reload intervals before it signs) is seen.
             headers: { "cache-control": "public, max-age=60" }
-          })))
+          })), runToCompletion)
   }))

@@ -12,6 +12,7 @@ import type { AuthorizeParams } from "../../../schema/Identity/Authorize.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { ConsentForm, LoginForm, LogoutForm, LogoutParams } from "../../../schema/Identity/Pages.js"
 import type { LoginPageParams } from "../../../schema/Identity/Pages.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import { EndUsers } from "../auth/EndUsers.js"
 import { Login } from "../auth/Login.js"
@@ -305,11 +306,11 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
         return sessions.clearCookie(signedOut(target.location))
       })
     return handlers
-      .handle("stylesheet", stylesheetHandler)
-      .handle("loginPage", loginPageHandler)
-      .handle("submitLogin", submitLoginHandler)
-      .handle("consentPage", consentPageHandler)
-      .handle("submitConsent", submitConsentHandler)
-      .handle("logoutPage", logoutPageHandler)
-      .handle("submitLogout", submitLogoutHandler)
+      .handle("stylesheet", stylesheetHandler, runToCompletion)
+      .handle("loginPage", loginPageHandler, runToCompletion)
+      .handle("submitLogin", submitLoginHandler, runToCompletion)
+      .handle("consentPage", consentPageHandler, runToCompletion)
+      .handle("submitConsent", submitConsentHandler, runToCompletion)
+      .handle("logoutPage", logoutPageHandler, runToCompletion)
+      .handle("submitLogout", submitLogoutHandler, runToCompletion)
   }))
