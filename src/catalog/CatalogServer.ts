@@ -39,10 +39,7 @@ const HttpHealthLive = HttpApiBuilder.group(
   (handlers) =>
     Effect.map(
       healthHandlers,
-      (h) =>
-        handlers.handle("healthz", h.healthz, runToCompletion).handle("readyz", h.readyz, {
-          uninterruptible: true
-        })
+      (h) => handlers.handle("healthz", h.healthz, runToCompletion).handle("readyz", h.readyz, runToCompletion)
     )
 )
 

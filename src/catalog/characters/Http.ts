@@ -17,13 +17,14 @@ export const HttpCharactersLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const characters = yield* Characters
       return handlers
-        .handle("listCharacters", ({ urlParams }) => Effect.flatMap(nsfw, (n) => characters.list(urlParams, n)), {
-          uninterruptible: true
-        })
+        .handle("listCharacters", ({ urlParams }) =>
+          Effect.flatMap(nsfw, (n) => characters.list(urlParams, n)), runToCompletion)
         .handle("getCharacter", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
             characters.get(path.id, urlParams.view ?? "basic", urlParams.include ?? [], n))
-            .pipe(Effect.flatMap((character) => conditionalJson(Character, character))), runToCompletion)
+            .pipe(Effect.flatMap((character) =>
+              conditionalJson(Character, character)
+            )), runToCompletion)
         .handle("listCharacterAppearances", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
             characters.appearances(path.id, urlParams, n)), runToCompletion)

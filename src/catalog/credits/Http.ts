@@ -17,13 +17,14 @@ export const HttpCreditNamesLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const names = yield* CreditNames
       return handlers
-        .handle("listCreditNames", ({ urlParams }) => Effect.flatMap(nsfw, (n) => names.list(urlParams, n)), {
-          uninterruptible: true
-        })
+        .handle("listCreditNames", ({ urlParams }) =>
+          Effect.flatMap(nsfw, (n) => names.list(urlParams, n)), runToCompletion)
         .handle("getCreditName", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
             names.get(path.id, urlParams.include ?? [], n)).pipe(
-              Effect.flatMap((name) => conditionalJson(CreditName, name))
+              Effect.flatMap((name) =>
+                conditionalJson(CreditName, name)
+              )
             ), runToCompletion)
         .handle("listNameCredits", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>

@@ -17,13 +17,14 @@ export const HttpPersonsLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const persons = yield* Persons
       return handlers
-        .handle("listPersons", ({ urlParams }) => Effect.flatMap(nsfw, (n) => persons.list(urlParams, n)), {
-          uninterruptible: true
-        })
+        .handle("listPersons", ({ urlParams }) =>
+          Effect.flatMap(nsfw, (n) => persons.list(urlParams, n)), runToCompletion)
         .handle("getPerson", ({ path, urlParams }) =>
           Effect.flatMap(nsfw, (n) =>
             persons.get(path.id, urlParams.include ?? [], n)).pipe(
-              Effect.flatMap((person) => conditionalJson(Person, person))
+              Effect.flatMap((person) =>
+                conditionalJson(Person, person)
+              )
             ), runToCompletion)
     })
 ).pipe(Layer.provide(Persons.Default))

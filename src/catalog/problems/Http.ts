@@ -32,9 +32,7 @@ Field-level reasons are listed at <a href="/v2/problems/reasons">/v2/problems/re
 
 export const HttpProblemsLive = HttpApiBuilder.group(CatalogApi, "problems", (handlers) =>
   handlers
-    .handle("listReasons", () => Effect.succeed({ object: "list", items: reasonItems } as const), {
-      uninterruptible: true
-    })
+    .handle("listReasons", () => Effect.succeed({ object: "list", items: reasonItems } as const), runToCompletion)
     .handle("problemType", ({ path }) => {
       const code = bySlug.get(`${path.domain}/${path.slug}`)
       return code === undefined

@@ -14,12 +14,14 @@ export const HttpTagsLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const tags = yield* Tags
       return handlers
-        .handle("listTags", ({ urlParams }) => Effect.flatMap(Principal, (p) => tags.list(urlParams, p.contentLimit)), {
-          uninterruptible: true
-        })
+        .handle("listTags", ({ urlParams }) =>
+          Effect.flatMap(Principal, (p) => tags.list(urlParams, p.contentLimit)), runToCompletion)
         .handle("getTag", ({ path }) =>
-          Effect.flatMap(Principal, (p) => tags.get(path.id, p.contentLimit)).pipe(
-            Effect.flatMap((tag) => conditionalJson(Tag, tag))
-          ), runToCompletion)
+          Effect.flatMap(Principal, (p) =>
+            tags.get(path.id, p.contentLimit)).pipe(
+              Effect.flatMap((tag) =>
+                conditionalJson(Tag, tag)
+              )
+            ), runToCompletion)
     })
 ).pipe(Layer.provide(Tags.Default))

@@ -102,9 +102,7 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
             Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
           )
         }), runToCompletion)
-      .handle("logout", ({ urlParams }) => Effect.succeed(redirectTo(logout.entryLocation(urlParams))), {
-        uninterruptible: true
-      })
+      .handle("logout", ({ urlParams }) => Effect.succeed(redirectTo(logout.entryLocation(urlParams))), runToCompletion)
       .handle("postLogoutRedirect", ({ urlParams }) =>
         Effect.map(logout.postLogoutRedirect(urlParams), (outcome) =>
           outcome._tag === "Redirect" ? redirectTo(outcome.location) : envelopeError(outcome.code, {}).pipe(
