@@ -33,6 +33,7 @@ import {
   sortSpecs,
   type WorkFilters
 } from "../works/WorkSql.js"
+import { type CountedFacet, makeFacetIndex } from "./FacetIndex.js"
 import { type SearchHit, SearchIndex, type SearchRequest } from "./SearchIndex.js"
 import { searchPattern } from "./SearchKey.js"
 import { makeTtlCache } from "./TtlCache.js"
@@ -72,10 +73,11 @@ const cacheKey = (kind: string, request: SearchRequest, extra: unknown = null) =
     extra
   ])
 
-export const PgSearchIndexLive = Layer.effect(
+export const PgSearchIndexLive = Layer.scoped(
   SearchIndex,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const facetIndex = yield* makeFacetIndex
     const resultSets = makeTtlCache<ResultSet>({ ttlMs: 30_000, staleMs: 60_000, max: 16 })
     const counts = makeTtlCache<number>({ ttlMs: 30_000, staleMs: 300_000, max: 512 })
     const facetCache = makeTtlCache<Readonly<Record<string, ReadonlyArray<FacetValue>>>>({
@@ -281,6 +283,104 @@ export const PgSearchIndexLive = Layer.effect(
 
     const stats = (nsfw: boolean) => Effect.map(statsCache.get("stats", computeStats), (s) => nsfw ? s.nsfw : s.sfw)
 
+    // --- Facet counts of a query or filter ------------------------------------------------------
+
+    type Facets = Record<string, Array<FacetValue>>
+
+    const sorted = (out: Facets, wanted: ReadonlyArray<WorkFacet>): Facets => {
+      for (const facet of wanted) sortFacet(out[facet]!, facet === "tag_id" || facet === "company_id")
+      return out
+    }
+
+    /**
+     * A query's counts from the in-memory copy (FacetIndex.ts): the database lists the matching works
+     * (split by the content flag, which is the `content_rating` facet), the copy counts their values,
+     * and one small statement names the values that made the cut.
+     */
+    const countInMemory = (request: SearchRequest, match: Match, wanted: ReadonlyArray<WorkFacet>) =>
+      Effect.gen(function*() {
+        const { from, id, where } = source(request, match, false)
+        const [lists] = yield* sql<{ sfw: string | null; nsfw: string | null }>`
+          SELECT string_agg(${id}::text, ',') FILTER (WHERE NOT s.nsfw) AS sfw,
+            string_agg(${id}::text, ',') FILTER (WHERE s.nsfw) AS nsfw
+          FROM ${from} WHERE ${where}`
+        const ids = [lists?.sfw ?? "", lists?.nsfw ?? ""]
+        const counted = wanted.filter((f): f is CountedFacet => f !== "content_rating")
+        const counts = yield* facetIndex.count(ids, counted)
+        if (counts === undefined) return yield* countInSql(request, match, wanted)
+        const top = (facet: "tag_id" | "company_id") =>
+          [...counts[facet]].sort((a, b) => b[1] - a[1] || Number(a[0]) - Number(b[0])).slice(0, FACET_TOP)
+        const tags = counted.includes("tag_id") ? top("tag_id") : []
+        const companies = counted.includes("company_id") ? top("company_id") : []
+        const vocabulary = (facet: "olang" | "medium" | "platform") => counted.includes(facet) ? counts[facet] : []
+        const names = yield* sql<{ facet: string; value: string; display_name: string }>`
+          SELECT 'tag_id' AS facet, id::text AS value, display_name FROM tags
+            WHERE live AND id = ANY(${tags.map(([v]) => v)}::bigint[])
+          UNION ALL SELECT 'company_id', id::text, display_name FROM companies
+            WHERE live AND id = ANY(${companies.map(([v]) => v)}::bigint[])
+          UNION ALL SELECT 'olang', tag, display_name FROM catalog_languages
+            WHERE tag = ANY(${vocabulary("olang").map(([v]) => v)}::text[])
+          UNION ALL SELECT 'medium', code, display_name FROM catalog_media
+            WHERE code = ANY(${vocabulary("medium").map(([v]) => v)}::text[])
+          UNION ALL SELECT 'platform', code, display_name FROM catalog_platforms
+            WHERE code = ANY(${vocabulary("platform").map(([v]) => v)}::text[])`
+        const name = new Map(names.map((n) => [`${n.facet}:${n.value}`, n.display_name]))
+        const out: Facets = {}
+        for (const facet of wanted) {
+          if (facet === "content_rating") {
+            const n = (list: string) => (list === "" ? 0 : list.split(",").length)
+            out[facet] = [
+              { value: "sfw", display_name: "Safe for work", count: n(ids[0]!) },
+              { value: "nsfw", display_name: "Not safe for work", count: n(ids[1]!) }
+            ].filter((v) => v.count > 0)
+          } else if (facet === "tag_id" || facet === "company_id") {
+            // Like the SQL below: the most frequent values, then those still live.
+            out[facet] = (facet === "tag_id" ? tags : companies).flatMap(([value, count]) => {
+              const display_name = name.get(`${facet}:${value}`)
+              return display_name === undefined ? [] : [{ value, display_name, count }]
+            })
+          } else {
+            out[facet] = vocabulary(facet).map(([value, count]) => ({
+              value,
+              display_name: name.get(`${facet}:${value}`) ?? value,
+              count
+            }))
+          }
+        }
+        return sorted(out, wanted)
+      }).pipe(Effect.orDie, Effect.withSpan("PgSearchIndex.facetsInMemory"))
+
+    /**
+     * Counts in SQL: a filter without a query over `works` and its link tables; a query (while the
+     * in-memory copy loads) over `work_facets` (migrations/0008), joined to `works` only when filters
+     * need it.
+     */
+    const countInSql = (request: SearchRequest, match: Match | undefined, wanted: ReadonlyArray<WorkFacet>) => {
+      const matched = match === undefined
+        ? sql`SELECT w.id, w.olang, w.nsfw, w.media, w.platforms FROM works w
+            WHERE ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
+        : hasFilters(request.filters)
+        ? sql`SELECT f.work_id AS id, f.olang, s.nsfw, f.media, f.platforms, f.tag_ids, f.company_ids
+            FROM work_search s JOIN works w ON w.id = s.work_id JOIN work_facets f ON f.work_id = s.work_id
+            WHERE ${matches(match)} AND ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
+        : sql`SELECT f.work_id AS id, f.olang, s.nsfw, f.media, f.platforms, f.tag_ids, f.company_ids
+            FROM work_search s JOIN work_facets f ON f.work_id = s.work_id
+            WHERE ${matches(match)} AND ${searchGate(request.nsfw)}`
+      return sql<{ facet: WorkFacet; value: string; display_name: string; count: string }>`${
+        facetsSql(sql, wanted, matched, match === undefined ? "join" : "arrays")
+      }`.pipe(
+        Effect.map((rows) => {
+          const out: Facets = Object.fromEntries(wanted.map((f) => [f, []]))
+          for (const row of rows) {
+            out[row.facet]!.push({ value: row.value, display_name: row.display_name, count: Number(row.count) })
+          }
+          return sorted(out, wanted)
+        }),
+        Effect.orDie,
+        Effect.withSpan("PgSearchIndex.facetCounts")
+      )
+    }
+
     // --- The interface ----------------------------------------------------------------------------
 
     const total = Effect.fn("PgSearchIndex.total")(function*(request: SearchRequest) {
@@ -344,34 +444,11 @@ export const PgSearchIndexLive = Layer.effect(
           const { facets } = yield* stats(request.nsfw)
           return Object.fromEntries(wanted.map((f) => [f, facets[f]]))
         }
-        // A query counts over `work_facets` (migrations/0008), joined to `works` only when filters
-        // need it; a filter alone counts over `works` and its link tables.
-        const matched = match === undefined
-          ? sql`SELECT w.id, w.olang, w.nsfw, w.media, w.platforms FROM works w
-              WHERE ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
-          : hasFilters(request.filters)
-          ? sql`SELECT f.work_id AS id, f.olang, s.nsfw, f.media, f.platforms, f.tag_ids, f.company_ids
-              FROM work_search s JOIN works w ON w.id = s.work_id JOIN work_facets f ON f.work_id = s.work_id
-              WHERE ${matches(match)} AND ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)}`
-          : sql`SELECT f.work_id AS id, f.olang, s.nsfw, f.media, f.platforms, f.tag_ids, f.company_ids
-              FROM work_search s JOIN work_facets f ON f.work_id = s.work_id
-              WHERE ${matches(match)} AND ${searchGate(request.nsfw)}`
         const computed = facetCache.get(
           cacheKey("facets", request, wanted),
-          sql<{ facet: WorkFacet; value: string; display_name: string; count: string }>`${
-            facetsSql(sql, wanted, matched, match === undefined ? "join" : "arrays")
-          }`.pipe(
-            Effect.map((rows) => {
-              const out: Record<string, Array<FacetValue>> = Object.fromEntries(wanted.map((f) => [f, []]))
-              for (const row of rows) {
-                out[row.facet]!.push({ value: row.value, display_name: row.display_name, count: Number(row.count) })
-              }
-              for (const facet of wanted) sortFacet(out[facet]!, facet === "tag_id" || facet === "company_id")
-              return out
-            }),
-            Effect.orDie,
-            Effect.withSpan("PgSearchIndex.facetCounts")
-          )
+          match !== undefined && facetIndex.ready()
+            ? countInMemory(request, match, wanted)
+            : countInSql(request, match, wanted)
         )
         return yield* computed
       }
