@@ -17,7 +17,7 @@
  *   (`work_facets.txid`, migrations/0009): a count sees every write committed before it began.
  */
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Schedule } from "effect"
+import { Config, Duration, Effect, Schedule } from "effect"
 
 /** The facets counted here (`content_rating` is counted from the database's two id lists). */
 export type CountedFacet = "tag_id" | "company_id" | "olang" | "medium" | "platform"
@@ -235,9 +235,13 @@ export interface FacetIndex {
   ) => Effect.Effect<FacetCounts | undefined>
 }
 
-/** Starts loading the table in the background (for the lifetime of the scope). */
+/**
+ * Starts loading the table in the background (for the lifetime of the scope), unless
+ * `CATALOG_FACET_INDEX=false`: then it is never ready and searches count in SQL.
+ */
 export const makeFacetIndex = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const enabled = yield* Config.boolean("CATALOG_FACET_INDEX").pipe(Config.withDefault(true), Effect.orDie)
   const table = new FacetTable()
   let loaded = false
   /** The horizon of the last read: every row written by a transaction below it has been read. */
@@ -277,13 +281,15 @@ export const makeFacetIndex = Effect.gen(function*() {
     })
   )
 
-  yield* load.pipe(
-    Effect.tapErrorCause((cause) =>
-      Effect.logWarning("facet index: load failed; retrying (searches count in SQL)", cause)
-    ),
-    Effect.retry(Schedule.spaced(Duration.seconds(5))),
-    Effect.forkScoped
-  )
+  if (enabled) {
+    yield* load.pipe(
+      Effect.tapErrorCause((cause) =>
+        Effect.logWarning("facet index: load failed; retrying (searches count in SQL)", cause)
+      ),
+      Effect.retry(Schedule.spaced(Duration.seconds(5))),
+      Effect.forkScoped
+    )
+  }
 
   const ready = () => loaded && table.usable
   const count: FacetIndex["count"] = (ids, wanted) =>
