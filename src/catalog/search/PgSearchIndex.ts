@@ -12,7 +12,8 @@
  *   come from one grouped scan of `works` plus the maintained `work_count`/`work_count_sfw` columns of
  *   tags and companies, kept for a minute and refreshed in the background; those of a query or filter
  *   are computed over the matching works and kept for a minute. Counts may therefore lag writes by
- *   about a minute.
+ *   about a minute. A query's matches are listed by the database and counted in memory
+ *   (FacetIndex.ts); a filter without a query counts in SQL.
  */
 import { SqlClient } from "@effect/sql"
 import type { Fragment } from "@effect/sql/Statement"
