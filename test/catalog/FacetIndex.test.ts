@@ -7,7 +7,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { type CountedFacet, FacetTable, makeFacetIndex } from "../../src/catalog/search/FacetIndex.js"
+import { type CountedFacet, type FacetRow, FacetTable, makeFacetIndex } from "../../src/catalog/search/FacetIndex.js"
 import { foldText } from "../../src/catalog/search/SearchKey.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 
@@ -49,6 +49,60 @@ describe("FacetTable (the in-memory copy's table)", () => {
     table.compact()
     check()
     expect(table.footprint().works).toBe(40)
+  })
+
+  it("agrees with a plain tally after random loads, writes and compactions", () => {
+    let seed = 42
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      return seed % n
+    }
+    const pick = <A>(values: ReadonlyArray<A>, n: number) =>
+      Array.from({ length: random(n) }, () => values[random(values.length)]!)
+    const row = (id: number): FacetRow => [
+      id,
+      random(4) === 0 ? null : ["ja", "en", "zh-Hans", "ko"][random(4)]!,
+      [...new Set(pick(["vn", "dvd", "cd"], 3))],
+      [...new Set(pick(["win", "lin", "mac", "ps5", "swi"], 4))],
+      [...new Set(Array.from({ length: random(8) }, () => 1 + random(700)))],
+      [...new Set(Array.from({ length: random(3) }, () => 1 + random(50_000)))]
+    ]
+    const rows = new Map<number, FacetRow>()
+    const table = new FacetTable()
+    const loaded: Array<FacetRow> = []
+    for (let id = 1; id <= 30_000; id += 1 + random(3)) loaded.push(row(id))
+    table.append(loaded)
+    for (const r of loaded) rows.set(r[0], r)
+    const check = () => {
+      const ids = [...rows.keys()].filter(() => random(3) === 0)
+      const counts = table.count([ids.join(",")], all)
+      const tally = Object.fromEntries(all.map((f) => [f, new Map<string, number>()])) as Record<
+        CountedFacet,
+        Map<string, number>
+      >
+      const add = (facet: CountedFacet, value: string | number) =>
+        tally[facet].set(String(value), (tally[facet].get(String(value)) ?? 0) + 1)
+      for (const id of ids) {
+        const [, olang, media, platforms, tags, companies] = rows.get(id)!
+        if (olang !== null) add("olang", olang)
+        for (const v of media) add("medium", v)
+        for (const v of platforms) add("platform", v)
+        for (const v of tags) add("tag_id", v)
+        for (const v of companies) add("company_id", v)
+      }
+      for (const facet of all) expect(sortedPairs(counts[facet]), facet).toEqual(sortedPairs([...tally[facet]]))
+    }
+    check()
+    // Rewrites of loaded works and new works past the loaded range; the 12,000 writes of the second
+    // round pass the automatic compaction's threshold.
+    for (const writes of [500, 12_000]) {
+      const written = Array.from({ length: writes }, () => row(1 + random(40_000)))
+      table.update(written)
+      for (const r of written) rows.set(r[0], r)
+      check()
+    }
+    table.compact()
+    check()
   })
 
   it("an id that does not fit a 32-bit code makes the table unusable (searches count in SQL)", () => {

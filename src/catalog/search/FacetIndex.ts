@@ -155,24 +155,34 @@ export class FacetTable {
 
   /** Packs every work into fresh arrays (sized to fit), folding in the changed ones. */
   compact(): void {
-    const old = { start: this.start, codes: this.codes, last: this.last }
-    const changed = new Map(this.changed)
-    this.changed.clear()
-    let top = old.last
+    const { changed, last } = this
+    let top = last
     for (const id of changed.keys()) if (id > top) top = id
-    let total = 0
-    for (let id = 1; id <= top; id++) {
+    const lengthOf = (id: number) => {
       const c = changed.get(id)
-      total += c !== undefined ? c.length : id <= old.last ? old.start[id + 1]! - old.start[id]! : 0
+      return c !== undefined ? c.length : id <= last ? this.start[id + 1]! - this.start[id]! : 0
     }
-    this.start = new Int32Array(top + 2)
-    this.codes = new Int32Array(Math.max(total, 1))
-    this.last = 0
-    this.used = 0
+    let total = 0
+    for (let id = 1; id <= top; id++) total += lengthOf(id)
+    const start = new Int32Array(top + 2)
+    const codes = new Int32Array(Math.max(total, 1))
+    let used = 0
     for (let id = 1; id <= top; id++) {
-      const c = changed.get(id) ?? (id <= old.last ? old.codes.subarray(old.start[id]!, old.start[id + 1]!) : undefined)
-      if (c !== undefined) this.pack(id, c)
+      start[id] = used
+      const c = changed.get(id)
+      if (c !== undefined) {
+        codes.set(c, used)
+        used += c.length
+      } else if (id <= last) {
+        for (let i = this.start[id]!, end = this.start[id + 1]!; i < end; i++) codes[used++] = this.codes[i]!
+      }
     }
+    start[top + 1] = used
+    this.start = start
+    this.codes = codes
+    this.last = top
+    this.used = used
+    changed.clear()
   }
 
   /**
