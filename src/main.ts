@@ -1,5 +1,22 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Layer } from "effect"
+import * as V8 from "node:v8"
 import { MainLive } from "./App.js"
+
+/**
+ * The heap policy (README "Operating it"). V8 lets the old generation grow to as much as four times
+ * what survived its last full collection before collecting again; under load that is mostly
+ * garbage (catalog bench: a 510 MB heap over about 140 MB of live data, 742 MB resident).
+ * `HEAP_GROWING_PERCENT` (default 50) collects once the heap has grown by that share instead; `0`
+ * keeps V8's own policy. A `--heap-growing-percent` given to node itself wins.
+ */
+const heapGrowingPercent = Number(process.env.HEAP_GROWING_PERCENT ?? "50")
+if (!Number.isInteger(heapGrowingPercent) || heapGrowingPercent < 0 || heapGrowingPercent > 1000) {
+  throw new Error(`HEAP_GROWING_PERCENT must be an integer from 0 to 1000, not ${process.env.HEAP_GROWING_PERCENT}`)
+}
+const givenToNode = [...process.execArgv, process.env.NODE_OPTIONS ?? ""].some((arg) =>
+  arg.includes("heap-growing-percent")
+)
+if (heapGrowingPercent > 0 && !givenToNode) V8.setFlagsFromString(`--heap-growing-percent=${heapGrowingPercent}`)
 
 NodeRuntime.runMain(Layer.launch(MainLive), { disablePrettyLogger: true })
