@@ -8,6 +8,7 @@
  * smaller catalog (its own directory) for a quick check.
  */
 import { execFileSync } from "node:child_process"
+import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import Pg from "pg"
@@ -163,6 +164,29 @@ export const catalog = async (): Promise<string> => {
           25
         )
       )
+    }
+    // The floor for answers that large: the same bytes served from memory by plain node:http.
+    const largest = await fetch(`${api}/v2/catalog/works?limit=100&${include}`, { headers })
+    const bodyFile = Path.join(Os.tmpdir(), `shiori-bench-page-${process.pid}.json`)
+    Fs.writeFileSync(bodyFile, Buffer.from(await largest.arrayBuffer()))
+    const floorPort = await freePort()
+    const floor = await startProcess(
+      "dist/bench/baseline/StaticBody.js",
+      { PORT: String(floorPort), BODY_FILE: bodyFile },
+      `http://127.0.0.1:${floorPort}/healthz`
+    )
+    try {
+      rows.push(
+        await run(
+          `floor: node:http answering the limit=100 ${include} page's ${
+            (Fs.statSync(bodyFile).size / 1024).toFixed(0)
+          } KB from memory`,
+          { url: `http://127.0.0.1:${floorPort}/v2/catalog/works?limit=100&${include}` }
+        )
+      )
+    } finally {
+      await floor.stop()
+      Fs.rmSync(bodyFile, { force: true })
     }
 
     // --- Deep cursor pages: cursors collected first, then replayed --------------------------------
