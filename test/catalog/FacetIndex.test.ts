@@ -9,6 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type CountedFacet, type FacetRow, FacetTable, makeFacetIndex } from "../../src/catalog/search/FacetIndex.js"
 import { foldText } from "../../src/catalog/search/SearchKey.js"
+import { contentRatingNames } from "../../src/catalog/works/WorkSql.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 
 const all: ReadonlyArray<CountedFacet> = ["tag_id", "company_id", "olang", "medium", "platform"]
@@ -204,6 +205,9 @@ describe("the facet copy of a seeded catalog (SPEC 4.1 rule 4)", () => {
             expect(got, `${q} ${facet}`).toEqual(
               facet === "tag_id" || facet === "company_id" ? want.slice(0, 50) : want
             )
+          }
+          for (const v of res.body.facets.content_rating as Array<{ value: "sfw" | "nsfw"; display_name: string }>) {
+            expect(v.display_name).toBe(contentRatingNames[v.value])
           }
           const rated = (res.body.facets.content_rating as Array<{ count: number }>).reduce((n, v) => n + v.count, 0)
           expect(rated).toBe(expected.ids.length)

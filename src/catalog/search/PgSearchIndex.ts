@@ -24,6 +24,7 @@ import type { FacetValue } from "../../../schema/Catalog/Common.js"
 import { MAX_DEPTH } from "../../../schema/Catalog/Query.js"
 import {
   afterSql,
+  contentRatingNames,
   FACET_TOP,
   facetsSql,
   filterSql,
@@ -272,7 +273,7 @@ export const PgSearchIndexLive = Layer.scoped(
             tag_id: tags,
             company_id: companies,
             olang: values("olang", (v) => displayName.get(`olang:${v}`) ?? v),
-            content_rating: values("content_rating", (v) => (v === "nsfw" ? "Not safe for work" : "Safe for work")),
+            content_rating: values("content_rating", (v) => contentRatingNames[v as "sfw" | "nsfw"]),
             medium: values("medium", (v) => displayName.get(`medium:${v}`) ?? v),
             platform: values("platform", (v) => displayName.get(`platform:${v}`) ?? v)
           }
@@ -329,11 +330,14 @@ export const PgSearchIndexLive = Layer.scoped(
         const out: Facets = {}
         for (const facet of wanted) {
           if (facet === "content_rating") {
-            const n = (list: string) => (list === "" ? 0 : list.split(",").length)
-            out[facet] = [
-              { value: "sfw", display_name: "Safe for work", count: n(ids[0]!) },
-              { value: "nsfw", display_name: "Not safe for work", count: n(ids[1]!) }
-            ].filter((v) => v.count > 0)
+            const n = (list: string) => {
+              let commas = 0
+              for (let i = list.indexOf(","); i >= 0; i = list.indexOf(",", i + 1)) commas++
+              return list === "" ? 0 : commas + 1
+            }
+            out[facet] = (["sfw", "nsfw"] as const)
+              .map((value, i) => ({ value, display_name: contentRatingNames[value], count: n(ids[i]!) }))
+              .filter((v) => v.count > 0)
           } else if (facet === "tag_id" || facet === "company_id") {
             // Like the SQL below: the most frequent values, then those still live.
             out[facet] = (facet === "tag_id" ? tags : companies).flatMap(([value, count]) => {

@@ -240,6 +240,9 @@ export const creditGroupsSql = (sql: Sql, workCondition: Fragment): Fragment =>
 /** Facets with a long tail return their most frequent values only. */
 export const FACET_TOP = 50
 
+/** The display names of the `content_rating` facet's two values. */
+export const contentRatingNames = { sfw: "Safe for work", nsfw: "Not safe for work" } as const
+
 /**
  * The counts of `facets` over the matched works, in one statement: `matched` selects the works
  * (`id, olang, nsfw, media, platforms`, and with `links: "arrays"` also `tag_ids, company_ids`); it
@@ -281,7 +284,8 @@ export const facetsSql = (
           LEFT JOIN catalog_languages l ON l.tag = f.olang)`
       case "content_rating":
         return sql`(SELECT 'content_rating' AS facet, CASE WHEN m.nsfw THEN 'nsfw' ELSE 'sfw' END AS value,
-            CASE WHEN m.nsfw THEN 'Not safe for work' ELSE 'Safe for work' END AS display_name, count(*) AS count
+            CASE WHEN m.nsfw THEN ${contentRatingNames.nsfw} ELSE ${contentRatingNames.sfw} END AS display_name,
+            count(*) AS count
           FROM m GROUP BY m.nsfw)`
       case "medium":
         return sql`(SELECT 'medium' AS facet, f.code AS value, coalesce(x.display_name, f.code) AS display_name, f.n AS count
