@@ -28,6 +28,9 @@ describe("FacetTable (the in-memory copy's table)", () => {
     expect(sortedPairs(counts.tag_id)).toEqual([["5", 1], ["7", 2]])
     expect(sortedPairs(counts.company_id)).toEqual([["100", 2], ["200", 1]])
     expect(sortedPairs(counts.olang)).toEqual([["en", 1], ["ja", 1]])
+    // A language that is an empty string is a value (SQL counts every non-null one), null is none.
+    table.update([[3, "", [], [], [], []]])
+    expect(table.count(["3,2"], ["olang"]).olang).toEqual([["", 1]])
     expect(sortedPairs(counts.medium)).toEqual([["dvd", 1], ["vn", 2]])
     expect(sortedPairs(counts.platform)).toEqual([["lin", 1], ["win", 2]])
     // Only the facets asked for; an empty list counts nothing.

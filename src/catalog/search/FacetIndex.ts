@@ -75,7 +75,9 @@ export class FacetTable {
 
   private encode(row: FacetRow): Int32Array | undefined {
     const [, olang, media, platforms, tags, companies] = row
-    const out = new Int32Array(tags.length + companies.length + media.length + platforms.length + (olang ? 1 : 0))
+    const out = new Int32Array(
+      tags.length + companies.length + media.length + platforms.length + (olang !== null ? 1 : 0)
+    )
     let i = 0
     const put = (kind: number, value: number) => {
       if (!(value >= 0 && value <= MAX_VALUE)) return false
@@ -85,7 +87,7 @@ export class FacetTable {
     }
     for (const id of tags) if (!put(KIND.tag_id, Number(id))) return undefined
     for (const id of companies) if (!put(KIND.company_id, Number(id))) return undefined
-    if (olang) put(KIND.olang, this.dictionaries.olang.code(olang))
+    if (olang !== null) put(KIND.olang, this.dictionaries.olang.code(olang))
     for (const m of media) put(KIND.medium, this.dictionaries.medium.code(m))
     for (const p of platforms) put(KIND.platform, this.dictionaries.platform.code(p))
     return out
@@ -252,13 +254,15 @@ export interface FacetIndex {
 export const makeFacetIndex = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const enabled = yield* Config.boolean("CATALOG_FACET_INDEX").pipe(Config.withDefault(true), Effect.orDie)
-  const table = new FacetTable()
+  let table = new FacetTable()
   let loaded = false
   /** The horizon of the last read: every row written by a transaction below it has been read. */
   let horizon = "0"
 
   const load = Effect.gen(function*() {
     const started = Date.now()
+    // A retried load starts over.
+    table = new FacetTable()
     const [h] = yield* sql<{ h: string }>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h`
     let after = 0
     for (;;) {
