@@ -330,6 +330,13 @@ const row = (name: string, ours: Run, reference: Run) => {
     `${met ? "yes" : "**no**"} |`
 }
 
+/** The floor next to both providers: what the design allows, and how far our stack is from it. */
+const floorRow = (name: string, ours: Run, floor: Run, reference: Run) => {
+  const ratio = (a: Run, b: Run) => b.rps > 0 ? `${(a.rps / b.rps).toFixed(2)}x` : "-"
+  return `| ${name} | ${floor.rps.toFixed(0)} | ${floor.p99} | ${floor.non2xx + floor.errors} | ${cpuText(floor)} | ` +
+    `${ratio(floor, reference)} | ${ratio(ours, floor)} |`
+}
+
 const versionOf = (packageJson: string) =>
   (JSON.parse(Fs.readFileSync(Path.join(root, packageJson), "utf8")) as { version: string }).version
 const packageVersion = (name: string) => versionOf(`node_modules/${name}/package.json`)
@@ -367,6 +374,7 @@ export const identity = async (): Promise<string> => {
   setupFailures.length = 0
   let server: Proc | undefined
   let reference: Proc | undefined
+  let floor: Proc | undefined
   try {
     server = await startProcess("dist/src/main.js", env, `${origin}/readyz`)
     const ourProc = server
@@ -414,6 +422,17 @@ export const identity = async (): Promise<string> => {
       ACCOUNT_SUB: user.sub
     }, `http://127.0.0.1:${referencePort}/healthz`)
     const referenceProc = reference
+
+    const floorPort = await freePort()
+    floor = await startProcess("dist/bench/baseline/IdentityFloor.js", {
+      PORT: String(floorPort),
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${pgPort}/shiori`,
+      ISSUER: issuer,
+      CLIENT_ID: clientId,
+      CLIENT_SECRET: clientSecret,
+      SIGNING_JWK: JSON.stringify({ ...key.private_jwk, kid: key.kid })
+    }, `http://127.0.0.1:${floorPort}/healthz`)
+    const floorProc = floor
 
     const authorizeQuery = new URLSearchParams({
       client_id: clientId,
@@ -470,9 +489,19 @@ export const identity = async (): Promise<string> => {
       cpu: () => ({ server: ownCpu(referenceProc.child.pid!) })
     }
 
-    // Both sides answer, with the same key.
+    // The floor redeems codes our provider minted, in our database (whose CPU it is charged).
+    const floorSide: Side = {
+      label: "floor",
+      origin: `http://127.0.0.1:${floorPort}`,
+      tokenPath: "/token",
+      userinfoPath: "/userinfo",
+      mintCodes: ours.mintCodes,
+      cpu: () => ({ server: ownCpu(floorProc.child.pid!), database: descendantsCpu(ourProc.child.pid!) })
+    }
+
+    // Every side answers, with the same key.
     const kids = await Promise.all(
-      [ours, theirs].map(async (side) => kidOf((await freshTokens(side, 1))[0]!.id_token!))
+      [ours, theirs, floorSide].map(async (side) => kidOf((await freshTokens(side, 1))[0]!.id_token!))
     )
     notes.push(
       `Signing key: kid \`${key.kid}\` (RSA 2048, RS256); the id_tokens of both sides name ` +
@@ -480,6 +509,7 @@ export const identity = async (): Promise<string> => {
     )
 
     const lines: Array<string> = []
+    const floorLines: Array<string> = []
     const problems: Array<string> = []
     const setup: Array<string> = []
     for (
@@ -491,9 +521,11 @@ export const identity = async (): Promise<string> => {
     ) {
       if (only !== undefined && !only.some((word) => name.startsWith(word))) continue
       const theirRun = await scenario(theirs)
+      const floorRun = await scenario(floorSide)
       const ourRun = await scenario(ours)
       lines.push(row(name, ourRun, theirRun))
-      for (const run of [ourRun, theirRun]) {
+      floorLines.push(floorRow(name, ourRun, floorRun, theirRun))
+      for (const run of [ourRun, theirRun, floorRun]) {
         for (const problem of run.problems) problems.push(`${run.name}: ${problem}.`)
       }
       if (ourRun.setupSeconds > 0.5) {
@@ -512,6 +544,17 @@ export const identity = async (): Promise<string> => {
         "non-2xx | errors | shiori / reference | shiori CPU ms/req | reference CPU ms/req | target | met |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|:-:|",
         ...lines
+      ].join("\n"),
+      "### The design's floor",
+      "`bench/baseline/IdentityFloor.ts`: plain `node:http` + `pg` on our database, with none of our stack, " +
+      "doing only the success path's unavoidable work: the same SQL statements as our provider (two for a code, " +
+      "one rotation, one liveness read), two RS256 signatures per token response and one verification per " +
+      "userinfo. It bounds what a provider keeping its state in PostgreSQL and issuing JWT access tokens " +
+      "(DECISIONS 5) can do on this machine; CPU includes the database's.",
+      [
+        "| scenario | floor req/s | p99 ms | failures | floor CPU ms/req | floor / reference | shiori / floor |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        ...floorLines
       ].join("\n"),
       ...(problems.length > 0 ? [`Failures outside the status counts: ${problems.join(" ")}`] : []),
       `Versions: ${versions}` +
@@ -539,6 +582,7 @@ export const identity = async (): Promise<string> => {
       `Load average after: ${loadavg()}. ${settings.connections} connections.`
     ].join("\n\n")
   } finally {
+    await floor?.stop()
     await reference?.stop()
     await server?.stop()
     Fs.rmSync(dataDir, { recursive: true, force: true })
