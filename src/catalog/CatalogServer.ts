@@ -10,7 +10,7 @@ import { healthHandlers } from "../platform/Health.js"
 import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListener.js"
 import { problemMiddleware, problemOpenApiTransform, startingProblem } from "../platform/ProblemMiddleware.js"
 import { withRequestId } from "../platform/RequestId.js"
-import { RouteTable } from "../platform/RouteTable.js"
+import { ExactSlashes, RouteTable } from "../platform/RouteTable.js"
 import { AuthorizationLive, Credentials } from "./auth/Authorization.js"
 import { HttpCredentialsLive } from "./auth/Http.js"
 import { HttpCalendarLive } from "./calendar/Http.js"
@@ -70,7 +70,8 @@ export const CatalogHttpLive = HttpApiBuilder.serve((app) => completeOnHangUp(wi
   Layer.provide(HttpApiScalar.layer({ path: "/v2/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v2/openapi.json" })),
   Layer.provide(problemMiddleware(catalogRoutes)),
-  Layer.provide(CatalogApiLive)
+  Layer.provide(CatalogApiLive),
+  Layer.provide(ExactSlashes)
 )
 
 export const CatalogServerLive = Layer.unwrapEffect(

@@ -10,6 +10,7 @@ import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
 import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListener.js"
 import { withRequestId } from "../platform/RequestId.js"
+import { ExactSlashes } from "../platform/RouteTable.js"
 import { HttpAuthLive } from "./http/AuthHttp.js"
 import { HttpDiscoveryLive } from "./http/DiscoveryHttp.js"
 import { identityErrorMiddleware } from "./http/ErrorMiddleware.js"
@@ -50,7 +51,8 @@ export const IdentityHttpLive = HttpApiBuilder.serve((app) => completeOnHangUp(w
     Layer.provide(HttpApiScalar.layer({ path: "/api/v1/docs" })),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/v1/openapi.json" })),
     Layer.provide(identityErrorMiddleware),
-    Layer.provide(IdentityApiLive)
+    Layer.provide(IdentityApiLive),
+    Layer.provide(ExactSlashes)
   )
 
 /** What a request gets before the application is attached: the envelope's SERVICE_UNAVAILABLE. */

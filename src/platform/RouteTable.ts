@@ -4,8 +4,16 @@
  * and the required scope of an endpoint.
  */
 import type { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { HttpApi } from "@effect/platform"
+import { HttpApi, HttpRouter } from "@effect/platform"
 import type { Context } from "effect"
+
+/**
+ * The platform's router (find-my-way) collapses "//" in the whole request target before it splits
+ * off the query, so a value RFC 3986 section 3.4 allows unencoded, `redirect_uri=https://rp.example/cb`,
+ * reached handlers as `https:/rp.example/cb` (and `q=a//b` as `a/b`). Both servers turn that off:
+ * query values arrive as sent, and a path with "//" is not one of ours (404).
+ */
+export const ExactSlashes = HttpRouter.setRouterConfig({ ignoreDuplicateSlashes: false })
 
 export interface RouteEntry {
   readonly method: string

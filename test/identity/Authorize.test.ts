@@ -66,6 +66,26 @@ describe("GET /api/v1/oauth/authorize", () => {
         expect(location.searchParams.get("from")).toBe("shiori")
       }))
 
+    it.effect("RFC 3986 section 3.4: a redirect_uri sent unencoded in the query (\"//\" included) is read as sent", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const client = yield* createClient({ redirectUris: ["https://rp.example//cb"] })
+        const session = yield* signIn(identity)
+        const params = codeParams(client, { code_challenge: pkcePair().challenge })
+        // A hand-written link: ":" and "/" are allowed in a query, so nothing is percent-encoded.
+        const query = Object.entries(params).map(([key, value]) => `${key}=${value}`).join("&")
+        const res = yield* promise(() =>
+          fetch(`${identity}/api/v1/oauth/authorize?${query}`, {
+            redirect: "manual",
+            headers: { authorization: `Bearer ${session.accessToken}` }
+          })
+        )
+        expect(res.status).toBe(302)
+        const location = new URL(res.headers.get("location")!)
+        expect(`${location.origin}${location.pathname}`).toBe("https://rp.example//cb")
+        expect(location.searchParams.get("code")).toMatch(/^[0-9a-f]{64}$/)
+      }))
+
     it.effect("DECISIONS 2: the provider's session cookie works like the Bearer token", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
