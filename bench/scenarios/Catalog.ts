@@ -102,6 +102,8 @@ export const catalog = async (): Promise<string> => {
     }
     const target = (path: string) => ({ url: `${api}${path}`, headers })
     const paths = (list: ReadonlyArray<string>) => ({ url: api, headers, paths: list })
+    /** As a browser, `fetch` or `curl --compressed` asks: the answer comes gzip-encoded (Compression.ts). */
+    const gzipHeaders = { ...headers, "accept-encoding": "gzip, deflate, br" }
 
     const failures: Array<string> = []
     /** Follows `next_cursor` from the first page of `query` for `pages` pages; the cursors of the second half. */
@@ -165,6 +167,15 @@ export const catalog = async (): Promise<string> => {
         )
       )
     }
+    rows.push(
+      p99Under(
+        await run(
+          `works first page limit=100 ${include}, gzip (Accept-Encoding as fetch sends it)`,
+          { url: `${api}/v2/catalog/works?limit=100&${include}`, headers: gzipHeaders }
+        ),
+        25
+      )
+    )
     // The floor for answers that large: the same bytes served from memory by plain node:http.
     const largest = await fetch(`${api}/v2/catalog/works?limit=100&${include}`, { headers })
     const bodyFile = Path.join(Os.tmpdir(), `shiori-bench-page-${process.pid}.json`)
@@ -203,6 +214,15 @@ export const catalog = async (): Promise<string> => {
           ),
           25
         ))
+        if (limit === 100 && extra !== "") {
+          rows.push(p99Under(
+            await run(
+              `works deep cursor pages limit=100 ${include}, gzip`,
+              { url: api, headers: gzipHeaders, paths: cursors.map((c) => `/v2/catalog/works?${query}&cursor=${c}`) }
+            ),
+            25
+          ))
+        }
       }
     }
 

@@ -5,6 +5,7 @@
 import { HttpApiBuilder, HttpApiScalar, HttpServer, OpenApi } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../schema/Api/CatalogApi.js"
+import { withCompression } from "../platform/Compression.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
 import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListener.js"
@@ -66,13 +67,14 @@ export const CatalogApiLive = HttpApiBuilder.api(CatalogApiDocumented).pipe(
 )
 
 /** Everything but the listening socket: tests put it on an ephemeral port. */
-export const CatalogHttpLive = HttpApiBuilder.serve((app) => completeOnHangUp(withRequestId(app))).pipe(
-  Layer.provide(HttpApiScalar.layer({ path: "/v2/docs" })),
-  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v2/openapi.json" })),
-  Layer.provide(problemMiddleware(catalogRoutes)),
-  Layer.provide(CatalogApiLive),
-  Layer.provide(ExactSlashes)
-)
+export const CatalogHttpLive = HttpApiBuilder.serve((app) => completeOnHangUp(withRequestId(withCompression(app))))
+  .pipe(
+    Layer.provide(HttpApiScalar.layer({ path: "/v2/docs" })),
+    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v2/openapi.json" })),
+    Layer.provide(problemMiddleware(catalogRoutes)),
+    Layer.provide(CatalogApiLive),
+    Layer.provide(ExactSlashes)
+  )
 
 export const CatalogServerLive = Layer.unwrapEffect(
   Effect.map(

@@ -5,16 +5,24 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import * as Crypto from "node:crypto"
+import { gzipEtag } from "./Compression.js"
 
 export const etagOf = (json: string): string =>
   `"${Crypto.createHash("sha256").update(json).digest("base64url").slice(0, 27)}"`
 
-/** True when an `If-None-Match` value (a list, or `*`) matches `etag` (weak comparison, RFC 9110 13.1.2). */
+/**
+ * True when an `If-None-Match` value (a list, or `*`) matches `etag` or the tag of its gzip
+ * representation (Compression.ts), by weak comparison (RFC 9110 13.1.2).
+ */
 export const noneMatch = (header: string | undefined, etag: string): boolean => {
   if (header === undefined) return false
   if (header.trim() === "*") return true
   const opaque = etag.replace(/^W\//, "")
-  return header.split(",").some((candidate) => candidate.trim().replace(/^W\//, "") === opaque)
+  const compressed = gzipEtag(opaque)
+  return header.split(",").some((candidate) => {
+    const tag = candidate.trim().replace(/^W\//, "")
+    return tag === opaque || tag === compressed
+  })
 }
 
 /** A body encoded once with its strong ETag (cacheable as it is). */

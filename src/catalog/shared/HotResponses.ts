@@ -6,7 +6,7 @@
  * the same URL itself when the request carries an API key that was verified within the last minute
  * and not revoked since (`Credentials.peek`, in memory), with the same content limit and the route's
  * scope: the same body, content type and ETag (304 when `If-None-Match` matches it), a fresh
- * `X-Request-ID`. Anything else (unknown or unverified credentials, access tokens, other methods or
+ * `X-Request-ID`, gzip-encoded for a client that accepts it like the stack's (Compression.ts). Anything else (unknown or unverified credentials, access tokens, other methods or
  * URLs) goes through the stack as usual, which is also what fills this cache.
  *
  * Freshness is the read cache's (ReadCache.ts): an entry belongs to one cache generation, so the
@@ -21,6 +21,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { Context, Effect, Layer, Metric, Option } from "effect"
 import { RequiredScope, type Scope } from "../../../schema/Annotations.js"
 import { Principal, type PrincipalShape } from "../../../schema/Api/Security.js"
+import { acceptsGzip, gzip, gzipEtag, MIN_COMPRESSED_BYTES, VARY } from "../../platform/Compression.js"
 import { conditional, noneMatch } from "../../platform/Conditional.js"
 import { Preemption } from "../../platform/HttpListener.js"
 import { makeRequestId } from "../../platform/RequestId.js"
@@ -44,6 +45,11 @@ interface Entry {
   readonly answer: Answer
   /** The body as UTF-8, encoded once. */
   readonly bytes: Buffer
+  /**
+   * Its gzip representation (Compression.ts) when the answer was computed for a client that accepts
+   * gzip; a gzip client finding none is answered by the stack, which remembers the answer again with it.
+   */
+  readonly gzip: Buffer | undefined
   readonly scope: Scope | "any"
   readonly generation: number
 }
@@ -62,10 +68,25 @@ export class HotResponses extends Context.Tag("catalog/HotResponses")<HotRespons
   >
 }>() {}
 
-const answerOf = (answer: Answer) =>
-  answer.etag === undefined
-    ? Effect.succeed(HttpServerResponse.text(answer.json, { contentType: "application/json" }))
-    : conditional({ json: answer.json, etag: answer.etag })
+/** The stack's answer: `compressed` is the body's gzip representation when the client accepts it. */
+const answerOf = (answer: Answer, compressed: Buffer | undefined) => {
+  if (compressed === undefined) {
+    return answer.etag === undefined
+      ? Effect.succeed(HttpServerResponse.text(answer.json, { contentType: "application/json" }))
+      : conditional({ json: answer.json, etag: answer.etag })
+  }
+  const etag = answer.etag === undefined ? {} : { etag: gzipEtag(answer.etag) }
+  return Effect.map(
+    HttpServerRequest.HttpServerRequest,
+    (request) =>
+      answer.etag !== undefined && noneMatch(request.headers["if-none-match"], answer.etag)
+        ? HttpServerResponse.empty({ status: 304, headers: { ...etag, vary: VARY } })
+        : HttpServerResponse.uint8Array(compressed, {
+          contentType: "application/json",
+          headers: { "content-encoding": "gzip", vary: VARY, ...etag }
+        })
+  )
+}
 
 export const HotResponsesLive = (routes: RouteTable) =>
   Layer.effect(
@@ -91,7 +112,7 @@ export const HotResponsesLive = (routes: RouteTable) =>
 
       const remember = (key: string, entry: Entry) => {
         forgetOutdated()
-        if (entry.generation === generation) entries.set(key, entry, entry.bytes.length)
+        if (entry.generation === generation) entries.set(key, entry, entry.bytes.length + (entry.gzip?.length ?? 0))
       }
 
       if (cache.maxWeight > 0) {
@@ -106,21 +127,32 @@ export const HotResponsesLive = (routes: RouteTable) =>
           const entry = entries.get(key)
           if (entry === undefined) return false
           if (entry.scope !== "any" && !principal.scopes.has(entry.scope)) return false
+          const compressible = entry.bytes.length >= MIN_COMPRESSED_BYTES
+          const gzipped = compressible && acceptsGzip(req.headers["accept-encoding"])
+          if (gzipped && entry.gzip === undefined) return false
           hotResponses.unsafeUpdate(1, [])
-          const { etag } = entry.answer
+          const etag = entry.answer.etag === undefined
+            ? undefined
+            : gzipped
+            ? gzipEtag(entry.answer.etag)
+            : entry.answer.etag
+          const vary = compressible ? { vary: VARY } : {}
           const requestId = makeRequestId()
-          if (etag !== undefined && noneMatch(req.headers["if-none-match"], etag)) {
-            res.writeHead(304, { etag, "x-request-id": requestId })
+          if (etag !== undefined && noneMatch(req.headers["if-none-match"], entry.answer.etag!)) {
+            res.writeHead(304, { etag, ...vary, "x-request-id": requestId })
             res.end()
             return true
           }
+          const body = gzipped ? entry.gzip! : entry.bytes
           res.writeHead(200, {
             "content-type": "application/json",
-            "content-length": entry.bytes.length,
+            "content-length": body.length,
+            ...(gzipped ? { "content-encoding": "gzip" } : {}),
+            ...vary,
             "x-request-id": requestId,
             ...(etag === undefined ? {} : { etag })
           })
-          res.end(entry.bytes)
+          res.end(body)
           return true
         })
       }
@@ -130,17 +162,22 @@ export const HotResponsesLive = (routes: RouteTable) =>
           const principal = yield* Principal
           const started = cache.generation()
           const answer = yield* compute(principal)
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const bytes = Buffer.from(answer.json)
+          const compressed = bytes.length >= MIN_COMPRESSED_BYTES && acceptsGzip(request.headers["accept-encoding"])
+            ? yield* Effect.promise(() => gzip(bytes))
+            : undefined
           if (cache.maxWeight > 0) {
-            const request = yield* HttpServerRequest.HttpServerRequest
             const route = yield* HttpRouter.RouteContext
             remember(`${principal.contentLimit} ${request.url}`, {
               answer,
-              bytes: Buffer.from(answer.json),
+              bytes,
+              gzip: compressed,
               scope: scopes.get(`${route.route.method} ${route.route.path}`) ?? "any",
               generation: started
             })
           }
-          return yield* answerOf(answer)
+          return yield* answerOf(answer, compressed)
         })
 
       return { respond }
