@@ -6,8 +6,9 @@
  * the same URL itself when the request carries an API key that was verified within the last minute
  * and not revoked since (`Credentials.peek`, in memory), with the same content limit and the route's
  * scope: the same body, content type and ETag (304 when `If-None-Match` matches it), a fresh
- * `X-Request-ID`, gzip-encoded for a client that accepts it like the stack's (Compression.ts). Anything else (unknown or unverified credentials, access tokens, other methods or
- * URLs) goes through the stack as usual, which is also what fills this cache.
+ * `X-Request-ID`, gzip-encoded for a client that accepts it as the stack's is (Compression.ts).
+ * Anything else (unknown or unverified credentials, access tokens, other methods or URLs) goes
+ * through the stack as usual, which is also what fills this cache.
  *
  * Freshness is the read cache's (ReadCache.ts): an entry belongs to one cache generation, so the
  * `NOTIFY catalog_changed` of any catalog write drops every entry; an answer whose computation began
