@@ -126,6 +126,33 @@ describe("compressed catalog answers (RFC 9110 8.4, 12.5.3)", () => {
         expect(identity304.headers.etag).toBe(etag)
       }))
 
+    it.effect("a record read the middleware compresses (a character) has the same two ETags and 304s (DECISIONS 10)", () =>
+      Effect.gen(function*() {
+        const catalog = yield* Catalog
+        const auth = { authorization: `Bearer ${catalog.nsfwKey}` }
+        const query = "view=full&include=aliases,intros,refs,traits,image,figure"
+        let url: string | undefined
+        let plain: RawResponse | undefined
+        for (let id = 1; id <= 40 && url === undefined; id++) {
+          const candidate = `${catalog.base}/v2/catalog/characters/${id}?${query}`
+          const res = yield* get(candidate, auth)
+          if (res.status === 200 && res.wire.length >= 1024) [url, plain] = [candidate, res]
+        }
+        expect(url, "a character answer of at least 1 KB").toBeDefined()
+        const etag = plain!.headers.etag!
+        expect(plain!.headers.vary).toBe("accept-encoding")
+        const zipped = yield* get(url!, { ...auth, "accept-encoding": "gzip" })
+        expect(zipped.headers["content-encoding"]).toBe("gzip")
+        expect(zipped.headers.etag).toBe(gzipEtag(etag))
+        expect(zipped.text).toBe(plain!.text)
+        const gzip304 = yield* get(url!, { ...auth, "accept-encoding": "gzip", "if-none-match": gzipEtag(etag) })
+        expect(gzip304.status).toBe(304)
+        expect(gzip304.headers.etag).toBe(gzipEtag(etag))
+        const identity304 = yield* get(url!, { ...auth, "if-none-match": gzipEtag(etag) })
+        expect(identity304.status).toBe(304)
+        expect(identity304.headers.etag).toBe(etag)
+      }))
+
     it.effect("small answers and problem documents are never compressed", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
