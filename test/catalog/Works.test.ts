@@ -441,6 +441,13 @@ describe("works (SPEC 4.1)", () => {
         expect(Object.keys(basic.body).sort()).toEqual([...BASIC_FIELDS, ...workIncludes].sort())
         Schema.decodeUnknownSync(Work)(basic.body)
         yield* problem(`${path}?include=bogus`, "UNKNOWN_INCLUDE")
+        // One representation (SPEC 2.3): the detail is the batch lane's item with the same view and
+        // includes, plus the embedded roster, which is the roster list's first page.
+        const every = `view=full&include=${workIncludes.join(",")}`
+        const { characters, ...item } = (yield* c.get(`${path}?${every}`)).body
+        const batch = yield* c.get(`/v2/catalog/works?ids=${id!.id}&${every}`)
+        expect(item).toEqual(batch.body.items[0])
+        expect(characters).toEqual((yield* ok(`${path}/characters?limit=100`, ListRosterCharacter)).items)
       }))
 
     it.effect("SPEC 2.4 + 2.5 + 4.1: roster, credits, covers and intros are cursor lists of the work", () =>

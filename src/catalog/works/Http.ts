@@ -2,8 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal, type PrincipalShape } from "../../../schema/Api/Security.js"
-import { Work } from "../../../schema/Catalog/Work.js"
-import { tagged } from "../../platform/Conditional.js"
+import { etagOf } from "../../platform/Conditional.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { HotResponses } from "../shared/HotResponses.js"
 import { ReadCache } from "../shared/ReadCache.js"
@@ -35,8 +34,7 @@ export const HttpWorksLive = HttpApiBuilder.group(
           hot.respond((p) =>
             cache.through(
               JSON.stringify(["works.get", nsfwOf(p), path.id, urlParams]),
-              Effect.flatMap(works.get(path.id, urlParams, nsfwOf(p)), (work) =>
-                tagged(Work, work)),
+              Effect.map(works.get(path.id, urlParams, nsfwOf(p)), (json) => ({ json, etag: etagOf(json) })),
               (body) =>
                 body.json.length
             )

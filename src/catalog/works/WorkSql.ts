@@ -156,8 +156,14 @@ export const coverOrder = "c.portrait_pinned DESC, c.vote_count DESC, c.id DESC"
  * is costly enough for the planner to pick a parallel plan, whose worker start-up costs more than
  * the query itself under concurrent load.
  */
-export const partSql = (sql: Sql, part: WorkPart, ids: ReadonlyArray<string>, nsfw: boolean): Fragment => {
-  const any = sql`= ANY(${ids}::bigint[])`
+export const partSql = (sql: Sql, part: WorkPart, ids: ReadonlyArray<string>, nsfw: boolean): Fragment =>
+  partWhereSql(sql, part, sql`= ANY(${ids}::bigint[])`, nsfw)
+
+/**
+ * One part for the works whose id satisfies `any` (`= ANY(...)` for a page, `= $1` for a single
+ * work: a plain equality lets PostgreSQL keep one generic plan for a prepared statement).
+ */
+export const partWhereSql = (sql: Sql, part: WorkPart, any: Fragment, nsfw: boolean): Fragment => {
   switch (part) {
     case "titles":
       return sql`SELECT 'titles' AS part, t.work_id::text AS id, json_agg(json_build_object('lang', t.lang,
@@ -216,9 +222,18 @@ export const partSql = (sql: Sql, part: WorkPart, ids: ReadonlyArray<string>, ns
   }
 }
 
+/** A roster row as RosterCharacter JSON, from `work_characters wc JOIN characters c`. */
+export const rosterJson = `json_build_object('object', 'character', 'id', c.id::text, 'display_name', c.display_name,
+  'latin', c.latin, 'lang', c.lang, 'localized', c.localized, 'roster_role', wc.roster_role, 'spoiler', wc.spoiler,
+  'identity', wc.identity)`
+
 /** Several parts in one statement (fine for small pages, where no parallel plan is considered). */
 export const partsSql = (sql: Sql, parts: ReadonlyArray<WorkPart>, ids: ReadonlyArray<string>, nsfw: boolean) =>
   sql.join(" UNION ALL ", false)(parts.map((part) => partSql(sql, part, ids, nsfw)))
+
+/** Every part of `parts` for one work, in one statement. */
+export const workPartsSql = (sql: Sql, parts: ReadonlyArray<WorkPart>, id: string, nsfw: boolean) =>
+  sql.join(" UNION ALL ", false)(parts.map((part) => partWhereSql(sql, part, sql`= ${id}::bigint`, nsfw)))
 
 /** A work's credits grouped by role: (work_id, role_key, role_name, position, credits JSON array). */
 export const creditGroupsSql = (sql: Sql, workCondition: Fragment): Fragment =>

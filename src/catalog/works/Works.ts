@@ -20,10 +20,9 @@ import type {
 } from "../../../schema/Api/WorksApi.js"
 import { querySorts, searchLaneSorts } from "../../../schema/Api/WorksApi.js"
 import type { RosterCharacter } from "../../../schema/Catalog/Character.js"
-import type { CharacterId, Cover, FacetValue, Intro, LangTag } from "../../../schema/Catalog/Common.js"
+import type { Cover, FacetValue, Intro, LangTag } from "../../../schema/Catalog/Common.js"
 import type { CreditGroup } from "../../../schema/Catalog/Credit.js"
 import { DEFAULT_LIMIT, MAX_DEPTH } from "../../../schema/Catalog/Query.js"
-import type { Work } from "../../../schema/Catalog/Work.js"
 import { type FieldError, InvalidParameter } from "../../../schema/Problem.js"
 import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
 import { PgSearchIndexLive } from "../search/PgSearchIndex.js"
@@ -68,17 +67,19 @@ const inconsistent = (parameter: string, other: string): FieldError => ({
   parameter
 })
 
-const toRoster = (row: RosterRow): RosterCharacter => ({
-  object: "character",
-  id: row.id as CharacterId,
-  display_name: row.display_name,
-  latin: row.latin,
-  lang: row.lang as LangTag | null,
-  localized: row.localized,
-  roster_role: row.roster_role,
-  spoiler: row.spoiler,
-  identity: row.identity
-})
+/** The parts a read fetches after its items: the include tokens, then the view=full arrays. */
+const partsWanted = (include: ReadonlyArray<WorkInclude>, view: WorkView): Array<WorkPart> => {
+  const wanted: Array<WorkPart> = [...new Set(include)]
+  if (view === "full") wanted.push("aliases", "links")
+  return wanted
+}
+
+/** An item's JSON text with its parts (JSON text, `[]` when it has none) appended in `wanted` order. */
+const spliced = (json: string, wanted: ReadonlyArray<string>, parts: ReadonlyMap<string, string> | undefined) => {
+  let extra = ""
+  for (const part of wanted) extra += `,"${part}":${parts?.get(part) ?? "[]"}`
+  return extra === "" ? json : json.slice(0, -1) + extra + "}"
+}
 
 const given = (params: Record<string, unknown>, names: ReadonlyArray<string>) =>
   names.filter((name) => params[name] !== undefined)
@@ -99,8 +100,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
       view: WorkView,
       nsfw: boolean
     ) {
-      const wanted: Array<WorkPart> = [...new Set(include)]
-      if (view === "full") wanted.push("aliases", "links")
+      const wanted = partsWanted(include, view)
       if (wanted.length === 0 || rows.length === 0) return rows.map((row) => row.json)
       const partRows = yield* repo.parts(rows.map((row) => row.id), wanted, nsfw)
       const byWork = new Map<string, Map<WorkPart, string>>()
@@ -109,12 +109,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
         if (parts === undefined) byWork.set(part.id, parts = new Map())
         parts.set(part.part, part.json)
       }
-      return rows.map((row) => {
-        const parts = byWork.get(row.id)
-        let extra = ""
-        for (const part of wanted) extra += `,"${part}":${parts?.get(part) ?? "[]"}`
-        return row.json.slice(0, -1) + extra + "}"
-      })
+      return rows.map((row) => spliced(row.json, wanted, byWork.get(row.id)))
     })
 
     /** Items by id in the order of `ids` (canonical), skipping the ones no longer visible. */
@@ -344,17 +339,22 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
     })
 
     /** GET /v2/catalog/works/{id}: view=full by default, with the roster; includes as on lists. */
+    /**
+     * A single work as JSON text (view=full by default, with its first EMBEDDED_ROSTER roster
+     * characters), built like a list item: one statement, spliced as PostgreSQL wrote it.
+     */
     const get = Effect.fn("Works.get")(function*(id: string, params: GetWorkParams, nsfw: boolean) {
       const view = params.view ?? "full"
       const key = bigintId(id)
-      const [row] = key === undefined ? [] : yield* repo.byIds([key], view, nsfw)
-      if (row === undefined) return yield* gone.missing("work", id)
-      const [[json], roster] = yield* Effect.all([
-        withParts([row], params.include ?? [], view, nsfw),
-        view === "full" ? repo.roster(row.id, undefined, EMBEDDED_ROSTER) : Effect.succeed(undefined)
-      ], { concurrency: "unbounded" })
-      const work = JSON.parse(json!) as Work
-      return roster === undefined ? work : { ...work, characters: roster.map(toRoster) }
+      const wanted = partsWanted(params.include ?? [], view)
+      const rows = key === undefined
+        ? []
+        : yield* repo.detail(key, view, wanted, nsfw, view === "full" ? EMBEDDED_ROSTER : 0)
+      const parts = new Map<string, string>()
+      for (const row of rows) if (row.json !== null) parts.set(row.part, row.json)
+      const work = parts.get("work")
+      if (work === undefined) return yield* gone.missing("work", id)
+      return spliced(work, view === "full" ? [...wanted, "characters"] : wanted, parts)
     })
 
     const subList = <Row, Item>(options: {
@@ -395,7 +395,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
         nsfw,
         fetch: repo.roster,
         position: (row) => ({ key: [row.position], id: row.id }),
-        item: toRoster
+        item: (row: RosterRow): RosterCharacter => JSON.parse(row.json)
       }).pipe(Effect.withSpan("Works.characters"))
 
     const credits = (id: string, params: WorkListParams, nsfw: boolean) =>

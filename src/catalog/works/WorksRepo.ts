@@ -6,7 +6,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { WorkSort } from "../../../schema/Api/WorksApi.js"
-import type { Localized } from "../../../schema/Catalog/Common.js"
 import {
   afterSql,
   coverJson,
@@ -19,9 +18,11 @@ import {
   orderSql,
   partSql,
   partsSql,
+  rosterJson,
   sortSpecs,
   type WorkFilters,
-  type WorkPart
+  type WorkPart,
+  workPartsSql
 } from "./WorkSql.js"
 
 /** A work as JSON text, with its sort key (as text) when it came from a keyset page. */
@@ -37,16 +38,18 @@ export interface PartRow {
   readonly json: string
 }
 
+/** A roster row: its keyset position and the RosterCharacter as JSON text. */
 export interface RosterRow {
   readonly id: string
-  readonly display_name: string
-  readonly latin: string | null
-  readonly lang: string | null
-  readonly localized: Localized
-  readonly roster_role: "main" | "secondary" | "appears" | "unknown"
-  readonly spoiler: "none" | "minor" | "major"
-  readonly identity: string
   readonly position: number
+  readonly json: string
+}
+
+/** A row of a work's detail statement: the item (`work`), one of its parts, or its embedded roster. */
+export interface DetailRow {
+  readonly part: WorkPart | "work" | "characters"
+  readonly id: string
+  readonly json: string | null
 }
 
 export interface Keyed {
@@ -140,8 +143,7 @@ export class WorksRepo extends Effect.Service<WorksRepo>()("catalog/WorksRepo", 
     /** The roster of a work in roster order (position, then character id), live characters only. */
     const roster = (workId: string, after: Keyed | undefined, take: number) =>
       sql<RosterRow>`
-        SELECT c.id::text AS id, c.display_name, c.latin, c.lang, c.localized, wc.roster_role, wc.spoiler,
-          wc.identity, wc.position
+        SELECT c.id::text AS id, wc.position, ${sql.literal(rosterJson)}::text AS json
         FROM work_characters wc JOIN characters c ON c.id = wc.character_id AND c.live
         WHERE wc.work_id = ${workId}::bigint
           ${
@@ -151,6 +153,32 @@ export class WorksRepo extends Effect.Service<WorksRepo>()("catalog/WorksRepo", 
       }
         ORDER BY wc.position, wc.character_id
         LIMIT ${take}`.pipe(die("roster"))
+
+    /**
+     * A work's detail in one statement: the item (when visible), each of `wanted`, and the first
+     * `roster` characters of its roster (none when 0). A part or roster with no rows is absent.
+     */
+    const detail = (
+      id: string,
+      view: "basic" | "full",
+      wanted: ReadonlyArray<WorkPart>,
+      nsfw: boolean,
+      roster: number
+    ) =>
+      sql<DetailRow>`
+        SELECT 'work' AS part, w.id::text AS id, ${itemJsonSql(sql, view)} AS json
+        FROM works w WHERE w.id = ${id}::bigint AND ${gateSql(sql, nsfw)}
+        ${wanted.length === 0 ? sql`` : sql`UNION ALL ${workPartsSql(sql, wanted, id, nsfw)}`}
+        ${
+        roster === 0 ? sql`` : sql`UNION ALL
+          SELECT 'characters' AS part, ${id} AS id, json_agg(r.json ORDER BY r.position, r.character_id)::text AS json
+          FROM (
+            SELECT wc.position, wc.character_id, ${sql.literal(rosterJson)} AS json
+            FROM work_characters wc JOIN characters c ON c.id = wc.character_id AND c.live
+            WHERE wc.work_id = ${id}::bigint
+            ORDER BY wc.position, wc.character_id
+            LIMIT ${roster}) r`
+      }`.pipe(die("detail"))
 
     /** A work's credit groups in role order (`credits` is JSON text). */
     const creditGroups = (workId: string, after: Keyed | undefined, take: number) =>
@@ -188,6 +216,19 @@ export class WorksRepo extends Effect.Service<WorksRepo>()("catalog/WorksRepo", 
         ORDER BY n.position
         LIMIT ${take}`.pipe(die("intros"))
 
-    return { keyset, byIds, parts, byRefs, count, countUpTo, visible, roster, creditGroups, covers, intros } as const
+    return {
+      keyset,
+      byIds,
+      parts,
+      detail,
+      byRefs,
+      count,
+      countUpTo,
+      visible,
+      roster,
+      creditGroups,
+      covers,
+      intros
+    } as const
   })
 }) {}
