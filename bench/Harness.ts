@@ -72,6 +72,73 @@ export const startProcess = async (
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// CPU accounting: what each request costs each process, read from /proc
+// ---------------------------------------------------------------------------------------------
+
+const TICKS_PER_SECOND = 100
+
+const statOf = (pid: number): { ppid: number; ticks: number; reaped: number } | undefined => {
+  try {
+    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    // Fields after the parenthesised command: state ppid ... utime (index 11) stime (index 12), then
+    // cutime and cstime (13, 14): what its children used, once they ended and were reaped.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return {
+      ppid: Number(fields[1]),
+      ticks: Number(fields[11]) + Number(fields[12]),
+      reaped: Number(fields[13]) + Number(fields[14])
+    }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * CPU seconds used so far by the descendants of `pid` (e.g. the embedded PostgreSQL of a server):
+ * the live ones, and the ended ones their parents reaped (a database connection's backend).
+ */
+export const descendantsCpu = (pid: number): number => {
+  const stats = new Map<number, { ppid: number; ticks: number; reaped: number }>()
+  for (const entry of Fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    const stat = statOf(Number(entry))
+    if (stat !== undefined) stats.set(Number(entry), stat)
+  }
+  const inTree = new Set([pid])
+  let grew = true
+  while (grew) {
+    grew = false
+    for (const [child, stat] of stats) {
+      if (!inTree.has(child) && inTree.has(stat.ppid)) {
+        inTree.add(child)
+        grew = true
+      }
+    }
+  }
+  let ticks = 0
+  for (const member of inTree) if (member !== pid) ticks += stats.get(member)!.ticks + stats.get(member)!.reaped
+  return ticks / TICKS_PER_SECOND
+}
+
+/** CPU seconds used so far by `pid` itself. */
+export const ownCpu = (pid: number) => (statOf(pid)?.ticks ?? 0) / TICKS_PER_SECOND
+
+/**
+ * Waits until `pid` and its descendants use less than a tenth of a core over a second (a server
+ * loading its caches in the background), at most `limitMs`.
+ */
+export const settle = async (pid: number, limitMs = 60_000) => {
+  const deadline = Date.now() + limitMs
+  let before = ownCpu(pid) + descendantsCpu(pid)
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 1_000))
+    const now = ownCpu(pid) + descendantsCpu(pid)
+    if (now - before < 0.1) return
+    before = now
+  }
+}
+
 export interface Result {
   readonly name: string
   readonly requests: number
@@ -80,6 +147,14 @@ export interface Result {
   readonly p99: number
   readonly non2xx: number
   readonly errors: number
+  /**
+   * Share of one core the load generator (autocannon, in this process) used in the measured phase.
+   * Near 1, the row measures the load generator: it turns every answer's body into a string, so
+   * large answers, non-ASCII ones most, cost it more than they cost a server.
+   */
+  readonly clientBusy: number
+  /** CPU milliseconds per request in the measured phase, per process (`Target.cpu`). */
+  readonly cpuMs?: Readonly<Record<string, number>>
 }
 
 export interface Target {
@@ -99,17 +174,36 @@ export interface Target {
    * codes); before the measured run it is given the warm-up's result, to size the pool.
    */
   readonly prepare?: (phase: "warmup" | "measured", warmup?: Result) => Promise<void>
+  /**
+   * With `paths`: request every path once before the warm-up, so the measured phase sees each
+   * path's steady state whatever the machine's speed (what the first request costs is measured
+   * separately, e.g. the catalog's rows without its cache).
+   */
+  readonly prime?: boolean
+  /** CPU seconds so far per process of interest; the result reports milliseconds per request. */
+  readonly cpu?: () => Readonly<Record<string, number>>
 }
 
-const summary = (name: string, result: autocannon.Result): Result => ({
+const summary = (name: string, result: autocannon.Result, clientBusy = 0): Result => ({
   name,
   requests: result.requests.total,
   rps: result.requests.average,
   p50: result.latency.p50,
   p99: result.latency.p99,
   non2xx: result.non2xx,
-  errors: result.errors + result.timeouts
+  errors: result.errors + result.timeouts,
+  clientBusy
 })
+
+/** Requests each of `paths` once, `concurrency` at a time. */
+const primeAll = async (origin: string, paths: ReadonlyArray<string>, headers: Record<string, string>) => {
+  const queue = [...new Set(paths)]
+  await Promise.all(Array.from({ length: settings.connections }, async () => {
+    for (let path = queue.shift(); path !== undefined; path = queue.shift()) {
+      await fetch(`${origin}${path}`, { headers }).then((res) => res.arrayBuffer(), () => undefined)
+    }
+  }))
+}
 
 export const load = async (name: string, target: Target, duration = settings.duration): Promise<Result> => {
   const base = new URL(target.url)
@@ -120,10 +214,26 @@ export const load = async (name: string, target: Target, duration = settings.dur
     headers: target.headers ?? {},
     ...(requests ? { requests: [...requests] } : {})
   }
+  if (target.prime === true && target.paths !== undefined) {
+    await primeAll(base.origin, target.paths, target.headers ?? {})
+  }
   await target.prepare?.("warmup")
   const warmup = summary(name, await autocannon({ ...options, duration: settings.warmup }))
   await target.prepare?.("measured", warmup)
-  return summary(name, await autocannon({ ...options, duration }))
+  const cpuBefore = target.cpu?.()
+  const clientBefore = process.cpuUsage()
+  const started = process.hrtime.bigint()
+  const result = await autocannon({ ...options, duration })
+  const client = process.cpuUsage(clientBefore)
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  const measured = summary(name, result, (client.user + client.system) / 1e6 / seconds)
+  if (cpuBefore === undefined || measured.requests === 0) return measured
+  const cpuAfter = target.cpu!()
+  const cpuMs: Record<string, number> = {}
+  for (const [process, cpu] of Object.entries(cpuAfter)) {
+    cpuMs[process] = ((cpu - (cpuBefore[process] ?? 0)) * 1000) / measured.requests
+  }
+  return { ...measured, cpuMs }
 }
 
 export const table = (results: ReadonlyArray<Result & { readonly ratio?: string }>) => {

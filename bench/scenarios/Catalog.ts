@@ -12,7 +12,17 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import Pg from "pg"
-import { freePort, load, type Result, root, settings, startProcess } from "../Harness.js"
+import {
+  descendantsCpu,
+  freePort,
+  load,
+  ownCpu,
+  type Result,
+  root,
+  settings,
+  settle,
+  startProcess
+} from "../Harness.js"
 
 const works = Number(process.env.BENCH_WORKS ?? 1_000_000)
 const deepPages = Number(process.env.BENCH_DEEP_PAGES ?? 300)
@@ -29,12 +39,21 @@ interface Row extends Result {
 
 const loadavg = () => Os.loadavg().map((n) => n.toFixed(2)).join(", ")
 
+/** At or above this share of a core, a row measures the load generator more than the server. */
+const CLIENT_BOUND = 0.9
+
+const cpuText = (r: Result) =>
+  r.cpuMs === undefined
+    ? ""
+    : `${r.cpuMs.server!.toFixed(2)}${r.cpuMs.db === undefined ? "" : ` + ${r.cpuMs.db.toFixed(2)} db`}`
+
 const report = (rows: ReadonlyArray<Row>) =>
   [
-    "| scenario | req/s | p50 ms | p99 ms | non-2xx | errors | vs baseline | target | met |",
-    "|---|---:|---:|---:|---:|---:|---:|---|:-:|",
+    "| scenario | req/s | p50 ms | p99 ms | non-2xx | errors | vs baseline | CPU ms/req: server + db | load generator busy | target | met |",
+    "|---|---:|---:|---:|---:|---:|---:|---|---:|---|:-:|",
     ...rows.map((r) =>
       `| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} | ${r.ratio ?? ""} | ` +
+      `${cpuText(r)} | ${(r.clientBusy * 100).toFixed(0)}%${r.clientBusy >= CLIENT_BOUND ? " (bound)" : ""} | ` +
       `${r.target ?? ""} | ${r.met === undefined ? "" : r.met ? "yes" : "**no**"} |`
     )
   ].join("\n")
@@ -90,7 +109,11 @@ export const catalog = async (): Promise<string> => {
   )
   const pg = new Pg.Client({ connectionString: databaseUrl })
   await pg.connect()
+  let uncached: Awaited<ReturnType<typeof startProcess>> | undefined
   try {
+    // The server copies the catalog's facets into memory in the background (FacetIndex.ts).
+    await settle(server.child.pid!)
+    const serverCpu = () => ({ server: ownCpu(server.child.pid!), db: descendantsCpu(server.child.pid!) })
     const key = cli(["api-key", "create", "--site", "bench", "--scopes", "catalog:read", "--content-limit", "nsfw"])
       .key as string
     const headers = { authorization: `Bearer ${key}` }
@@ -100,8 +123,14 @@ export const catalog = async (): Promise<string> => {
       const text = await res.text()
       return { status: res.status, body: text === "" ? null : JSON.parse(text) }
     }
-    const target = (path: string) => ({ url: `${api}${path}`, headers })
-    const paths = (list: ReadonlyArray<string>) => ({ url: api, headers, paths: list })
+    const target = (path: string, origin = api, cpu = serverCpu) => ({ url: `${origin}${path}`, headers, cpu })
+    const paths = (list: ReadonlyArray<string>, origin = api, cpu = serverCpu) => ({
+      url: origin,
+      headers,
+      paths: list,
+      prime: true,
+      cpu
+    })
     /** As a browser, `fetch` or `curl --compressed` asks: the answer comes gzip-encoded (Compression.ts). */
     const gzipHeaders = { ...headers, "accept-encoding": "gzip, deflate, br" }
 
@@ -142,11 +171,15 @@ export const catalog = async (): Promise<string> => {
         ...notes
       ].join("\n\n")
     }
+    const baseOrigin = `http://127.0.0.1:${basePort}`
+    const baselineCpu = () => ({ server: ownCpu(baseline.child.pid!), db: descendantsCpu(server.child.pid!) })
+    const baselineRps = new Map<number, number>()
     for (const limit of [20, 100]) {
-      const b = await run(`baseline: node:http + pg, works first page limit=${limit}`, {
-        url: `http://127.0.0.1:${basePort}/v2/catalog/works?limit=${limit}`,
-        headers
-      })
+      const b = await run(
+        `baseline: node:http + pg, works first page limit=${limit}`,
+        target(`/v2/catalog/works?limit=${limit}`, baseOrigin, baselineCpu)
+      )
+      baselineRps.set(limit, b.rps)
       const s = await run(`works first page limit=${limit}`, target(`/v2/catalog/works?limit=${limit}`))
       const ratio = s.rps / b.rps
       rows.push(b, {
@@ -171,7 +204,7 @@ export const catalog = async (): Promise<string> => {
       p99Under(
         await run(
           `works first page limit=100 ${include}, gzip (Accept-Encoding as fetch sends it)`,
-          { url: `${api}/v2/catalog/works?limit=100&${include}`, headers: gzipHeaders }
+          { ...target(`/v2/catalog/works?limit=100&${include}`), headers: gzipHeaders }
         ),
         25
       )
@@ -192,7 +225,10 @@ export const catalog = async (): Promise<string> => {
           `floor: node:http answering the limit=100 ${include} page's ${
             (Fs.statSync(bodyFile).size / 1024).toFixed(0)
           } KB from memory`,
-          { url: `http://127.0.0.1:${floorPort}/v2/catalog/works?limit=100&${include}` }
+          {
+            url: `http://127.0.0.1:${floorPort}/v2/catalog/works?limit=100&${include}`,
+            cpu: () => ({ server: ownCpu(floor.child.pid!) })
+          }
         )
       )
     } finally {
@@ -201,15 +237,20 @@ export const catalog = async (): Promise<string> => {
     }
 
     // --- Deep cursor pages: cursors collected first, then replayed --------------------------------
+    let deep20: readonly [string, ReadonlyArray<string>] = ["", []]
     for (const limit of [20, 100]) {
       for (const extra of ["", `&${include}`]) {
         const query = `limit=${limit}${extra}`
         // About the same depth for both page sizes: rows (pages * limit) / 2 .. pages * limit.
         const pages = limit === 20 ? deepPages * 5 : deepPages
         const cursors = await deepCursors("/v2/catalog/works", query, pages)
+        const name = `works deep cursor pages (rows ${(pages * limit) / 2}..${pages * limit}) ${
+          query.replace("&", " ")
+        }`
+        if (query === "limit=20") deep20 = [name, cursors.map((c) => `/v2/catalog/works?${query}&cursor=${c}`)]
         rows.push(p99Under(
           await run(
-            `works deep cursor pages (rows ${(pages * limit) / 2}..${pages * limit}) ${query.replace("&", " ")}`,
+            name,
             paths(cursors.map((c) => `/v2/catalog/works?${query}&cursor=${c}`))
           ),
           25
@@ -218,7 +259,7 @@ export const catalog = async (): Promise<string> => {
           rows.push(p99Under(
             await run(
               `works deep cursor pages limit=100 ${include}, gzip`,
-              { url: api, headers: gzipHeaders, paths: cursors.map((c) => `/v2/catalog/works?${query}&cursor=${c}`) }
+              { ...paths(cursors.map((c) => `/v2/catalog/works?${query}&cursor=${c}`)), headers: gzipHeaders }
             ),
             25
           ))
@@ -236,13 +277,8 @@ export const catalog = async (): Promise<string> => {
       "SELECT id::text AS id FROM works WHERE live AND id = ANY($1::bigint[])",
       [spread(400, 104729)]
     )).rows.map((r: { id: string }) => r.id)
-    rows.push(p99Under(
-      await run(
-        "work detail, all 8 includes",
-        paths(liveIds.map((id: string) => `/v2/catalog/works/${id}?${allIncludes}`))
-      ),
-      40
-    ))
+    const details = liveIds.map((id: string) => `/v2/catalog/works/${id}?${allIncludes}`)
+    rows.push(p99Under(await run("work detail, all 8 includes", paths(details)), 40))
 
     // --- Search and facets ------------------------------------------------------------------------
     const titles = (await pg.query(
@@ -305,6 +341,47 @@ export const catalog = async (): Promise<string> => {
     const mirrors = [await mirror(1), await mirror(4)]
     const rss = server.rssMb()
 
+    // --- The same reads without the read cache: what a request that misses costs ------------------
+    // A second server process on the same database with CATALOG_CACHE_MB=0: every request computes.
+    const coldPort = await freePort()
+    uncached = await startProcess(
+      "dist/src/main.js",
+      {
+        DATABASE_URL: databaseUrl,
+        CATALOG_PORT: String(coldPort),
+        IDENTITY_PORT: String(await freePort()),
+        SHIORI_SERVE: "catalog",
+        SHIORI_DEMO_WORKS: "0",
+        CATALOG_CACHE_MB: "0"
+      },
+      `http://127.0.0.1:${coldPort}/readyz`
+    )
+    await settle(uncached.child.pid!)
+    const cold = `http://127.0.0.1:${coldPort}`
+    const coldCpu = () => ({ server: ownCpu(uncached!.child.pid!), db: descendantsCpu(server.child.pid!) })
+    for (const limit of [20, 100]) {
+      const s = await run(
+        `uncached: works first page limit=${limit}`,
+        target(`/v2/catalog/works?limit=${limit}`, cold, coldCpu)
+      )
+      const ratio = s.rps / baselineRps.get(limit)!
+      rows.push({
+        ...s,
+        ratio: `${ratio.toFixed(2)}x`,
+        target: "p99 < 25 ms, >= 0.6x",
+        met: s.requests > 0 && s.p99 < 25 && ratio >= 0.6 && s.non2xx === 0 && s.errors === 0
+      })
+    }
+    const coldRows: Array<[string, ReturnType<typeof paths>, number]> = [
+      [`works first page limit=100 ${include}`, paths([`/v2/catalog/works?limit=100&${include}`], cold, coldCpu), 25],
+      [deep20[0], paths(deep20[1], cold, coldCpu), 25],
+      ["batch of 100 ids", paths(batches, cold, coldCpu), 40],
+      ["work detail, all 8 includes", paths(details, cold, coldCpu), 40],
+      ["q= search limit=20", paths(q(""), cold, coldCpu), 100],
+      ["q= search + 6 facets", paths(q(`&${facets}`), cold, coldCpu), 100]
+    ]
+    for (const [name, t, ms] of coldRows) rows.push(p99Under(await run(`uncached: ${name}`, t), ms))
+
     // --- Query plans of the main lists ------------------------------------------------------------
     const middle = (await pg.query(
       `SELECT txid::text AS txid, seq::text AS seq FROM catalog_changes ORDER BY txid, seq OFFSET $1 LIMIT 1`,
@@ -356,6 +433,7 @@ export const catalog = async (): Promise<string> => {
   } finally {
     await pg.end().catch(() => {})
     await baseline.stop()
+    await uncached?.stop()
     await server.stop()
   }
 }

@@ -20,7 +20,17 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import Pg from "pg"
-import { freePort, load, type Proc, type Result, root, settings, startProcess } from "../Harness.js"
+import {
+  descendantsCpu,
+  freePort,
+  load,
+  ownCpu,
+  type Proc,
+  type Result,
+  root,
+  settings,
+  startProcess
+} from "../Harness.js"
 
 /** Codes per second assumed when sizing the warm-up's pool; the measured pool follows the warm-up's rate. */
 const codeRate = Number(process.env.BENCH_IDENTITY_CODE_RATE ?? 500)
@@ -36,49 +46,6 @@ const nonce = "bench-nonce"
 const form = { "content-type": "application/x-www-form-urlencoded" }
 
 const loadavg = () => Os.loadavg().map((n) => n.toFixed(2)).join(", ")
-
-// ---------------------------------------------------------------------------------------------
-// CPU accounting: what each request costs each process, read from /proc
-// ---------------------------------------------------------------------------------------------
-
-const TICKS_PER_SECOND = 100
-
-const statOf = (pid: number): { ppid: number; ticks: number } | undefined => {
-  try {
-    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    // Fields after the parenthesised command: state ppid ... utime (index 11) stime (index 12).
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) }
-  } catch {
-    return undefined
-  }
-}
-
-/** CPU seconds used so far by the live descendants of `pid` (the embedded PostgreSQL of our server). */
-const descendantsCpu = (pid: number): number => {
-  const stats = new Map<number, { ppid: number; ticks: number }>()
-  for (const entry of Fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    const stat = statOf(Number(entry))
-    if (stat !== undefined) stats.set(Number(entry), stat)
-  }
-  const inTree = new Set([pid])
-  let grew = true
-  while (grew) {
-    grew = false
-    for (const [child, stat] of stats) {
-      if (!inTree.has(child) && inTree.has(stat.ppid)) {
-        inTree.add(child)
-        grew = true
-      }
-    }
-  }
-  let ticks = 0
-  for (const member of inTree) if (member !== pid) ticks += stats.get(member)!.ticks
-  return ticks / TICKS_PER_SECOND
-}
-
-const ownCpu = (pid: number) => (statOf(pid)?.ticks ?? 0) / TICKS_PER_SECOND
 
 // ---------------------------------------------------------------------------------------------
 // The two sides
