@@ -338,10 +338,10 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
       return key
     })
 
-    /** GET /v2/catalog/works/{id}: view=full by default, with the roster; includes as on lists. */
     /**
-     * A single work as JSON text (view=full by default, with its first EMBEDDED_ROSTER roster
-     * characters), built like a list item: one statement, spliced as PostgreSQL wrote it.
+     * GET /v2/catalog/works/{id} as JSON text: view=full by default, with its first EMBEDDED_ROSTER
+     * roster characters; includes as on lists. Built like a list item, in one statement, spliced as
+     * PostgreSQL wrote it.
      */
     const get = Effect.fn("Works.get")(function*(id: string, params: GetWorkParams, nsfw: boolean) {
       const view = params.view ?? "full"
