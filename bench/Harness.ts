@@ -117,7 +117,10 @@ export const descendantsCpu = (pid: number): number => {
     }
   }
   let ticks = 0
-  for (const member of inTree) if (member !== pid) ticks += stats.get(member)!.ticks + stats.get(member)!.reaped
+  for (const member of inTree) {
+    const stat = stats.get(member)!
+    if (member !== pid) ticks += stat.ticks + stat.reaped
+  }
   return ticks / TICKS_PER_SECOND
 }
 

@@ -140,10 +140,12 @@ export class WorksRepo extends Effect.Service<WorksRepo>()("catalog/WorksRepo", 
       sql<{ id: string }>`SELECT w.id::text AS id FROM works w WHERE w.id = ${id}::bigint AND ${gateSql(sql, nsfw)}`
         .pipe(Effect.map((rows) => rows.length > 0), die("visible"))
 
-    /** The roster of a work in roster order (position, then character id), live characters only. */
-    const roster = (workId: string, after: Keyed | undefined, take: number) =>
-      sql<RosterRow>`
-        SELECT c.id::text AS id, wc.position, ${sql.literal(rosterJson)}::text AS json
+    /**
+     * The first `take` roster rows of a work after `after`, in roster order (position, then character
+     * id), live characters only: (id, position, character_id, json), `json` the RosterCharacter.
+     */
+    const rosterRows = (workId: string, after: Keyed | undefined, take: number) =>
+      sql`SELECT c.id::text AS id, wc.position, wc.character_id, ${sql.literal(rosterJson)} AS json
         FROM work_characters wc JOIN characters c ON c.id = wc.character_id AND c.live
         WHERE wc.work_id = ${workId}::bigint
           ${
@@ -152,7 +154,13 @@ export class WorksRepo extends Effect.Service<WorksRepo>()("catalog/WorksRepo", 
           : sql`AND (wc.position, wc.character_id) > (${Number(after.key[0])}, ${after.id}::bigint)`
       }
         ORDER BY wc.position, wc.character_id
-        LIMIT ${take}`.pipe(die("roster"))
+        LIMIT ${take}`
+
+    /** A page of a work's roster (`/works/{id}/characters`). */
+    const roster = (workId: string, after: Keyed | undefined, take: number) =>
+      sql<RosterRow>`
+        SELECT r.id, r.position, r.json::text AS json FROM (${rosterRows(workId, after, take)}) r
+        ORDER BY r.position, r.character_id`.pipe(die("roster"))
 
     /**
      * A work's detail in one statement: the item (when visible), each of `wanted`, and the first
@@ -172,12 +180,7 @@ export class WorksRepo extends Effect.Service<WorksRepo>()("catalog/WorksRepo", 
         ${
         roster === 0 ? sql`` : sql`UNION ALL
           SELECT 'characters' AS part, ${id} AS id, json_agg(r.json ORDER BY r.position, r.character_id)::text AS json
-          FROM (
-            SELECT wc.position, wc.character_id, ${sql.literal(rosterJson)} AS json
-            FROM work_characters wc JOIN characters c ON c.id = wc.character_id AND c.live
-            WHERE wc.work_id = ${id}::bigint
-            ORDER BY wc.position, wc.character_id
-            LIMIT ${roster}) r`
+          FROM (${rosterRows(id, undefined, roster)}) r`
       }`.pipe(die("detail"))
 
     /** A work's credit groups in role order (`credits` is JSON text). */
