@@ -46,11 +46,22 @@ export const acceptsGzip = (header: string | undefined): boolean => {
 /** The ETag of the gzip representation of the body tagged `etag`. */
 export const gzipEtag = (etag: string): string => etag.endsWith("\"") ? `${etag.slice(0, -1)}-gzip"` : etag
 
-/** gzip on the thread pool. */
-export const gzip = (bytes: Uint8Array): Promise<Buffer> =>
-  new Promise((resolve, reject) =>
-    Zlib.gzip(bytes, { level: LEVEL }, (error, result) => error === null ? resolve(result) : reject(error))
-  )
+/**
+ * Up to this size a body is compressed in place: measured on this machine kind, 32 KB of our JSON
+ * takes 0.13 ms, less than the thread pool's hand-off costs in CPU (about 0.04 ms a call) and far
+ * less than it adds to a sequential client's round trip. Larger bodies go to the thread pool, so
+ * the event loop is never held for long.
+ */
+export const IN_PLACE_MAX_BYTES = 32 * 1024
+
+/** gzip: in place for small bodies, on the thread pool for larger ones. */
+export const gzip = (bytes: Uint8Array): Effect.Effect<Buffer> =>
+  bytes.length <= IN_PLACE_MAX_BYTES
+    ? Effect.sync(() => Zlib.gzipSync(bytes, { level: LEVEL }))
+    : Effect.async<Buffer>((resume) =>
+      Zlib.gzip(bytes, { level: LEVEL }, (error, result) =>
+        resume(error === null ? Effect.succeed(result) : Effect.die(error)))
+    )
 
 export const VARY = "accept-encoding"
 
@@ -78,7 +89,7 @@ export const withCompression = (app: HttpApp.Default): HttpApp.Default =>
     const varied = HttpServerResponse.setHeader(response, "vary", VARY)
     if (!acceptsGzip(request.headers["accept-encoding"])) return Effect.succeed(varied)
     const etag = response.headers.etag
-    return Effect.map(Effect.promise(() => gzip(body.body)), (compressed) =>
+    return Effect.map(gzip(body.body), (compressed) =>
       HttpServerResponse.setHeaders(
         HttpServerResponse.setBody(varied, HttpBody.uint8Array(compressed, body.contentType)),
         { "content-encoding": "gzip", ...(etag === undefined ? {} : { etag: gzipEtag(etag) }) }

@@ -166,7 +166,7 @@ export const HotResponsesLive = (routes: RouteTable) =>
           const request = yield* HttpServerRequest.HttpServerRequest
           const bytes = Buffer.from(answer.json)
           const compressed = bytes.length >= MIN_COMPRESSED_BYTES && acceptsGzip(request.headers["accept-encoding"])
-            ? yield* Effect.promise(() => gzip(bytes))
+            ? yield* gzip(bytes)
             : undefined
           if (cache.maxWeight > 0) {
             const route = yield* HttpRouter.RouteContext
