@@ -102,13 +102,16 @@ class PreparingClient extends Pg.Client {
  * The shared pool. Every statement it runs is cut off after `DATABASE_STATEMENT_TIMEOUT_SECONDS`
  * (30 s; 0 for none): requests run to completion even when their client hangs up (HttpListener),
  * so without a limit a statement stuck on a hung database would hold its request, and shutdown,
- * forever. Migrations lift the limit for their own transaction (`migrationLoader`).
+ * forever. Migrations lift the limit for their own transaction (`migrationLoader`). A session left
+ * idle inside a transaction for `DATABASE_IDLE_IN_TRANSACTION_SECONDS` (60 s; 0 for none) is ended
+ * by PostgreSQL: an open transaction holds locks and keeps vacuum from cleaning up after it.
  */
 export const SqlLive = Layer.unwrapEffect(
   Effect.gen(function*() {
     const url = yield* DatabaseUrl
     const maxConnections = yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(20))
     const statementTimeout = yield* Config.number("DATABASE_STATEMENT_TIMEOUT_SECONDS").pipe(Config.withDefault(30))
+    const idleInTransaction = yield* Config.number("DATABASE_IDLE_IN_TRANSACTION_SECONDS").pipe(Config.withDefault(60))
     const connectTimeout = Duration.seconds(5)
     return PgClient.layerFromPool({
       acquire: Effect.acquireRelease(
@@ -123,7 +126,10 @@ export const SqlLive = Layer.unwrapEffect(
             idleTimeoutMillis: 60_000,
             connectionTimeoutMillis: Duration.toMillis(connectTimeout),
             application_name: "shiori",
-            ...(statementTimeout > 0 ? { statement_timeout: Math.round(statementTimeout * 1000) } : {})
+            ...(statementTimeout > 0 ? { statement_timeout: Math.round(statementTimeout * 1000) } : {}),
+            ...(idleInTransaction > 0
+              ? { idle_in_transaction_session_timeout: Math.round(idleInTransaction * 1000) }
+              : {})
           })
           pool.on("error", () => {})
           // Fail at start-up, not at the first request, when the database cannot be reached.

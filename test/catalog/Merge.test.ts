@@ -94,9 +94,9 @@ describe("merge (issue 3 point 7, DECISIONS 8)", () => {
         expect(work).toEqual({ merged_into: b, live: false })
         // Loser gone, survivor changed, redirect written: all stamped by the same transaction.
         const stamps = yield* sql<{ what: string; gone: boolean | null; txid: string }>`
-          SELECT 'loser' AS what, gone, txid::text AS txid FROM catalog_changes WHERE target_object = 'work' AND id = ${a}
-          UNION ALL SELECT 'survivor', gone, txid::text FROM catalog_changes WHERE target_object = 'work' AND id = ${b}
-          UNION ALL SELECT 'redirect', NULL, txid::text FROM catalog_redirects
+          SELECT 'loser' AS what, gone, xmin::text AS txid FROM catalog_changes WHERE target_object = 'work' AND id = ${a}
+          UNION ALL SELECT 'survivor', gone, xmin::text FROM catalog_changes WHERE target_object = 'work' AND id = ${b}
+          UNION ALL SELECT 'redirect', NULL, xmin::text FROM catalog_redirects
             WHERE target_object = 'work' AND from_id = ${a} AND current_id = ${b}
         `
         expect(stamps.map((s) => [s.what, s.gone])).toEqual([["loser", true], ["survivor", false], ["redirect", null]])

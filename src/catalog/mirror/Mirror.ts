@@ -1,6 +1,6 @@
 /**
- * The change feed and the merge map (SPEC 6, 2.7; DECISIONS 8): pages in commit-safe order with
- * cursors from the one pagination engine (Cursor.ts).
+ * The change feed and the merge map (docs/change-feed.md): pages in commit order with cursors from
+ * the one pagination engine (Cursor.ts).
  *
  * Unlike other lists, a non-empty page always hands out a `next_cursor`: the feed has no end, only a
  * current end, and a mirror must be able to resume from its last item. The page past the current end
@@ -47,16 +47,15 @@ export class Mirror extends Effect.Service<Mirror>()("catalog/Mirror", {
     const cache = yield* ReadCache
 
     const positionOf = (feed: string) => (row: FeedPosition & { readonly id?: string; readonly from_id?: string }) =>
-      ({ sort: feed, key: [row.txid, row.seq], id: row.id ?? row.from_id ?? "" }) satisfies Position
+      ({ sort: feed, key: [row.position], id: row.id ?? row.from_id ?? "" }) satisfies Position
 
     const decode = (feed: string, cursor: string | undefined) =>
       cursor === undefined
         ? Effect.succeed(undefined)
         : Effect.flatMap(cursors.decode(cursor, { sort: feed, filters: noFilters }), (position) => {
-          const [txid, seq] = position.key
-          return typeof txid === "string" && /^[0-9]{1,20}$/.test(txid) && typeof seq === "string" &&
-              /^[0-9]{1,19}$/.test(seq)
-            ? Effect.succeed<FeedPosition>({ txid, seq })
+          const [at, ...rest] = position.key
+          return typeof at === "string" && /^[0-9]{1,18}$/.test(at) && rest.length === 0
+            ? Effect.succeed<FeedPosition>({ position: at })
             : Effect.fail(badPosition)
         })
 
@@ -74,7 +73,7 @@ export class Mirror extends Effect.Service<Mirror>()("catalog/Mirror", {
         const rows = yield* fetch({ after, rows: limit, sfw: request.contentLimit === "sfw" })
         const last = rows[rows.length - 1]
         // The records these changes name must not be answered from before them (ReadCache.ts).
-        if (last !== undefined) cache.observeFeed(last.txid, last.seq)
+        if (last !== undefined) cache.observeFeed(last.position)
         const result: FeedPage<Item> = {
           object: "list",
           items: rows.map(toItem),

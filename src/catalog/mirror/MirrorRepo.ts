@@ -1,23 +1,19 @@
 /**
- * SQL of the change feed and the merge map (migrations/0002_catalog.ts header; DECISIONS 8).
+ * SQL of the change feed and the merge map (docs/change-feed.md).
  *
- * Both tables carry a feed position (txid, seq) stamped by a trigger in the writing transaction.
- * A page lists rows after the cursor's position and below the watermark
- * `pg_snapshot_xmin(pg_current_snapshot())`: every transaction with a smaller id has finished, and a
- * transaction still running (or not yet started) can only ever stamp positions at or above it. So a
- * position handed out as a cursor is never overtaken by a later commit.
- *
- * The watermark is computed once per statement (a materialized CTE) so the planner sees a constant
- * and walks the (txid, seq) index from the cursor: a page costs the same at any depth.
+ * Both tables carry a feed `position`, handed out in commit order when the writing transaction
+ * commits (migrations/0010). A page is simply the rows after the cursor's position: a transaction
+ * that commits later always gets a higher position, so a position handed out as a cursor is never
+ * overtaken by a later commit, and nothing but the catalog's own commits decides what is served.
+ * The walk uses the partial unique index on `position`: a page costs the same at any depth.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
 
-/** A feed position: the writing transaction's id (xid8, decimal) and the stamp sequence. */
+/** A feed position (decimal): where a row was published, in commit order. */
 export interface FeedPosition {
-  readonly txid: string
-  readonly seq: string
+  readonly position: string
 }
 
 export interface ChangeRow extends FeedPosition {
@@ -49,12 +45,10 @@ export class MirrorRepo extends Effect.Service<MirrorRepo>()("catalog/MirrorRepo
     const rfc3339 = (column: string) =>
       sql.literal(`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`)
 
-    const after = (alias: "c" | "r", position: FeedPosition | undefined) =>
-      position === undefined
-        ? sql.literal("true")
-        : sql`(${sql.literal(alias)}.txid, ${
-          sql.literal(alias)
-        }.seq) > (${position.txid}::xid8, ${position.seq}::bigint)`
+    const after = (alias: "c" | "r", after: FeedPosition | undefined) =>
+      after === undefined
+        ? sql`${sql.literal(alias)}.position IS NOT NULL`
+        : sql`${sql.literal(alias)}.position > ${after.position}::bigint`
 
     /** Whether the row's entity is nsfw; only works, releases and characters carry the flag. */
     const nsfw = (object: string, id: string) =>
@@ -68,12 +62,11 @@ export class MirrorRepo extends Effect.Service<MirrorRepo>()("catalog/MirrorRepo
       // For an sfw credential an nsfw row is "no longer served": it is listed as gone.
       const gone = query.sfw ? sql`(c.gone OR ${nsfw("c.target_object", "c.id")})` : sql`c.gone`
       return yield* sql<ChangeRow>`
-        WITH horizon AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
         SELECT c.target_object, c.id::text AS id, ${rfc3339("c.updated_at")} AS updated_at, ${gone} AS gone,
-          c.txid::text AS txid, c.seq::text AS seq
+          c.position::text AS position
         FROM catalog_changes c
-        WHERE c.txid < (SELECT xmin FROM horizon) AND ${after("c", query.after)}
-        ORDER BY c.txid, c.seq
+        WHERE ${after("c", query.after)}
+        ORDER BY c.position
         LIMIT ${query.rows}
       `.pipe(Effect.orDie)
     })
@@ -83,12 +76,11 @@ export class MirrorRepo extends Effect.Service<MirrorRepo>()("catalog/MirrorRepo
         ? sql`NOT ${nsfw("r.target_object", "r.from_id")} AND NOT ${nsfw("r.target_object", "r.current_id")}`
         : sql.literal("true")
       return yield* sql<RedirectRow>`
-        WITH horizon AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
         SELECT r.target_object, r.from_id::text AS from_id, r.current_id::text AS current_id,
-          ${rfc3339("r.merged_at")} AS merged_at, r.txid::text AS txid, r.seq::text AS seq
+          ${rfc3339("r.merged_at")} AS merged_at, r.position::text AS position
         FROM catalog_redirects r
-        WHERE r.txid < (SELECT xmin FROM horizon) AND ${after("r", query.after)} AND ${visible}
-        ORDER BY r.txid, r.seq
+        WHERE ${after("r", query.after)} AND ${visible}
+        ORDER BY r.position
         LIMIT ${query.rows}
       `.pipe(Effect.orDie)
     })

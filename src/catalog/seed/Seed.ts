@@ -5,8 +5,9 @@
  * 1. lock (advisory), and refuse unless every seeded table is empty;
  * 2. drop the seeded tables' foreign keys, checks, keys and indexes (remembering their definitions)
  *    and truncate the tables, so COPY ... FREEZE writes frozen, all-visible rows (no hint-bit rewrites
- *    or vacuum afterwards); the change-feed stamping triggers are off (the column defaults stamp
- *    the rows with this transaction's id and sequence positions);
+ *    or vacuum afterwards); the change-feed triggers are off: the feed rows are staged in a
+ *    temporary table and numbered here, in `updated_at` order (migrations/0010), so the seeded
+ *    history reads forward in time like the live feed;
  * 3. generate the works in ranges of `chunkSize` as COPY text, on worker threads for large catalogs,
  *    while this thread COPYs the finished ranges in order; then the shared entities;
  * 4. rebuild keys and indexes, then checks and foreign keys (validated for small seeds, see
@@ -81,13 +82,15 @@ const validateConstraintsBelow = 200_000
 const workerThreshold = 50_000
 
 /**
- * Triggers off during COPY: the change-feed stamping (the column defaults stamp the rows), the
- * search row's copy of its work's ranking columns and the work's facet row (the generator writes
- * both).
+ * Triggers off during COPY: the change-feed numbering (the seed numbers the rows itself, see
+ * `numberFeeds`), the search row's copy of its work's ranking columns and the work's facet row (the
+ * generator writes both).
  */
 const stampTriggers = [
-  ["catalog_changes", "catalog_changes_position"],
-  ["catalog_redirects", "catalog_redirects_position"],
+  ...(["catalog_changes", "catalog_redirects"] as const).flatMap((table) => [
+    [table, `${table}_pending`] as const,
+    [table, `${table}_publish`] as const
+  ]),
   ["work_search", "work_search_from_work"],
   ["works", "work_facets_follow_work"],
   ...(["insert", "update", "delete"] as const).flatMap((event) => [
@@ -189,11 +192,42 @@ const copyTable = (
   Effect.tryPromise({
     try: async () => {
       const columns = tableColumns[table].map(quoteIdent).join(", ")
-      const stream = client.query(copyFrom(`COPY ${quoteIdent(table)} (${columns}) FROM STDIN WITH (FREEZE)`))
+      const target = table === "catalog_changes" ? stagedChanges : quoteIdent(table)
+      const stream = client.query(copyFrom(`COPY ${target} (${columns}) FROM STDIN WITH (FREEZE)`))
       await pipeline(Readable.from(buffers), stream)
       rows[table] = (rows[table] ?? 0) + stream.rowCount
     },
     catch: (cause) => new SeedError({ message: `COPY into ${table} failed`, cause })
+  })
+
+/** The change rows as generated (in entity order), before `numberFeeds` writes them in time order. */
+const stagedChanges = "seed_catalog_changes"
+
+/**
+ * Numbers both feeds the way live commits would have: changes in `updated_at` order (ties by type
+ * and id), redirects in `merged_at` order; then the shared position sequence continues after them.
+ */
+const numberFeeds = (client: Pg.Client) =>
+  Effect.gen(function*() {
+    yield* query(
+      client,
+      `INSERT INTO catalog_changes (target_object, id, updated_at, gone, position)
+       SELECT target_object, id, updated_at, gone, row_number() OVER (ORDER BY updated_at, target_object, id)
+       FROM ${stagedChanges}`
+    )
+    yield* query(client, `DROP TABLE ${stagedChanges}`)
+    yield* query(
+      client,
+      `UPDATE catalog_redirects r SET position = o.n
+       FROM (SELECT target_object, from_id, row_number() OVER (ORDER BY merged_at, target_object, from_id) AS n
+             FROM catalog_redirects) o
+       WHERE r.target_object = o.target_object AND r.from_id = o.from_id`
+    )
+    yield* query(
+      client,
+      `SELECT setval('catalog_change_seq', greatest(
+         (SELECT max(position) FROM catalog_changes), (SELECT max(position) FROM catalog_redirects), 1))`
+    )
   })
 
 const copyChunk = (client: Pg.Client, data: ChunkData, rows: Record<string, number>, detail: Record<string, number>) =>
@@ -376,6 +410,10 @@ export const seedCatalog = (options: SeedOptions) =>
       for (const [table, trigger] of stampTriggers) {
         yield* query(client, `ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`)
       }
+      yield* query(
+        client,
+        `CREATE TEMPORARY TABLE ${stagedChanges} (LIKE catalog_changes INCLUDING DEFAULTS) ON COMMIT DROP`
+      )
 
       // Generate and load.
       const nowMs = (options.now ?? new Date()).getTime()
@@ -412,6 +450,7 @@ export const seedCatalog = (options: SeedOptions) =>
         phases,
         "indexes",
         Effect.gen(function*() {
+          yield* timed(detail, "feed positions", numberFeeds(client))
           for (const [table, trigger] of stampTriggers) {
             yield* query(client, `ALTER TABLE ${table} ENABLE TRIGGER ${trigger}`)
           }

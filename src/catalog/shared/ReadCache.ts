@@ -16,9 +16,9 @@
  * the record must get the new record, even if the notification is still on its way. So the feeds
  * report what they serve (`observeFeed`): a page reaching past the highest feed position this
  * process has served empties the cache before the page is sent. That is enough because of the
- * feed's own invariant (migrations/0002): a transaction that commits after a page was read sorts
- * after every position of that page, so a change at or below the highest position served was
- * committed before the cache was last emptied for it.
+ * feed's own invariant (positions in commit order, migrations/0010): a transaction that commits
+ * after a page was read gets a position above every position of that page, so a change at or below
+ * the highest position served was committed before the cache was last emptied for it.
  *
  * Load. Concurrent misses of one key share one computation (32 clients asking for the same cold
  * facet counts run the query once), detached from the first asker so its disconnect does not fail
@@ -50,13 +50,13 @@ export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", 
       pending.clear()
     }
 
-    /** The highest feed position (txid, seq) served by this process. */
-    let feedTop: readonly [bigint, bigint] = [-1n, -1n]
+    /** The highest feed position served by this process. */
+    let feedTop = -1n
 
-    const observeFeed = (txid: string, seq: string) => {
-      const position = [BigInt(txid), BigInt(seq)] as const
-      if (position[0] > feedTop[0] || (position[0] === feedTop[0] && position[1] > feedTop[1])) {
-        feedTop = position
+    const observeFeed = (position: string) => {
+      const at = BigInt(position)
+      if (at > feedTop) {
+        feedTop = at
         invalidate()
       }
     }
@@ -105,7 +105,7 @@ export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", 
     return {
       through,
       invalidate,
-      /** A feed page is about to serve changes up to (txid, seq): empties the cache if any is new here. */
+      /** A feed page is about to serve changes up to `position`: empties the cache if any is new here. */
       observeFeed,
       /** Changes whenever the cache is emptied: an answer computed under an older one is outdated. */
       generation: () => generation,
