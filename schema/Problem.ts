@@ -499,6 +499,7 @@ export const ProblemDocument = Schema.Struct({
 
 /** `/v2/problems/reasons` entries. */
 export const ReasonEntry = Schema.Struct({
+  object: Schema.Literal("reason"),
   reason: Schema.Literal(...reasonList),
   param_names: Schema.Array(Schema.String),
   description: Schema.String

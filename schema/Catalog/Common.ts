@@ -164,6 +164,7 @@ export type EntityName = typeof EntityName.Type
 
 /** Intro (SPEC 2.3): a description or biography in one language. */
 export const Intro = Schema.Struct({
+  object: Schema.Literal("intro"),
   lang: LangTag,
   value: Schema.String.pipe(Schema.maxLength(20000)),
   is_machine: Schema.Boolean.annotations({ description: "True when produced by machine translation." }),
@@ -205,6 +206,7 @@ export const Image = Schema.Struct(imageFields).annotations({ identifier: "Image
 export type Image = typeof Image.Type
 
 export const Cover = Schema.Struct({
+  object: Schema.Literal("cover"),
   id: CoverId,
   vote_count: Count.annotations({ description: "Net votes for this cover (int64 >= 0)." }),
   portrait_pinned: Schema.Boolean.annotations({

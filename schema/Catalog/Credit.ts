@@ -91,6 +91,7 @@ export const CreditEntry = Schema.Struct({
 export type CreditEntry = typeof CreditEntry.Type
 
 export const CreditGroup = Schema.Struct({
+  object: Schema.Literal("credit_group"),
   role_key: RoleKey,
   role_name: Schema.String.pipe(Schema.maxLength(512)).annotations({ description: "Display name of the role." }),
   credits: Schema.Array(CreditEntry).annotations({ description: "`[]` when empty, never null." })

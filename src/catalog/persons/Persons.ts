@@ -42,6 +42,7 @@ export class Persons extends Effect.Service<Persons>()("catalog/Persons", {
       const namesOf = nameRows && groupBy(nameRows, (row) => row.person_id!, toCreditNameBasic)
       const introsOf = intros &&
         groupBy(intros, (row) => row.owner, (row): Intro => ({
+          object: "intro",
           lang: row.lang,
           value: row.value,
           is_machine: row.is_machine,
@@ -74,6 +75,7 @@ export class Persons extends Effect.Service<Persons>()("catalog/Persons", {
 
     const list = Effect.fn("Persons.list")(function*(params: ListPersonsParams, nsfw: boolean) {
       const result = yield* idListLanes({
+        collection: "persons",
         limit: params.limit ?? DEFAULT_LIMIT,
         cursor: params.cursor,
         ids: params.ids,

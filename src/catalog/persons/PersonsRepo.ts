@@ -56,7 +56,7 @@ export class PersonsRepo extends Effect.Service<PersonsRepo>()("catalog/PersonsR
 
     /** The biography of each person: its own intros, then those of its visible names (name id order). */
     const intros = (ids: ReadonlyArray<string>, nsfw: boolean) =>
-      sql<Intro & { readonly owner: string }>`
+      sql<Omit<Intro, "object"> & { readonly owner: string }>`
         SELECT x.owner::text AS owner, x.lang, x.value, x.is_machine, x.source FROM (
           SELECT i.entity_id AS owner, 0 AS via, i.position, i.lang, i.value, i.is_machine, i.source
           FROM entity_intros i WHERE i.entity_type = 'person' AND i.entity_id = ANY(${ids}::bigint[])

@@ -9,6 +9,7 @@ const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c]!)
 
 const reasonItems = reasonList.map((reason) => ({
+  object: "reason" as const,
   reason,
   param_names: [...Reasons[reason].params],
   description: Reasons[reason].description

@@ -45,14 +45,17 @@ export class EntityParts extends Effect.Service<EntityParts>()("catalog/EntityPa
       )
 
     const intros = (type: EntityType, ids: ReadonlyArray<string>) =>
-      sql<Intro & { readonly entity_id: string }>`
+      sql<Omit<Intro, "object"> & { readonly entity_id: string }>`
         SELECT entity_id::text AS entity_id, lang, value, is_machine, source FROM entity_intros
         WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type}
         ORDER BY entity_id, position
       `.pipe(
         Effect.orDie,
         Effect.map((rows) =>
-          grouped(rows, ({ is_machine, lang, source, value }): Intro => ({ lang, value, is_machine, source }))
+          grouped(
+            rows,
+            ({ is_machine, lang, source, value }): Intro => ({ object: "intro", lang, value, is_machine, source })
+          )
         ),
         Effect.withSpan("EntityParts.intros")
       )

@@ -143,7 +143,7 @@ export type WorkPart =
   | "aliases"
   | "links"
 
-export const coverJson = `json_build_object('id', c.id::text, 'vote_count', c.vote_count,
+export const coverJson = `json_build_object('object', 'cover', 'id', c.id::text, 'vote_count', c.vote_count,
   'portrait_pinned', c.portrait_pinned, 'cover_kind', c.cover_kind, 'url', i.url, 'hash', i.hash, 'width', i.width,
   'height', i.height, 'thumbhash', i.thumbhash, 'sexual', i.sexual, 'violence', i.violence, 'source', i.source)`
 
@@ -175,8 +175,8 @@ export const partWhereSql = (sql: Sql, part: WorkPart, any: Fragment, nsfw: bool
             'external_id', r.external_id, 'url', r.url) ORDER BY r.source, r.external_id)::text AS json
           FROM entity_refs r WHERE r.entity_id ${any} AND r.entity_type = 'work' GROUP BY r.entity_id`
     case "intros":
-      return sql`SELECT 'intros' AS part, n.entity_id::text AS id, json_agg(json_build_object('lang', n.lang, 'value', n.value,
-            'is_machine', n.is_machine, 'source', n.source) ORDER BY n.position)::text AS json
+      return sql`SELECT 'intros' AS part, n.entity_id::text AS id, json_agg(json_build_object('object', 'intro', 'lang', n.lang,
+            'value', n.value, 'is_machine', n.is_machine, 'source', n.source) ORDER BY n.position)::text AS json
           FROM entity_intros n WHERE n.entity_id ${any} AND n.entity_type = 'work' GROUP BY n.entity_id`
     case "aliases":
       return sql`SELECT 'aliases' AS part, a.entity_id::text AS id, json_agg(json_build_object('lang', a.lang, 'value', a.value,
@@ -216,8 +216,8 @@ export const partWhereSql = (sql: Sql, part: WorkPart, any: Fragment, nsfw: bool
             ${nsfw ? sql`` : sql`AND t.category <> 'sexual'`}
           WHERE wt.work_id ${any} GROUP BY wt.work_id`
     case "credits":
-      return sql`SELECT 'credits' AS part, g.work_id::text AS id, json_agg(json_build_object('role_key', g.role_key,
-            'role_name', g.role_name, 'credits', g.credits) ORDER BY g.position)::text AS json
+      return sql`SELECT 'credits' AS part, g.work_id::text AS id, json_agg(json_build_object('object', 'credit_group',
+            'role_key', g.role_key, 'role_name', g.role_name, 'credits', g.credits) ORDER BY g.position)::text AS json
           FROM (${creditGroupsSql(sql, any)}) g GROUP BY g.work_id`
   }
 }
