@@ -50,7 +50,9 @@ export class Calendar extends Effect.Service<Calendar>()("catalog/Calendar", {
         ? { _tag: "Dated", from: year * 10000, to: year * 10000 }
         : { _tag: "Undated" }
 
+      // The "" member names the collection, as on every list (shared/Lanes.ts).
       const filters = filterDigest({
+        "": "calendar",
         window,
         month: window === "month" ? month : undefined,
         year: window === "year" ? year : undefined

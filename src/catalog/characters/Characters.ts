@@ -67,6 +67,7 @@ export class Characters extends Effect.Service<Characters>()("catalog/Characters
 
     const list = Effect.fn("Characters.list")(function*(params: ListCharactersParams, nsfw: boolean) {
       const result = yield* idListLanes({
+        collection: "characters",
         limit: params.limit ?? DEFAULT_LIMIT,
         cursor: params.cursor,
         ids: params.ids,
@@ -129,6 +130,7 @@ export class Characters extends Effect.Service<Characters>()("catalog/Characters
       function*(id: string, params: AppearancesParams, nsfw: boolean) {
         const character = yield* visible(id, nsfw)
         const page = yield* keysetPage<AppearanceRow>(cursors, {
+          collection: "characters/appearances",
           sort: "released_asc",
           filters: { appearances_of: character.id },
           cursor: params.cursor,

@@ -73,6 +73,7 @@ export class CreditNames extends Effect.Service<CreditNames>()("catalog/CreditNa
 
     const list = Effect.fn("CreditNames.list")(function*(params: ListCreditNamesParams, nsfw: boolean) {
       const result = yield* idListLanes({
+        collection: "credit-names",
         limit: params.limit ?? DEFAULT_LIMIT,
         cursor: params.cursor,
         ids: params.ids,
@@ -118,6 +119,7 @@ export class CreditNames extends Effect.Service<CreditNames>()("catalog/CreditNa
     const credits = Effect.fn("CreditNames.credits")(function*(id: string, params: NameCreditsParams, nsfw: boolean) {
       const name = yield* visible(id, nsfw)
       const page = yield* keysetPage<NameCreditRow>(cursors, {
+        collection: "credit-names/credits",
         sort: "released_asc",
         filters: { credits_of: name.id },
         cursor: params.cursor,

@@ -41,9 +41,9 @@ export interface IdListPage<Row> {
 export interface IdListRequest {
   /**
    * The collection (`companies`): binds the cursor to it, so a cursor of one collection is
-   * INVALID_CURSOR on every other (DECISIONS 6). Optional only for callers written before it.
+   * INVALID_CURSOR on every other, even one with the same sort and the same (empty) filters.
    */
-  readonly collection?: string
+  readonly collection: string
   readonly limit: number
   readonly cursor: string | undefined
   readonly ids: ReadonlyArray<string> | undefined

@@ -373,8 +373,9 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
       Effect.gen(function*() {
         const workId = yield* visible(options.id, options.nsfw)
         const page = yield* keysetPage<Row>(cursors, {
+          collection: `works/${options.list}`,
           sort: options.list,
-          filters: { "": `works/${options.list}`, work: workId },
+          filters: { work: workId },
           cursor: options.params.cursor,
           limit: options.params.limit,
           fetch: (after, take) => options.fetch(workId, after, take),
@@ -407,6 +408,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
         fetch: repo.creditGroups,
         position: (row) => ({ key: [row.position], id: row.role_key }),
         item: (row): CreditGroup => ({
+          object: "credit_group",
           role_key: row.role_key,
           role_name: row.role_name,
           credits: JSON.parse(row.credits)
@@ -433,6 +435,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
         fetch: repo.intros,
         position: (row) => ({ key: [], id: String(row.position) }),
         item: (row): Intro => ({
+          object: "intro",
           lang: row.lang as LangTag,
           value: row.value,
           is_machine: row.is_machine,
