@@ -1,21 +1,25 @@
 /**
- * The provider's signing key, read from the test database, for forging tokens that only the key
+ * The provider's signing key, read from the test database and decrypted with the same
+ * `SHIORI_SECRET` as the servers (`AppSecret` of the test env), for forging tokens that only the key
  * can make (an expired token, a token with unusual claims) and the public key for attacks that
  * misuse it (HS256 keyed with the public key).
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import * as Jose from "jose"
+import { SigningKeyCipher } from "../../src/identity/keys/SigningKeyCipher.js"
 
 export const providerKey = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ kid: string; private_jwk: Jose.JWK; public_jwk: Jose.JWK }>`
-    SELECT kid, private_jwk, public_jwk FROM signing_keys WHERE retired_at IS NULL
+  const cipher = yield* SigningKeyCipher
+  const rows = yield* sql<{ kid: string; private_jwk_encrypted: unknown; public_jwk: Jose.JWK }>`
+    SELECT kid, private_jwk_encrypted, public_jwk FROM signing_keys WHERE retired_at IS NULL
   `.pipe(Effect.orDie)
   const row = rows[0]
   if (row === undefined) return yield* Effect.dieMessage("no signing key yet")
-  return { kid: row.kid, privateJwk: row.private_jwk, publicJwk: row.public_jwk }
-})
+  const privateJwk = yield* cipher.open(row.kid, row.private_jwk_encrypted).pipe(Effect.orDie)
+  return { kid: row.kid, privateJwk, publicJwk: row.public_jwk }
+}).pipe(Effect.provide(SigningKeyCipher.DefaultWithoutDependencies), Effect.orDie)
 
 /** Signs `claims` with the provider's own key (RS256), header `typ` as given. */
 export const signWithProviderKey = (claims: Jose.JWTPayload, typ = "at+jwt") =>

@@ -13,12 +13,19 @@
  *
  * Imported `CryptoKey`s are cached in memory by `kid`. An unknown `kid` re-reads the table at most
  * once per `MISS_RELOAD_SECONDS`, so random `kid`s cannot hammer the database.
+ *
+ * Private keys are stored sealed (src/identity/keys/SigningKeyCipher.ts). Rows written before
+ * migrations/0011 hold the plaintext JWK in `private_jwk`: the step that makes sure a key exists,
+ * under the same advisory lock, seals them and nulls the plaintext (and re-seals rows under an earlier
+ * key-encryption key), so once a process has started no plaintext private key is left. A key that
+ * does not decrypt stops start-up with `SigningKeysUndecryptable`; it never leads to a new key.
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Option, Ref, Schema } from "effect"
 import * as Jose from "jose"
 import { Jwk, Jwks } from "../../../schema/Identity/Discovery.js"
 import { CLOCK_SKEW_SECONDS, MAX_SIGNED_TOKEN_TTL_SECONDS } from "../tokens/Lifetimes.js"
+import { SigningKeyCipher, SigningKeysUndecryptable } from "./SigningKeyCipher.js"
 
 export const SIGNING_ALG = "RS256"
 const RELOAD_INTERVAL_SECONDS = 60
@@ -50,9 +57,12 @@ export type NewKey = Pick<StoredKey, "kid" | "privateJwk" | "publicJwk">
 /** Where keys are kept: PostgreSQL in production, memory in tests. */
 export interface KeyStore {
   /** Every key not past `not_after`, latest activation first (the newest key first on a tie). */
-  readonly published: Effect.Effect<ReadonlyArray<StoredKey>>
-  /** Inserts a key from `generate`, active now, unless a key exists; safe when processes race. */
-  readonly ensureKey: (generate: Effect.Effect<NewKey>) => Effect.Effect<void>
+  readonly published: Effect.Effect<ReadonlyArray<StoredKey>, SigningKeysUndecryptable>
+  /**
+   * Inserts a key from `generate`, active now, unless a key exists; safe when processes race. Also
+   * seals any private key still stored in plaintext.
+   */
+  readonly ensureKey: (generate: Effect.Effect<NewKey>) => Effect.Effect<void, SigningKeysUndecryptable>
   /**
    * Adds `next`, signing from now + `graceSeconds`. Every key that would still sign at that instant
    * (the newest one, or a pending one from an earlier rotation) stops signing then and stays
@@ -81,7 +91,7 @@ const JwkJson = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 const KeyRow = Schema.Struct({
   kid: Schema.String,
-  privateJwk: JwkJson,
+  sealed: Schema.Unknown,
   publicJwk: JwkJson,
   createdAt: Schema.DateFromSelf,
   activatesAt: Schema.DateFromSelf,
@@ -89,61 +99,107 @@ const KeyRow = Schema.Struct({
   notAfter: Schema.NullOr(Schema.DateFromSelf)
 })
 
-/** The PostgreSQL store over `signing_keys`. SQL and decode failures are defects. */
-export const makePgKeyStore = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const decodeRows = Schema.decodeUnknown(Schema.Array(KeyRow))
-  // Serialises key creation and rotation across processes for the duration of one transaction.
-  const lock = sql`SELECT pg_advisory_xact_lock(hashtext('shiori.signing_keys'))`
-  const hasKey = sql`SELECT 1 AS one FROM signing_keys WHERE retired_at IS NULL`.pipe(
-    Effect.map((rows) => rows.length > 0)
-  )
-  const insert = (key: NewKey, graceSeconds: number) =>
-    sql`
-      INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk, activates_at)
-      VALUES (
-        ${key.kid}, ${SIGNING_ALG}, ${JSON.stringify(key.privateJwk)}::jsonb, ${JSON.stringify(key.publicJwk)}::jsonb,
-        now() + make_interval(secs => ${graceSeconds})
-      )
-    `
+const StateRow = Schema.Struct({ hasKey: Schema.Boolean, unsealed: Schema.Boolean })
 
-  const store: KeyStore = {
-    // Column aliases are camelCase so the rows read the same with or without a result-name transform.
-    published: sql`
-      SELECT kid, private_jwk AS "privateJwk", public_jwk AS "publicJwk", created_at AS "createdAt",
-             activates_at AS "activatesAt", retired_at AS "retiredAt", not_after AS "notAfter"
+const UnsealedRow = Schema.Struct({ kid: Schema.String, plaintext: Schema.NullOr(JwkJson), sealed: Schema.Unknown })
+
+/**
+ * The PostgreSQL store over `signing_keys`, private keys sealed by `cipher`. SQL and decode failures
+ * are defects; only `SigningKeysUndecryptable` is an error.
+ */
+export const makePgKeyStore = (cipher: SigningKeyCipher) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const decodeRows = Schema.decodeUnknown(Schema.Array(KeyRow))
+    const decodeState = Schema.decodeUnknown(Schema.Array(StateRow))
+    const decodeUnsealed = Schema.decodeUnknown(Schema.Array(UnsealedRow))
+    // Serialises key creation, sealing and rotation across processes for the duration of one transaction.
+    const lock = sql`SELECT pg_advisory_xact_lock(hashtext('shiori.signing_keys'))`
+    // One read on every reload: is there a signing key, and is any private key not sealed under the
+    // current key-encryption key (a row from before migrations/0011, or sealed under an earlier KEK)?
+    const state = sql`
+      SELECT coalesce(bool_or(retired_at IS NULL), false) AS "hasKey",
+             coalesce(bool_or(private_jwk IS NOT NULL
+                              OR private_jwk_encrypted ->> 'kek' IS DISTINCT FROM ${cipher.kekId}), false) AS "unsealed"
       FROM signing_keys
-      WHERE not_after IS NULL OR not_after > now()
-      ORDER BY activates_at DESC, retired_at IS NULL DESC, created_at DESC
-    `.pipe(
-      Effect.flatMap(decodeRows),
-      Effect.map((rows): ReadonlyArray<StoredKey> => rows),
-      Effect.orDie
-    ),
-    ensureKey: (generate) =>
-      Effect.gen(function*() {
-        if (yield* hasKey) return
-        // Generated outside the lock (it takes a few hundred milliseconds); a loser discards its key.
-        const candidate = yield* generate
-        yield* Effect.gen(function*() {
-          yield* lock
-          if (!(yield* hasKey)) yield* insert(candidate, 0)
-        }).pipe(sql.withTransaction)
-      }).pipe(Effect.orDie),
-    rotate: (next, graceSeconds, retentionSeconds) =>
-      Effect.gen(function*() {
-        yield* lock
+    `.pipe(Effect.flatMap(decodeState), Effect.map((rows) => rows[0] ?? { hasKey: false, unsealed: false }))
+    const sealAll = Effect.gen(function*() {
+      const rows = yield* sql`
+        SELECT kid, private_jwk AS "plaintext", private_jwk_encrypted AS "sealed"
+        FROM signing_keys
+        WHERE private_jwk IS NOT NULL OR private_jwk_encrypted ->> 'kek' IS DISTINCT FROM ${cipher.kekId}
+      `.pipe(Effect.flatMap(decodeUnsealed))
+      for (const row of rows) {
+        const jwk = row.plaintext ?? (yield* cipher.open(row.kid, row.sealed))
         yield* sql`
           UPDATE signing_keys
-          SET retired_at = now() + make_interval(secs => ${graceSeconds}),
-              not_after = now() + make_interval(secs => ${graceSeconds + retentionSeconds})
-          WHERE retired_at IS NULL OR retired_at > now() + make_interval(secs => ${graceSeconds})
+          SET private_jwk_encrypted = ${JSON.stringify(cipher.seal(row.kid, jwk))}::jsonb, private_jwk = NULL
+          WHERE kid = ${row.kid}
         `
-        yield* insert(next, graceSeconds)
-      }).pipe(sql.withTransaction, Effect.orDie)
-  }
-  return store
-})
+      }
+      if (rows.length > 0) yield* Effect.logInfo("sealed signing keys").pipe(Effect.annotateLogs({ keys: rows.length }))
+    })
+    const insert = (key: NewKey, graceSeconds: number) =>
+      sql`
+        INSERT INTO signing_keys (kid, alg, private_jwk_encrypted, public_jwk, activates_at)
+        VALUES (
+          ${key.kid}, ${SIGNING_ALG}, ${JSON.stringify(cipher.seal(key.kid, key.privateJwk))}::jsonb,
+          ${JSON.stringify(key.publicJwk)}::jsonb, now() + make_interval(secs => ${graceSeconds})
+        )
+      `
+
+    const store: KeyStore = {
+      // Column aliases are camelCase so the rows read the same with or without a result-name transform.
+      // `ensureKey` runs first on every load and seals every row, so each row read here is sealed.
+      published: sql`
+        SELECT kid, private_jwk_encrypted AS "sealed", public_jwk AS "publicJwk", created_at AS "createdAt",
+               activates_at AS "activatesAt", retired_at AS "retiredAt", not_after AS "notAfter"
+        FROM signing_keys
+        WHERE not_after IS NULL OR not_after > now()
+        ORDER BY activates_at DESC, retired_at IS NULL DESC, created_at DESC
+      `.pipe(
+        Effect.flatMap(decodeRows),
+        Effect.flatMap((rows) =>
+          Effect.forEach(rows, (row) =>
+            Effect.map(cipher.open(row.kid, row.sealed), (privateJwk): StoredKey => ({
+              kid: row.kid,
+              privateJwk,
+              publicJwk: row.publicJwk,
+              createdAt: row.createdAt,
+              activatesAt: row.activatesAt,
+              retiredAt: row.retiredAt,
+              notAfter: row.notAfter
+            })))
+        ),
+        Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+      ),
+      ensureKey: (generate) =>
+        Effect.gen(function*() {
+          const before = yield* state
+          if (before.hasKey && !before.unsealed) return
+          // Generated outside the lock (it takes a few hundred milliseconds); a loser discards its key.
+          const candidate = before.hasKey ? undefined : yield* generate
+          yield* Effect.gen(function*() {
+            yield* lock
+            yield* sealAll
+            const now = yield* state
+            if (!now.hasKey) yield* insert(candidate ?? (yield* generate), 0)
+          }).pipe(sql.withTransaction)
+        }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })),
+      rotate: (next, graceSeconds, retentionSeconds) =>
+        Effect.gen(function*() {
+          yield* lock
+          yield* sql`
+            UPDATE signing_keys
+            SET retired_at = now() + make_interval(secs => ${graceSeconds}),
+                not_after = now() + make_interval(secs => ${graceSeconds + retentionSeconds})
+            WHERE retired_at IS NULL OR retired_at > now() + make_interval(secs => ${graceSeconds})
+          `
+          yield* insert(next, graceSeconds)
+        }).pipe(sql.withTransaction, Effect.orDie)
+    }
+    return store
+  })
 
 /** An in-memory store with the same semantics, for tests and single-process experiments. */
 export const makeMemoryKeyStore = Effect.gen(function*() {
@@ -266,6 +322,7 @@ export const makeSigningKeys = (store: KeyStore) =>
       } satisfies KeyRing
     })
 
+    // A key that does not decrypt fails here, so the process does not start (and makes no new key).
     const ring = yield* Ref.make<KeyRing>(yield* load)
     const reload = load.pipe(
       Effect.flatMap((next) => Ref.set(ring, next)),
@@ -302,7 +359,10 @@ export const makeSigningKeys = (store: KeyStore) =>
       if (entry !== undefined) return Option.some(entry.publicKey)
       const now = yield* Clock.currentTimeMillis
       if (now - current.loadedAt < MISS_RELOAD_SECONDS * 1000) return Option.none()
-      yield* reload
+      // A key written meanwhile that does not decrypt here: keep verifying with the keys already known.
+      yield* reload.pipe(
+        Effect.catchTag("SigningKeysUndecryptable", (error) => Effect.logWarning("signing key reload failed", error))
+      )
       return Option.map(Option.fromNullable((yield* Ref.get(ring)).byKid.get(kid)), (found) => found.publicKey)
     })
 
@@ -326,11 +386,12 @@ export const makeSigningKeys = (store: KeyStore) =>
   })
 
 export class SigningKeys extends Effect.Service<SigningKeys>()("identity/SigningKeys", {
-  scoped: Effect.flatMap(makePgKeyStore, makeSigningKeys)
+  scoped: SigningKeyCipher.pipe(Effect.flatMap(makePgKeyStore), Effect.flatMap(makeSigningKeys)),
+  dependencies: [SigningKeyCipher.Default]
 }) {}
 
 /** Keys in memory: a fresh key per layer build, no database. */
 export const SigningKeysTest: Layer.Layer<SigningKeys> = Layer.scoped(
   SigningKeys,
-  Effect.flatMap(makeMemoryKeyStore, makeSigningKeys).pipe(Effect.map(SigningKeys.make))
+  Effect.flatMap(makeMemoryKeyStore, makeSigningKeys).pipe(Effect.orDie, Effect.map(SigningKeys.make))
 )
