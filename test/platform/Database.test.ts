@@ -58,3 +58,33 @@ describe("SqlLive statement timeout", () => {
       }))
   })
 })
+
+describe("SqlLive idle-in-transaction limit (docs/change-feed.md)", () => {
+  it.layer(sqlWith({}), { timeout: "60 seconds" })((it) => {
+    it.effect("pool sessions default to idle_in_transaction_session_timeout = 60 s", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const [row] = yield* sql<{ timeout: string }>`
+          SELECT current_setting('idle_in_transaction_session_timeout') AS timeout`
+        expect(row!.timeout).toBe("1min")
+      }))
+  })
+
+  it.layer(sqlWith({ DATABASE_IDLE_IN_TRANSACTION_SECONDS: "0.3" }), { timeout: "60 seconds" })((it) => {
+    it.effect("PostgreSQL ends a session left idle in its transaction; the pool goes on serving", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const abandoned = yield* Effect.exit(
+          sql`SELECT 1`.pipe(
+            // Idleness inside the transaction is the subject here, so this pause is real time.
+            Effect.zipRight(Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1_000)))),
+            Effect.zipRight(sql`SELECT 2`),
+            sql.withTransaction
+          )
+        )
+        expect(abandoned._tag).toBe("Failure")
+        const [row] = yield* sql<{ n: number }>`SELECT 3::int AS n`
+        expect(row!.n).toBe(3)
+      }))
+  })
+})
