@@ -1,17 +1,15 @@
 /**
- * The sign-in pages in a real browser (DECISIONS 12; issue 4 "Browser test"): headless Chromium
- * (Debian's `chromium`, installed by `.ci/run`), driven by playwright-core, walks a relying party's
- * whole flow: RP -> authorize -> sign-in page -> consent -> callback with a code -> tokens; then
- * RP-initiated logout with confirmation. Nothing is skipped: without Chromium this test fails.
+ * The sign-in pages in a real browser: headless Chromium (see `test/support/Browser.ts` for where
+ * it comes from; `npm ci` installs one), driven by playwright-core, walks a relying party's whole
+ * flow: RP -> authorize -> sign-in page -> consent -> callback with a code -> tokens (RFC 6749
+ * 4.1, PKCE per RFC 7636); then RP-initiated logout with confirmation. Nothing is skipped: without
+ * a Chromium that starts, this test fails.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type * as Net from "node:net"
-import * as Os from "node:os"
-import * as Path from "node:path"
-import { chromium } from "playwright-core"
+import { chromiumContext } from "../support/Browser.js"
 import {
   createClient,
   createUser,
@@ -20,8 +18,6 @@ import {
   pkcePair,
   serverLayerOptions
 } from "../support/IdentityServers.js"
-
-const CHROMIUM = "/usr/bin/chromium"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
@@ -107,34 +103,6 @@ const relyingParty = (issuer: string) =>
     ({ server }) => promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
   )
 
-const browser = Effect.acquireRelease(
-  Effect.gen(function*() {
-    // Fail, never skip, when the browser is missing.
-    expect(Fs.existsSync(CHROMIUM), `${CHROMIUM} is not installed (apt-get install -y chromium)`).toBe(true)
-    const userDataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "shiori-chromium-"))
-    const context = yield* promise(() =>
-      chromium.launchPersistentContext(userDataDir, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: [
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-          "--no-first-run"
-        ]
-      })
-    )
-    return { context, userDataDir }
-  }),
-  ({ context, userDataDir }) =>
-    promise(async () => {
-      await context.close().catch(() => {})
-      Fs.rmSync(userDataDir, { recursive: true, force: true })
-    })
-)
-
 describe("sign-in pages in headless Chromium", () => {
   it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
     it.effect(
@@ -150,7 +118,7 @@ describe("sign-in pages in headless Chromium", () => {
           })
           rp.setClient({ clientId: registered.clientId, secret: registered.secret! })
           const user = yield* createUser({ name: "Sakura" })
-          const { context } = yield* browser
+          const { context } = yield* chromiumContext
           const page = context.pages()[0] ?? (yield* promise(() => context.newPage()))
           const headers: Array<Record<string, string>> = []
           page.on("response", (response) => {
@@ -194,7 +162,7 @@ describe("sign-in pages in headless Chromium", () => {
             refresh_token: expect.any(String)
           })
 
-          // Every page forbade framing (DECISIONS 12).
+          // Every page forbade framing (clickjacking, RFC 6749 10.13).
           expect(headers.length).toBeGreaterThanOrEqual(2)
           for (const h of headers) {
             expect(h["x-frame-options"]).toBe("DENY")
