@@ -8,6 +8,7 @@ import { IdentityServerLive } from "./identity/IdentityServer.js"
 import { AppSecret, ServerConfig } from "./platform/Config.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "./platform/Database.js"
 import { LoggingLive } from "./platform/Logging.js"
+import { ServerSecretPolicyLive } from "./platform/SecretPolicy.js"
 import { TracingLive } from "./platform/Tracing.js"
 
 const ServersLive = Layer.unwrapEffect(
@@ -19,11 +20,17 @@ const ServersLive = Layer.unwrapEffect(
       : Layer.merge(CatalogServerLive, IdentityServerLive))
 )
 
+/** Settings, checked first: a server refused its secret stops before it starts or opens a database. */
+const SettingsLive = ServerSecretPolicyLive.pipe(
+  Layer.provideMerge(Layer.mergeAll(ServerConfig.Default, AppSecret.Default))
+)
+
 /** Pool over `DATABASE_URL` or the embedded cluster; migrations applied before anything serves. */
-export const InfrastructureLive = Layer.mergeAll(MigratorLive, ServerConfig.Default, AppSecret.Default).pipe(
+export const InfrastructureLive = MigratorLive.pipe(
   Layer.provideMerge(SqlLive),
   Layer.provideMerge(DatabaseUrlLive),
-  Layer.provideMerge(TracingLive)
+  Layer.provideMerge(TracingLive),
+  Layer.provideMerge(SettingsLive)
 )
 
 export const MainLive = ServersLive.pipe(

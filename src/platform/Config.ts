@@ -28,11 +28,17 @@ export class ServerConfig extends Effect.Service<ServerConfig>()("platform/Serve
   })
 }) {}
 
+/**
+ * `SHIORI_SECRET` when unset. It is published in this repository, so the servers accept it only on a
+ * loopback address (src/platform/SecretPolicy.ts).
+ */
+export const developmentSecret = "shiori-development-secret-change-me"
+
 /** The server-side secret behind cursors and CSRF tokens (HMAC keys are derived from it per use). */
 export class AppSecret extends Effect.Service<AppSecret>()("platform/AppSecret", {
   effect: Effect.gen(function*() {
     const secret = yield* Config.redacted("SHIORI_SECRET").pipe(
-      Config.withDefault(Redacted.make("shiori-development-secret-change-me"))
+      Config.withDefault(Redacted.make(developmentSecret))
     )
     return { secret } as const
   })
