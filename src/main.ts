@@ -1,5 +1,5 @@
 import { NodeRuntime } from "@effect/platform-node"
-import { Layer } from "effect"
+import { ConfigProvider, Layer } from "effect"
 import * as V8 from "node:v8"
 import { MainLive } from "./App.js"
 
@@ -19,4 +19,18 @@ const givenToNode = [...process.execArgv, process.env.NODE_OPTIONS ?? ""].some((
 )
 if (heapGrowingPercent > 0 && !givenToNode) V8.setFlagsFromString(`--heap-growing-percent=${heapGrowingPercent}`)
 
-NodeRuntime.runMain(Layer.launch(MainLive), { disablePrettyLogger: true })
+/**
+ * The command line, read here only: `npm start -- --demo` becomes the setting `SHIORI_DEMO=true`
+ * (src/catalog/seed/DemoCatalog.ts), which the layers read like any other. Anything else is refused
+ * rather than ignored, so a mistyped flag is not silently without effect.
+ */
+const argumentSettings = new Map<string, string>()
+for (const arg of process.argv.slice(2)) {
+  if (arg === "--demo") argumentSettings.set("SHIORI_DEMO", "true")
+  else throw new Error(`unknown argument ${arg} (npm start accepts --demo)`)
+}
+const ConfigLive = Layer.setConfigProvider(
+  ConfigProvider.fromMap(argumentSettings).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+)
+
+NodeRuntime.runMain(Layer.launch(MainLive.pipe(Layer.provide(ConfigLive))), { disablePrettyLogger: true })
