@@ -5,11 +5,15 @@
  * reuses the data on the next start.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { Effect, Redacted } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
+import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { inject } from "vitest"
+import { quoteIdentifier, withPgClient } from "../../src/platform/Database.js"
 import { runCli } from "../support/Cli.js"
 
 const root = Path.resolve(import.meta.dirname, "../..")
@@ -23,10 +27,13 @@ const freePort = () =>
     })
   })
 
-const start = (env: Record<string, string>) => {
-  const child = spawn(process.execPath, [Path.join(root, "dist/src/main.js")], {
+/** The built server with `env` over this process's environment (`undefined` removes a variable). */
+const start = (env: Record<string, string | undefined>, args: ReadonlyArray<string> = []) => {
+  const merged: Record<string, string | undefined> = { ...process.env, ...env }
+  for (const [name, value] of Object.entries(merged)) if (value === undefined) delete merged[name]
+  const child = spawn(process.execPath, [Path.join(root, "dist/src/main.js"), ...args], {
     cwd: root,
-    env: { ...process.env, ...env },
+    env: merged,
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""
@@ -52,6 +59,13 @@ const exited = (child: ChildProcess) =>
     if (child.exitCode !== null) resolve(child.exitCode)
     else child.once("exit", (code) => resolve(code))
   })
+
+/** The first log line that contains `text` (empty when none does). */
+const logLine = (output: string, text: string) => output.split("\n").find((line) => line.includes(text)) ?? ""
+
+/** The exit code, or `"running"` if the process is still up after `ms`. */
+const exitedWithin = (child: ChildProcess, ms: number) =>
+  Promise.race([exited(child), new Promise<"running">((r) => setTimeout(() => r("running"), ms).unref())])
 
 const postmasterAlive = (dataDir: string) => {
   const pidFile = Path.join(dataDir, "postgres", "postmaster.pid")
@@ -89,6 +103,10 @@ describe("npm start on a fresh machine (issue 2 point 2)", () => {
         const startupMs = Date.now() - began
         console.log(`fresh start to /readyz on both ports: ${startupMs} ms`)
         expect(startupMs).toBeLessThan(30_000)
+        // The embedded database is the newcomer's: it gets the demo catalog without being asked.
+        const loaded = logLine(first.output(), "demo catalog loaded")
+        expect(loaded).toContain("because=\"embedded database\"")
+        expect(loaded).toMatch(/ works=2000\b/)
 
         // The CLI finds the running embedded cluster through the data directory.
         const created = await runCli(["api-key", "create", "--site", "e2e", "--scopes", "catalog:read", "--json"], {
@@ -132,6 +150,154 @@ describe("npm start on a fresh machine (issue 2 point 2)", () => {
         expect(postmasterAlive(dataDir)).toBe(false)
       } finally {
         Fs.rmSync(dataDir, { recursive: true, force: true })
+      }
+    }
+  )
+})
+
+/** A new database on the test cluster, with nothing in it (the server applies the migrations). */
+const emptyDatabase = async () => {
+  const admin = inject("pgAdminUrl")
+  const name = `shiori_e2e_${Crypto.randomBytes(6).toString("hex")}`
+  await Effect.runPromise(
+    withPgClient(Redacted.make(admin), (c) => c.query(`CREATE DATABASE ${quoteIdentifier(name)}`))
+  )
+  const url = new URL(admin)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    drop: () =>
+      Effect.runPromise(
+        withPgClient(Redacted.make(admin), (c) =>
+          c.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(name)} WITH (FORCE)`))
+      )
+  }
+}
+
+/** What the deployment-facing settings start from: none of them set, whatever this shell has. */
+const unsetDeploymentSettings = {
+  HOST: undefined,
+  SHIORI_SECRET: undefined,
+  SHIORI_DEMO: undefined,
+  SHIORI_DEMO_WORKS: undefined,
+  SHIORI_SERVE: "catalog",
+  LOG_LEVEL: "Info",
+  LOG_FORMAT: "logfmt"
+}
+
+/** A new catalog:read key with content limit nsfw, so `/v2/catalog/stats` counts every live work. */
+const createKey = async (databaseUrl: string) => {
+  const created = await runCli(
+    ["api-key", "create", "--site", "e2e", "--scopes", "catalog:read", "--content-limit", "nsfw", "--json"],
+    { DATABASE_URL: databaseUrl }
+  )
+  expect(created.code, created.stderr).toBe(0)
+  return (JSON.parse(created.stdout) as { key: string }).key
+}
+
+const catalogWorks = async (catalog: string, key: string) => {
+  const res = await fetch(`${catalog}/v2/catalog/stats`, { headers: { authorization: `Bearer ${key}` } })
+  expect(res.status).toBe(200)
+  return ((await res.json()) as { works: number }).works
+}
+
+const liveWorkCount = (databaseUrl: string) =>
+  Effect.runPromise(
+    withPgClient(
+      Redacted.make(databaseUrl),
+      (c) => c.query("SELECT count(*)::int AS n FROM works WHERE live")
+    )
+  ).then((r) => r.rows[0].n as number)
+
+const stop = async (server: ReturnType<typeof start>) => {
+  server.child.kill("SIGTERM")
+  expect(await exited(server.child), server.output()).toBe(0)
+}
+
+describe("npm start for a real deployment: the demo catalog and SHIORI_SECRET", () => {
+  it(
+    "leaves an empty DATABASE_URL database empty unless --demo asks, and warns of the development secret on loopback",
+    { timeout: 120_000 },
+    async () => {
+      const db = await emptyDatabase()
+      const port = String(await freePort())
+      const catalog = `http://127.0.0.1:${port}`
+      const env = { ...unsetDeploymentSettings, DATABASE_URL: db.url, CATALOG_PORT: port }
+      try {
+        const plain = start(env)
+        await waitReady([`${catalog}/readyz`], Date.now() + 30_000).catch((e) => {
+          throw new Error(`${e.message}\n${plain.output()}`)
+        })
+        const key = await createKey(db.url)
+        expect(await catalogWorks(catalog, key)).toBe(0)
+        expect(plain.output()).toContain("demo catalog not loaded: DATABASE_URL names the database")
+        expect(plain.output()).toMatch(/level=WARN .*SHIORI_SECRET is unset or the development default/)
+        await stop(plain)
+
+        const demo = start(env, ["--demo"])
+        await waitReady([`${catalog}/readyz`], Date.now() + 60_000).catch((e) => {
+          throw new Error(`${e.message}\n${demo.output()}`)
+        })
+        const loaded = logLine(demo.output(), "demo catalog loaded")
+        expect(loaded).toContain("because=--demo")
+        expect(loaded).toMatch(/ works=2000\b/)
+        const works = await catalogWorks(catalog, key)
+        expect(works).toBeGreaterThan(1900)
+        expect(works).toBe(await liveWorkCount(db.url))
+        await stop(demo)
+      } finally {
+        await db.drop()
+      }
+    }
+  )
+
+  it(
+    "on HOST=0.0.0.0 refuses to start without a SHIORI_SECRET of 32+ characters and serves with one " +
+      "(SHIORI_DEMO_WORKS=50 seeding its empty DATABASE_URL database)",
+    { timeout: 120_000 },
+    async () => {
+      // Refused before any database is opened: this one does not answer.
+      const unreachable = { ...unsetDeploymentSettings, HOST: "0.0.0.0", DATABASE_URL: "postgres://127.0.0.1:1/none" }
+      const refusals = [
+        [undefined, "SHIORI_SECRET is unset or the development default, which is public"],
+        ["shiori-development-secret-change-me", "SHIORI_SECRET is unset or the development default, which is public"],
+        ["x".repeat(31), "SHIORI_SECRET is 31 characters long, shorter than 32"]
+      ] as const
+      await Promise.all(refusals.map(async ([secret, message]) => {
+        const refused = start({ ...unreachable, SHIORI_SECRET: secret, CATALOG_PORT: String(await freePort()) })
+        const code = await exitedWithin(refused.child, 20_000)
+        if (code === "running") refused.child.kill("SIGKILL")
+        expect(code, refused.output()).not.toBe("running")
+        expect(code, refused.output()).not.toBe(0)
+        expect(refused.output()).toContain(message)
+        expect(refused.output()).toContain("Refusing to start on HOST=0.0.0.0, which is not a loopback address")
+      }))
+
+      const db = await emptyDatabase()
+      const port = String(await freePort())
+      const catalog = `http://127.0.0.1:${port}`
+      try {
+        const server = start({
+          ...unsetDeploymentSettings,
+          HOST: "0.0.0.0",
+          SHIORI_SECRET: Crypto.randomBytes(24).toString("base64"), // 32 characters
+          SHIORI_DEMO_WORKS: "50",
+          DATABASE_URL: db.url,
+          CATALOG_PORT: port
+        })
+        await waitReady([`${catalog}/readyz`], Date.now() + 30_000).catch((e) => {
+          throw new Error(`${e.message}\n${server.output()}`)
+        })
+        const loaded = logLine(server.output(), "demo catalog loaded")
+        expect(loaded).toContain("because=SHIORI_DEMO_WORKS")
+        expect(loaded).toMatch(/ works=50\b/)
+        expect(server.output()).not.toContain("SHIORI_SECRET")
+        const works = await catalogWorks(catalog, await createKey(db.url))
+        expect(works).toBeGreaterThan(45)
+        expect(works).toBe(await liveWorkCount(db.url))
+        await stop(server)
+      } finally {
+        await db.drop()
       }
     }
   )
