@@ -18,6 +18,12 @@ export class IdentityConfig extends Effect.Service<IdentityConfig>()("identity/I
       capacity: yield* Config.integer("IDENTITY_TOKEN_RATE_BURST").pipe(Config.withDefault(300)),
       refillPerSecond: yield* Config.number("IDENTITY_TOKEN_RATE_PER_SECOND").pipe(Config.withDefault(50))
     }
+    // Failed client authentications at the token endpoint per (client_id, address): a guesser is
+    // refused after this many wrong secrets, the client's own servers elsewhere are not.
+    const tokenAuthFailures: BucketPolicy = {
+      capacity: yield* Config.integer("IDENTITY_TOKEN_AUTH_FAILURE_BURST").pipe(Config.withDefault(10)),
+      refillPerSecond: yield* perMinute("IDENTITY_TOKEN_AUTH_FAILURE_PER_MINUTE", 10)
+    }
     const loginPerAccount: BucketPolicy = {
       capacity: yield* Config.integer("IDENTITY_LOGIN_ACCOUNT_BURST").pipe(Config.withDefault(10)),
       refillPerSecond: yield* perMinute("IDENTITY_LOGIN_ACCOUNT_PER_MINUTE", 4)
@@ -36,7 +42,7 @@ export class IdentityConfig extends Effect.Service<IdentityConfig>()("identity/I
       /** The issuer's path (`/api/v1`): the cookie path and the prefix of every page. */
       basePath: url.pathname.replace(/\/+$/, ""),
       secureCookies: url.protocol === "https:",
-      rateLimits: { tokenEndpoint, loginPerAccount, loginPerIp },
+      rateLimits: { tokenEndpoint, tokenAuthFailures, loginPerAccount, loginPerIp },
       sessionTtlSeconds
     } as const
   })

@@ -16,7 +16,7 @@ import { bearerChallenge, NO_STORE, oauthFailureResponse } from "../oauth/OAuthF
 import { Revocation } from "../oauth/Revocation.js"
 import { TokenService } from "../oauth/TokenService.js"
 import { UserInfoService } from "../oauth/UserInfoService.js"
-import { BASE_PATH, envelopeError, page, prefersJson, redirectTo } from "./Responses.js"
+import { BASE_PATH, clientAddress, envelopeError, page, prefersJson, redirectTo } from "./Responses.js"
 
 /** The error page (or, for an API caller, the envelope) of a request that must not redirect. */
 export const outcomeResponse = (request: HttpServerRequest.HttpServerRequest, outcome: AuthorizeOutcome) => {
@@ -86,7 +86,7 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           if (!isJsonOrForm(request)) return unsupportedBody
-          return yield* tokenService.exchange(payload, request.headers.authorization).pipe(
+          return yield* tokenService.exchange(payload, request.headers.authorization, clientAddress(request)).pipe(
             Effect.map((body) => HttpServerResponse.unsafeJson(body, { headers: NO_STORE })),
             Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
           )

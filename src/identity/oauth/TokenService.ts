@@ -1,10 +1,21 @@
 /**
  * The token endpoint (SPEC 4.2, RFC 6749 sections 4.1.3, 5 and 6; DECISIONS 3-6, 9).
  *
- * Order: client id known -> per-client token bucket (before any secret is hashed; an in-process
- * bucket in front of the shared one, a few of the shared bucket's tokens leased at a time, and a
- * refused client is refused from memory until its bucket refills, so a flood costs almost no
- * database work and cannot slow other clients) -> secret -> grant.
+ * Order: client id known -> failed-authentication bucket of (client_id, address) -> secret ->
+ * per-client token bucket -> grant.
+ *
+ * The per-client bucket counts only requests whose client authenticated, so knowing a client's
+ * public id is not enough to exhaust it and lock out its users. Failed authentications (RFC 6749
+ * section 5.2 `invalid_client`) are counted in a bucket per (client_id, address) instead, the address
+ * being the one the sign-in limit uses (src/identity/http/Responses.ts `clientAddress`): a guesser is
+ * refused (429) at its own address only, while the client's servers elsewhere keep getting tokens.
+ * Each failure is debited from the shared bucket; once it refuses, the pair is refused from this
+ * process's memory until the bucket refills, before the secret is hashed, so a flood of wrong
+ * secrets costs neither hashing nor database work.
+ *
+ * The per-client bucket keeps its machinery: an in-process bucket in front of the shared one, a few
+ * of the shared bucket's tokens leased at a time, and a refused client refused from memory until its
+ * bucket refills, so a flood costs almost no database work and cannot slow other clients.
  *
  * `authorization_code`: two statements, no transaction. The first consumes the code (committed at
  * once, so a consumed code stays consumed even when a later check fails: a stolen code cannot be
@@ -17,7 +28,7 @@
  * the token read again to say why; any use of an already-rotated token revokes the whole family
  * (RFC 9700 section 4.14.2), including concurrent duplicates, which cannot be told from a replay.
  */
-import { Clock, Deferred, Effect, Option } from "effect"
+import { Clock, Deferred, Effect, Either, Option } from "effect"
 import type { TokenRequest, TokenResponse } from "../../../schema/Identity/Token.js"
 import type { Client } from "../clients/Clients.js"
 import { isPublicClient } from "../clients/Clients.js"
@@ -29,6 +40,7 @@ import { REFRESH_TOKEN_TTL_SECONDS } from "../tokens/Lifetimes.js"
 import { Tokens } from "../tokens/Tokens.js"
 import type { User } from "../users/Users.js"
 import { Users } from "../users/Users.js"
+import type { PresentedClient } from "./ClientAuthentication.js"
 import { checkSecret, findClient, presentedClient } from "./ClientAuthentication.js"
 import { Grants } from "./Grants.js"
 import type { OAuthFailure } from "./OAuthFailure.js"
@@ -70,12 +82,16 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
     const leases = new Map<string, Lease>()
     const policy = config.rateLimits.tokenEndpoint
     const leaseSize = Math.max(1, Math.min(LEASE_MAX, Math.floor(policy.capacity / 20)))
+    const failurePolicy = config.rateLimits.tokenAuthFailures
+    // (client_id, address) pairs whose failure bucket the shared limiter refused, refused again from
+    // memory until this instant.
+    const failuresBlockedUntil = new Map<string, number>()
+
+    const secondsUntil = (until: number | undefined, now: number) =>
+      until !== undefined && until > now ? Math.max(1, Math.ceil((until - now) / 1000)) : undefined
 
     /** Seconds to wait when this client is refused from memory, else undefined. */
-    const blocked = (clientId: string, now: number) => {
-      const until = blockedUntil.get(clientId)
-      return until !== undefined && until > now ? Math.max(1, Math.ceil((until - now) / 1000)) : undefined
-    }
+    const blocked = (clientId: string, now: number) => secondsUntil(blockedUntil.get(clientId), now)
 
     const refill = (clientId: string, lease: Lease) =>
       Effect.gen(function*() {
@@ -128,6 +144,34 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
       if (!inProcess.allowed) return inProcess.retryAfterSeconds
       return yield* fromLease(clientId)
     })
+
+    const tooManyFailures = (retryAfter: number) =>
+      oauthFailure("temporarily_unavailable", "too many failed client authentications from this address", {
+        status: 429,
+        headers: { "retry-after": String(retryAfter) }
+      })
+
+    /**
+     * The secret (or, for a public client, its absence), behind the failure bucket of (client,
+     * address): refused from memory before hashing once that bucket is empty; each failure debited.
+     */
+    const authenticate = Effect.fn("TokenService.authenticate")(
+      function*(client: Client, presented: PresentedClient, address: string) {
+        // Client ids cannot contain ":" (migrations/0003), so the key names one pair only.
+        const key = `token-auth:${client.clientId}:${address}`
+        const wait = secondsUntil(failuresBlockedUntil.get(key), yield* Clock.currentTimeMillis)
+        if (wait !== undefined) return yield* tooManyFailures(wait)
+        const checked = yield* Effect.either(checkSecret(client, presented))
+        if (Either.isRight(checked)) return
+        const taken = yield* limiter.take(key, failurePolicy)
+        if (!taken.allowed) {
+          if (failuresBlockedUntil.size > 10_000) failuresBlockedUntil.clear()
+          failuresBlockedUntil.set(key, (yield* Clock.currentTimeMillis) + taken.retryAfterSeconds * 1000)
+          return yield* tooManyFailures(taken.retryAfterSeconds)
+        }
+        return yield* checked.left
+      }
+    )
 
     /** Tokens for `user` with `scopes`, in the family `familyId`. */
     const respond = Effect.fn("TokenService.respond")(function*(input: {
@@ -294,9 +338,16 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
       })
     })
 
-    /** One token request, from the decoded body and the `Authorization` header. */
+    /**
+     * One token request, from the decoded body, the `Authorization` header and the caller's address
+     * (`clientAddress` of the request).
+     */
     const exchange = Effect.fn("TokenService.exchange")(
-      function*(request: TokenRequest, authorization: string | undefined): Effect.fn.Return<Wire, OAuthFailure> {
+      function*(
+        request: TokenRequest,
+        authorization: string | undefined,
+        address: string
+      ): Effect.fn.Return<Wire, OAuthFailure> {
         const presented = yield* presentedClient(authorization, request)
         if (Option.isNone(presented)) {
           return yield* oauthFailure("invalid_client", "client authentication is required", {
@@ -304,7 +355,15 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
             headers: { "www-authenticate": `Basic realm="shiori", charset="UTF-8"` }
           })
         }
+        // An unknown id is refused before any bucket, so made-up ids create none.
         const client = yield* findClient(clients, presented.value)
+        yield* authenticate(client, presented.value, address)
+        // Only authenticated requests reach the per-client bucket. A public client (RFC 6749 section
+        // 2.1) authenticates by its id alone, so anyone can spend its bucket: its requests still count
+        // here, per client_id as before, because nothing tells its users' requests apart from a
+        // flood's and this bucket is what keeps such a flood from reaching the grant tables. Keying it by
+        // address instead would let a flood from many addresses through. Its PKCE proof is checked
+        // with the grant (RFC 7636 section 4.6), after this bucket.
         const retryAfter = yield* rateLimit(client.clientId)
         if (retryAfter > 0) {
           return yield* oauthFailure("temporarily_unavailable", "too many token requests for this client", {
@@ -312,7 +371,6 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
             headers: { "retry-after": String(retryAfter) }
           })
         }
-        yield* checkSecret(client, presented.value)
         switch (request.grant_type) {
           case "authorization_code":
             return yield* authorizationCode(client, request)
