@@ -27,6 +27,9 @@ const SECRET = "first-secret-first-secret-first-secret"
 const OTHER_SECRET = "second-secret-second-secret-second-secret"
 const CLEAR_ERROR = "cannot decrypt signing keys: SHIORI_SECRET or SIGNING_KEY_ENCRYPTION_KEY changed?"
 
+/** The real clock: tokens are checked against their `exp` (see test/support/IdentityServers.ts). */
+const layerOptions = { timeout: "120 seconds", excludeTestServices: true } as const
+
 const provider = (settings: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(settings)))
 
 /** One process start: the key ring over the current database, with only these settings. */
@@ -96,7 +99,7 @@ const signAndVerify = (keys: SigningKeys) =>
   }).pipe(Effect.provide(tokensOver(keys)))
 
 describe("signing keys encrypted at rest", () => {
-  it.layer(TestSqlLive, { timeout: "120 seconds", excludeTestServices: true })((it) => {
+  it.layer(TestSqlLive, layerOptions)((it) => {
     it.effect("the stored row holds no private JWK member (d, p, q, dp, dq, qi) in the clear; tokens sign and verify", () =>
       Effect.gen(function*() {
         yield* clear
