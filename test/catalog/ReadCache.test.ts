@@ -8,22 +8,13 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Layer } from "effect"
-import { ReadCache } from "../../src/catalog/shared/ReadCache.js"
+import { CATALOG_CHANNEL, ReadCache } from "../../src/catalog/shared/ReadCache.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
+import { eventually } from "../support/Eventually.js"
+import { withListenerDown } from "../support/Listeners.js"
 import { sleepReal } from "../support/Problems.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
 import { serverLayerOptions, testConfig } from "../support/TestServers.js"
-
-/** Polls `read` until `done` holds (at most ~5 s): notifications arrive asynchronously. */
-const eventually = <A>(read: Effect.Effect<A>, done: (a: A) => boolean) =>
-  Effect.gen(function*() {
-    for (let attempt = 0; attempt < 100; attempt++) {
-      const value = yield* read
-      if (done(value)) return value
-      yield* sleepReal(50)
-    }
-    return yield* read
-  })
 
 describe("catalog read cache (issue 3, performance)", () => {
   it.layer(SeededCatalogLive({ works: 60, seed: 5 }), serverLayerOptions("180 seconds") as any)((it) => {
@@ -41,6 +32,7 @@ describe("catalog read cache (issue 3, performance)", () => {
 
         // A change that skips the change feed (against the convention) is not seen: the answers are cached.
         yield* sql`UPDATE works SET display_name = 'Renamed behind the feed' WHERE id = ${id}::bigint`
+        // Part of the check: nothing must arrive meanwhile (no condition signals "no notification").
         yield* sleepReal(200)
         expect((yield* catalog.get(list)).body.items[0].display_name).toBe(before.body.items[0].display_name)
         expect((yield* catalog.get(detail)).headers.get("etag")).toBe(beforeDetail.headers.get("etag"))
@@ -50,10 +42,11 @@ describe("catalog read cache (issue 3, performance)", () => {
           Effect.zipRight(sql`SELECT catalog_touch('work', ${id}::bigint, false)`),
           sql.withTransaction
         )
-        const after = yield* eventually(catalog.get(list), (r) => r.body.items[0].display_name === "Renamed")
-        expect(after.body.items[0].display_name).toBe("Renamed")
-        const afterDetail = yield* eventually(catalog.get(detail), (r) => r.body.display_name === "Renamed")
-        expect(afterDetail.body.display_name).toBe("Renamed")
+        yield* eventually(Effect.map(catalog.get(list), (r) => expect(r.body.items[0].display_name).toBe("Renamed")))
+        const afterDetail = yield* eventually(Effect.map(catalog.get(detail), (r) => {
+          expect(r.body.display_name).toBe("Renamed")
+          return r
+        }))
         expect(afterDetail.headers.get("etag")).not.toBe(beforeDetail.headers.get("etag"))
       }))
 
@@ -78,7 +71,8 @@ describe("catalog read cache (issue 3, performance)", () => {
         yield* Effect.gen(function*() {
           yield* sql`UPDATE works SET display_name = 'Seen in the feed', updated_at = now() WHERE id = ${id}::bigint`
             .pipe(Effect.zipRight(sql`SELECT catalog_touch('work', ${id}::bigint, false)`), sql.withTransaction)
-          yield* sleepReal(200)
+          yield* sleepReal(200) // part of the check: no notification may arrive meanwhile
+
           expect((yield* catalog.get(record)).body.items[0].display_name).not.toBe("Seen in the feed")
           const poll = yield* catalog.get(`/v2/catalog/changes?limit=100&cursor=${cursor}`)
           expect(poll.body.items.map((c: any) => `${c.target_object}/${c.id}`)).toContain(`work/${id}`)
@@ -86,6 +80,36 @@ describe("catalog read cache (issue 3, performance)", () => {
         }).pipe(
           Effect.ensuring(sql`ALTER TABLE catalog_changes ENABLE TRIGGER catalog_changes_notify`.pipe(Effect.orDie))
         )
+      }))
+
+    it.effect("an answer cached before a write made while the change listener was down is not served once it reconnects", () =>
+      Effect.gen(function*() {
+        const catalog = yield* Catalog
+        const sql = yield* SqlClient.SqlClient
+        const [{ id }] = yield* sql<{ id: string }>`
+          SELECT id::text AS id FROM works WHERE live ORDER BY id OFFSET 1 LIMIT 1`
+        const list = `/v2/catalog/works?ids=${id}`
+        const before = (yield* catalog.get(list)).body.items[0].display_name
+        expect(before).not.toBe("Renamed while nobody listened")
+        expect((yield* catalog.get(list)).body.items[0].display_name).toBe(before) // cached
+        yield* withListenerDown(
+          CATALOG_CHANNEL,
+          Effect.gen(function*() {
+            // A write by the convention (catalog_touch): its NOTIFY reaches nobody.
+            yield* sql`UPDATE works SET display_name = 'Renamed while nobody listened', updated_at = now()
+              WHERE id = ${id}::bigint`.pipe(
+              Effect.zipRight(sql`SELECT catalog_touch('work', ${id}::bigint, false)`),
+              sql.withTransaction
+            )
+            // Nobody told this process: the cached answer is still served while the listener is down.
+            expect((yield* catalog.get(list)).body.items[0].display_name).toBe(before)
+          })
+        )
+        // Reconnected, the listener empties the cache: the write shows well within the cache's TTL.
+        yield* eventually(Effect.map(
+          catalog.get(list),
+          (r) => expect(r.body.items[0].display_name).toBe("Renamed while nobody listened")
+        ))
       }))
 
     it.effect("the content limit is part of the key: an sfw credential never gets an nsfw answer (DECISIONS 4)", () =>
@@ -111,6 +135,7 @@ describe("catalog read cache (issue 3, performance)", () => {
         let runs = 0
         const compute = Effect.promise(async () => {
           runs++
+          // A computation that takes a while, so the other askers arrive while it runs (what is checked).
           await new Promise((resolve) => setTimeout(resolve, 100))
           return "answer"
         })
@@ -145,22 +170,33 @@ describe("catalog read cache (issue 3, performance)", () => {
       Effect.gen(function*() {
         const cache = yield* ReadCache
         const sql = yield* SqlClient.SqlClient
-        yield* sleepReal(200) // the listener connects
+        /** Sends a notification and waits until the cache has heard it. */
+        const notified = Effect.gen(function*() {
+          const before = cache.generation()
+          yield* sql`SELECT pg_notify('catalog_changed', 'test')`
+          yield* eventually(Effect.sync(() => expect(cache.generation()).toBeGreaterThan(before)), {
+            timeoutMs: 250
+          })
+        })
+        // The listener is connected once a notification is heard (`onConnected` ran before it).
+        yield* eventually(notified)
         let runs = 0
         const counted = Effect.sync(() => ++runs)
         expect(yield* cache.through("counted", counted, () => 1)).toBe(1)
         expect(yield* cache.through("counted", counted, () => 1)).toBe(1)
-        yield* sql`SELECT pg_notify('catalog_changed', 'test')`
-        const second = yield* eventually(cache.through("counted", counted, () => 1), (n) => n > 1)
-        expect(second).toBe(2)
+        yield* notified
+        expect(yield* cache.through("counted", counted, () => 1)).toBe(2)
 
         // Started before the notification, finished after it: served to its asker, then forgotten.
+        const started = yield* Deferred.make<void>()
         const release = yield* Deferred.make<void>()
-        const slow = Effect.zipRight(Deferred.await(release), Effect.sync(() => ++runs))
+        const slow = Deferred.succeed(started, undefined).pipe(
+          Effect.zipRight(Deferred.await(release)),
+          Effect.zipRight(Effect.sync(() => ++runs))
+        )
         const fiber = yield* Effect.fork(cache.through("slow", slow, () => 1))
-        yield* sleepReal(50)
-        yield* sql`SELECT pg_notify('catalog_changed', 'test')`
-        yield* sleepReal(300)
+        yield* Deferred.await(started)
+        yield* notified
         yield* Deferred.succeed(release, undefined)
         const first = yield* fiber.await
         expect(Exit.isSuccess(first)).toBe(true)

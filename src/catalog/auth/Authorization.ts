@@ -4,8 +4,7 @@
  * Person and tenant checks belong to the operations that need them.
  */
 import { HttpRouter, HttpServerRequest } from "@effect/platform"
-import { PgClient } from "@effect/sql-pg"
-import { Context, Duration, Effect, Layer, Option, Redacted, Schedule, Stream } from "effect"
+import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { Scope } from "../../../schema/Annotations.js"
 import { RequiredScope, Scopes } from "../../../schema/Annotations.js"
 import { Authorization } from "../../../schema/Api/Security.js"
@@ -14,6 +13,7 @@ import { InvalidCredential, MissingCredential, ScopeRequired } from "../../../sc
 import { AccessTokenVerifier, AccessTokenVerifierJwks } from "../../identity/tokens/AccessTokenVerifier.js"
 import { TokenLiveness } from "../../identity/tokens/Liveness.js"
 import type { AccessTokenClaims } from "../../identity/tokens/Tokens.js"
+import { keepListening } from "../../platform/Notifications.js"
 import type { RouteTable } from "../../platform/RouteTable.js"
 import { API_KEYS_CHANNEL, ApiKeys, hashKey } from "./ApiKeys.js"
 
@@ -43,20 +43,24 @@ export class Credentials extends Effect.Service<Credentials>()("catalog/Credenti
   scoped: Effect.gen(function*() {
     const keys = yield* ApiKeys
     const accessTokens = yield* AccessTokenVerifier
-    const pg = yield* PgClient.PgClient
     const cache = new Map<string, { readonly principal: PrincipalShape; readonly expires: number }>()
+    /** Bumped by every eviction: a lookup that began before one is not cached (it may predate the revocation). */
+    let generation = 0
 
-    // Every process evicts a revoked key as soon as the revoking transaction commits.
-    yield* pg.listen(API_KEYS_CHANNEL).pipe(
-      Stream.runForEach((id) =>
+    // Every process evicts a revoked key as soon as the revoking transaction commits. A revocation
+    // notified while the listener was away is unknown: the cache is emptied each time LISTEN is in
+    // force again (platform/Notifications.ts).
+    yield* keepListening(API_KEYS_CHANNEL, {
+      onConnected: Effect.sync(() => {
+        generation++
+        cache.clear()
+      }),
+      onNotification: (id) =>
         Effect.sync(() => {
+          generation++
           for (const [hash, entry] of cache) if (entry.principal.credentialId === id) cache.delete(hash)
         })
-      ),
-      Effect.catchAllCause((cause) => Effect.logWarning("api key listener stopped; retrying", cause)),
-      Effect.repeat(Schedule.spaced(Duration.seconds(1))),
-      Effect.forkScoped
-    )
+    })
 
     /** Not an API key: an access token of the identity provider (SPEC 5), verified on every request. */
     const authenticateAccessToken = (token: string) =>
@@ -77,6 +81,7 @@ export class Credentials extends Effect.Service<Credentials>()("catalog/Credenti
       const now = Date.now()
       const cached = cache.get(hash)
       if (cached !== undefined && cached.expires > now) return cached.principal
+      const started = generation
       const found = yield* keys.findLive(token)
       if (Option.isNone(found)) {
         return yield* new InvalidCredential({ detail: "The credential is unknown, revoked or malformed." })
@@ -95,6 +100,7 @@ export class Credentials extends Effect.Service<Credentials>()("catalog/Credenti
           siteRoles: []
         })
       }
+      if (generation !== started) return principal
       if (cache.size >= CACHE_MAX) cache.clear()
       cache.set(hash, { principal, expires: now + CACHE_TTL })
       return principal

@@ -27,8 +27,8 @@
  * Size. Least recently used entries go beyond `CATALOG_CACHE_MB` (default 32, counted as string
  * length); `0` turns the cache off (every read computes). Per process: instances do not share it.
  */
-import { PgClient } from "@effect/sql-pg"
-import { Config, Deferred, Duration, Effect, Exit, FiberId, Schedule, Stream } from "effect"
+import { Config, Deferred, Effect, Exit, FiberId } from "effect"
+import { keepListening } from "../../platform/Notifications.js"
 import { makeByteLru } from "./ByteLru.js"
 
 export const CATALOG_CHANNEL = "catalog_changed"
@@ -37,7 +37,6 @@ export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", 
   scoped: Effect.gen(function*() {
     const maxWeight = (yield* Config.number("CATALOG_CACHE_MB").pipe(Config.withDefault(32))) * 1024 * 1024
     const ttlMs = (yield* Config.number("CATALOG_CACHE_SECONDS").pipe(Config.withDefault(60))) * 1000
-    const pg = yield* PgClient.PgClient
 
     const entries = makeByteLru<unknown>({ maxWeight, ttlMs })
     const pending = new Map<string, Deferred.Deferred<unknown, unknown>>()
@@ -62,15 +61,12 @@ export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", 
     }
 
     if (maxWeight > 0) {
-      yield* Effect.suspend(() => {
-        // Whatever was written while nobody listened is unknown: start empty on every connection.
-        invalidate()
-        return pg.listen(CATALOG_CHANNEL).pipe(Stream.runForEach(() => Effect.sync(invalidate)))
-      }).pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("catalog change listener stopped; retrying", cause)),
-        Effect.repeat(Schedule.spaced(Duration.seconds(1))),
-        Effect.forkScoped
-      )
+      // Whatever was written while nobody listened is unknown: empty the cache each time LISTEN is in
+      // force again (platform/Notifications.ts), not before, or a write in between would be kept.
+      yield* keepListening(CATALOG_CHANNEL, {
+        onConnected: Effect.sync(invalidate),
+        onNotification: () => Effect.sync(invalidate)
+      })
     }
 
     /**
