@@ -25,7 +25,12 @@ export class DiscoveryDocument extends Schema.Class<DiscoveryDocument>("Discover
   revocation_endpoint_auth_methods_supported: Strings,
   code_challenge_methods_supported: Strings,
   authorization_response_iss_parameter_supported: Schema.Boolean,
-  request_parameter_supported: Schema.Boolean,
+  request_parameter_supported: Schema.Boolean.annotations({
+    description: "false: a `request` parameter is refused with `request_not_supported` (OIDC Core 6.1)."
+  }),
+  request_uri_parameter_supported: Schema.Boolean.annotations({
+    description: "false: a `request_uri` parameter is refused with `request_uri_not_supported` (OIDC Core 6.2)."
+  }),
   claims_parameter_supported: Schema.Boolean
 }, { description: "OpenID Provider configuration." }) {}
 

@@ -2,8 +2,8 @@
  * The userinfo response (SPEC 4.2 "GET /oauth/userinfo"), bare JSON.
  *
  * `id`, `sub`, `roles` and `updated_at` are always present. `name` and `picture` come only with scope
- * `profile` or an empty scope, `email` only with scope `email` or an empty scope, and `site_roles` is
- * omitted when the calling token's site grants none.
+ * `profile` or an empty scope, `email` and `email_verified` only with scope `email` or an empty
+ * scope, and `site_roles` is omitted when the calling token's site grants none.
  */
 import { Schema } from "effect"
 import { GrantedRole, SiteRole, Subject, UserId } from "./User.js"
@@ -16,6 +16,10 @@ export class UserInfo extends Schema.Class<UserInfo>("UserInfo")({
   }),
   email: Schema.optionalWith(Schema.String, { exact: true }).annotations({
     description: "Present with scope `email` or an empty scope."
+  }),
+  email_verified: Schema.optionalWith(Schema.Boolean, { exact: true }).annotations({
+    description: "Whether the address was verified (OpenID Connect Core section 5.1); true for accounts an " +
+      "operator created. Present whenever `email` is."
   }),
   picture: Schema.optionalWith(Schema.String, { exact: true }).annotations({
     description: "Avatar URL; may be empty. Present with scope `profile` or an empty scope."

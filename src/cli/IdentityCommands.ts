@@ -4,8 +4,10 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Redacted } from "effect"
+import type { Client } from "../identity/clients/Clients.js"
 import { Clients } from "../identity/clients/Clients.js"
 import { SigningKeys } from "../identity/keys/SigningKeys.js"
+import { DEFAULT_CLIENT_SCOPES } from "../identity/oauth/Scopes.js"
 import { isUserId, Users } from "../identity/users/Users.js"
 import { emit, fail } from "./Output.js"
 
@@ -35,7 +37,10 @@ const userCreate = Command.make("create", {
       email: args.email,
       password: Redacted.value(args.password),
       name: args.name,
-      roles: args.role
+      roles: args.role,
+      // The operator vouches for the address of an account they create (`email_verified`,
+      // migrations/0012).
+      emailVerified: true
     }).pipe(Effect.catchTag("UserInputError", (e) => fail(e.message)))
     yield* emit(args.json, { id: created.id, sub: created.sub }, `Created user ${created.id} (sub ${created.sub}).`)
   })).pipe(Command.withDescription("Create an account"))
@@ -116,8 +121,27 @@ export const roleCommand = Command.make("role").pipe(
 // client
 // ---------------------------------------------------------------------------------------------
 
+const clientIdOption = Options.text("client-id").pipe(Options.withDescription("Client id (^[A-Za-z0-9._~-]{1,128}$)"))
+
+const scopeOption = Options.text("scope").pipe(
+  Options.repeated,
+  Options.withDescription(
+    `A scope the client may request (repeatable; replaces the default ${DEFAULT_CLIENT_SCOPES.join(" ")}). ` +
+      "Write scopes and moderation are granted only this way; a public client never gets moderation"
+  )
+)
+
+const clientJson = (client: Client) => ({
+  client_id: client.clientId,
+  public: client.secretHash === null,
+  redirect_uris: client.redirectUris,
+  auto_consent: client.autoConsent,
+  site: client.site,
+  scopes: client.allowedScopes
+})
+
 const clientCreate = Command.make("create", {
-  clientId: Options.text("client-id").pipe(Options.withDescription("Client id (^[A-Za-z0-9._~-]{1,128}$)")),
+  clientId: clientIdOption,
   secret: Options.redacted("secret").pipe(
     Options.optional,
     Options.withDescription("Client secret (24+ characters; stored hashed). Omit with --public")
@@ -142,6 +166,7 @@ const clientCreate = Command.make("create", {
     Options.withDefault("sfw" as const),
     Options.withDescription("Catalog content gate of its users' tokens")
   ),
+  scope: scopeOption,
   json
 }, (args) =>
   Effect.gen(function*() {
@@ -157,24 +182,39 @@ const clientCreate = Command.make("create", {
       site: Option.getOrNull(args.site),
       logoUrl: Option.getOrElse(args.logoUrl, () => ""),
       refreshTtlSeconds: Option.getOrNull(args.refreshTtl),
-      contentLimit: args.contentLimit
+      contentLimit: args.contentLimit,
+      allowedScopes: args.scope.length > 0 ? args.scope : undefined
     }).pipe(Effect.catchTag("ClientInputError", (e) => fail(e.message)))
     yield* emit(
       args.json,
-      {
-        client_id: client.clientId,
-        public: client.secretHash === null,
-        redirect_uris: client.redirectUris,
-        auto_consent: client.autoConsent,
-        site: client.site
-      },
-      `Created ${client.secretHash === null ? "public" : "confidential"} client ${client.clientId}.`
+      clientJson(client),
+      `Created ${client.secretHash === null ? "public" : "confidential"} client ${client.clientId} ` +
+        `(scopes: ${client.allowedScopes.join(" ")}).`
     )
   })).pipe(Command.withDescription("Register an OAuth client"))
 
+const clientUpdate = Command.make("update", {
+  clientId: clientIdOption,
+  scope: scopeOption,
+  json
+}, (args) =>
+  Effect.gen(function*() {
+    const clients = yield* Clients
+    if (args.scope.length === 0) return yield* fail("nothing to update: give the client's scopes with --scope")
+    const client = yield* clients.updateScopes(args.clientId, args.scope).pipe(
+      Effect.catchTag("ClientInputError", (e) => fail(e.message))
+    )
+    yield* emit(
+      args.json,
+      clientJson(client),
+      `Client ${client.clientId} may now request: ${client.allowedScopes.join(" ")}. Servers apply it within ` +
+        "30 seconds; a refresh issues only allowed scopes."
+    )
+  })).pipe(Command.withDescription("Change a registered OAuth client: the scopes it may request (--scope)"))
+
 export const clientCommand = Command.make("client").pipe(
   Command.withDescription("Manage OAuth clients"),
-  Command.withSubcommands([clientCreate])
+  Command.withSubcommands([clientCreate, clientUpdate])
 )
 
 // ---------------------------------------------------------------------------------------------

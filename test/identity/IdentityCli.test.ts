@@ -39,6 +39,11 @@ const portal = {
   secret: "a-long-enough-client-secret-123",
   redirectUri: "https://portal.example/cb"
 }
+const writer = {
+  clientId: "cli-writer",
+  secret: "another-long-client-secret-456",
+  redirectUri: "https://writer.example/cb"
+}
 
 describe("identity CLI: user, role, client, keys", () => {
   it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
@@ -48,7 +53,7 @@ describe("identity CLI: user, role, client, keys", () => {
         Effect.gen(function*() {
           const { identity, issuer } = yield* IdentityServers
           const jwksBefore = yield* promise(() => fetch(`${issuer}/oauth/jwks`).then((r) => r.json() as Promise<any>))
-          const [user, client, pub, rotated, ...bad] = yield* Effect.all([
+          const [user, client, pub, rotated, narrow, ...bad] = yield* Effect.all([
             cliJson([
               "user",
               "create",
@@ -76,8 +81,21 @@ describe("identity CLI: user, role, client, keys", () => {
               "http://127.0.0.1:5173/cb"
             ]),
             cliJson(["keys", "rotate"]),
+            cliJson([
+              ...["client", "create", "--client-id", writer.clientId, "--secret", writer.secret],
+              ...["--redirect-uri", writer.redirectUri, "--scope", "openid", "--scope", "catalog:read"]
+            ]),
             // Bad arguments (no --secret, not --public): a message on stderr, a non-zero exit.
-            cli(["client", "create", "--client-id", "c1", "--redirect-uri", "https://a.example/cb"])
+            cli(["client", "create", "--client-id", "c1", "--redirect-uri", "https://a.example/cb"]),
+            // A public client is never granted moderation; nor an unknown scope.
+            cli([
+              ...["client", "create", "--client-id", "c2", "--public", "--redirect-uri", "https://a.example/cb"],
+              ...["--scope", "openid", "--scope", "moderation"]
+            ]),
+            cli([
+              ...["client", "create", "--client-id", "c3", "--public", "--redirect-uri", "https://a.example/cb"],
+              ...["--scope", "admin:everything"]
+            ])
           ], { concurrency: "unbounded" })
           for (const result of bad as Array<{ code: number; stderr: string }>) {
             expect(result.code).not.toBe(0)
@@ -94,6 +112,13 @@ describe("identity CLI: user, role, client, keys", () => {
             site: "portal"
           })
           expect(pub).toMatchObject({ client_id: "cli-spa", public: true })
+          // RFC 6749 3.3: the scopes a client may request; the default unless --scope says otherwise.
+          expect(client.scopes).toEqual(["openid", "profile", "email", "offline_access", "catalog:read"])
+          expect(pub.scopes).toEqual(client.scopes)
+          expect(narrow).toMatchObject({ client_id: writer.clientId, scopes: ["openid", "catalog:read"] })
+          // OIDC Core 5.1: the operator vouches for the address of an account they create.
+          const users = yield* Users
+          expect(Option.map(yield* users.findById(user.id), (found) => found.emailVerified)).toEqual(Option.some(true))
 
           // DECISIONS 13: the new key is published at once and signs only after the grace period.
           expect(Date.parse(rotated.activates_at) - Date.now()).toBeGreaterThan(60_000)
@@ -107,16 +132,38 @@ describe("identity CLI: user, role, client, keys", () => {
           expect((yield* keys.signingKey).kid).toBe(jwksBefore.keys[0].kid)
 
           // Global and site roles reach the tokens.
-          const granted = yield* Effect.all([
+          const [editor, , widened, ...refused] = yield* Effect.all([
             cliJson(["role", "grant", String(user.id), "editor", "--site", "portal"]),
-            cliJson(["role", "grant", String(user.id), "admin"])
+            cliJson(["role", "grant", String(user.id), "admin"]),
+            // client update --scope replaces the allowed set; write scopes and moderation only this way.
+            cliJson([
+              ...["client", "update", "--client-id", writer.clientId],
+              ...["--scope", "openid", "--scope", "claims:write", "--scope", "moderation"]
+            ]),
+            cli(["client", "update", "--client-id", "cli-spa", "--scope", "moderation"]),
+            cli(["client", "update", "--client-id", "no-such-client", "--scope", "openid"]),
+            cli(["client", "update", "--client-id", writer.clientId])
           ], { concurrency: "unbounded" })
-          expect(granted[0]).toEqual({ id: user.id, role: "editor", site: "portal", granted: true })
+          expect(editor).toEqual({ id: user.id, role: "editor", site: "portal", granted: true })
+          expect(widened).toMatchObject({
+            client_id: writer.clientId,
+            scopes: ["openid", "claims:write", "moderation"]
+          })
+          for (const result of refused as Array<{ code: number; stderr: string }>) {
+            expect(result.code).not.toBe(0)
+            expect(result.stderr).toMatch(/^error: /m)
+          }
           const session = yield* promise(() => login(identity, { email, password }))
           expect(Jose.decodeJwt(session.accessToken)).toMatchObject({ uid: user.id, roles: ["moderator", "admin"] })
           const { code } = yield* promise(() => getCode(identity, portal, session.accessToken, { scope: "openid" }))
           const tokens = yield* promise(() => exchangeCode(identity, portal, code))
           expect(Jose.decodeJwt(tokens.body.access_token)).toMatchObject({ site: "portal", site_roles: ["editor"] })
+          // The provider reads the updated scopes (its first look at this client comes after the update).
+          const write = yield* promise(() =>
+            getCode(identity, writer, session.accessToken, { scope: "openid claims:write moderation" })
+          )
+          const writeTokens = yield* promise(() => exchangeCode(identity, writer, write.code))
+          expect(writeTokens.body.scope).toBe("openid claims:write moderation")
 
           yield* Effect.all([
             cliJson(["role", "revoke", String(user.id), "editor", "--site", "portal"]),
@@ -152,10 +199,22 @@ describe("identity CLI: user, role, client, keys", () => {
         const clients = yield* Clients
         const userError = (effect: Effect.Effect<unknown, { readonly _tag: string }>) =>
           Effect.map(Effect.flip(effect), (e) => e._tag)
-        expect(yield* userError(users.create({ email: "a@example.com", password: "short", name: "", roles: [] })))
+        expect(
+          yield* userError(
+            users.create({ email: "a@example.com", password: "short", name: "", roles: [], emailVerified: true })
+          )
+        )
           .toBe("UserInputError")
         expect(
-          yield* userError(users.create({ email: "b@example.com", password: "long-enough", name: "", roles: ["god"] }))
+          yield* userError(
+            users.create({
+              email: "b@example.com",
+              password: "long-enough",
+              name: "",
+              roles: ["god"],
+              emailVerified: true
+            })
+          )
         ).toBe("UserInputError")
         expect(yield* userError(users.grantRole(1, "admin", Option.some("portal")))).toBe("UserInputError")
         expect(yield* userError(users.grantRole(1, "user", Option.none()))).toBe("UserInputError")
@@ -174,9 +233,28 @@ describe("identity CLI: user, role, client, keys", () => {
             { clientId: "c4", secret: "x".repeat(30), redirectUris: ["http://a.example/cb"] },
             { clientId: "c5", secret: "x".repeat(30), redirectUris: [] },
             { clientId: "shiori", secret: null, redirectUris: ["https://a.example/cb"] },
-            { clientId: "bad id", secret: null, redirectUris: ["https://a.example/cb"] }
+            { clientId: "bad id", secret: null, redirectUris: ["https://a.example/cb"] },
+            // Allowed scopes: known ones, at least one, never moderation for a public client.
+            { clientId: "c6", secret: null, redirectUris: ["https://a.example/cb"], allowedScopes: ["moderation"] },
+            { clientId: "c7", secret: "x".repeat(30), redirectUris: ["https://a.example/cb"], allowedScopes: ["root"] },
+            { clientId: "c8", secret: "x".repeat(30), redirectUris: ["https://a.example/cb"], allowedScopes: [] }
           ]
         ) expect(yield* userError(clients.create({ ...base, ...input }))).toBe("ClientInputError")
+        const spa = yield* clients.create({
+          ...base,
+          clientId: "c9",
+          secret: null,
+          redirectUris: ["https://a.example/cb"]
+        })
+        expect(spa.allowedScopes).toEqual(["openid", "profile", "email", "offline_access", "catalog:read"])
+        expect(yield* userError(clients.updateScopes("c9", ["openid", "moderation"]))).toBe("ClientInputError")
+        expect(yield* userError(clients.updateScopes("c-unknown", ["openid"]))).toBe("ClientInputError")
+        // The database holds the public-client rule too (migrations/0012).
+        const sql = yield* SqlClient.SqlClient
+        const bypass = yield* Effect.exit(
+          sql`UPDATE oauth_clients SET allowed_scopes = ARRAY['moderation'] WHERE client_id = 'c9'`
+        )
+        expect(bypass._tag).toBe("Failure")
       }))
   })
 })

@@ -4,6 +4,7 @@
  * fetch all agree, DECISIONS 1). Also gives the tests the account and client services, and raw
  * HTTP helpers for the flows every test needs.
  */
+import type { Clock } from "effect"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
 import * as Net from "node:net"
@@ -47,7 +48,15 @@ const baseSettings = {
 const withSettings = (settings: Record<string, string>) =>
   ConfigProvider.fromMap(new Map(Object.entries(settings))).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
 
-const ServersLive = (overrides: Record<string, string>) =>
+/**
+ * `clock`: the servers' clock instead of the real one (for a process whose clock differs from the
+ * database's); the database keeps its own.
+ */
+export interface ServerOptions {
+  readonly clock?: Clock.Clock
+}
+
+const ServersLive = (overrides: Record<string, string>, options: ServerOptions) =>
   Layer.scoped(
     IdentityServers,
     Effect.gen(function*() {
@@ -62,14 +71,17 @@ const ServersLive = (overrides: Record<string, string>) =>
           listen(Layer.fresh(CatalogHttpLive), { port: catalogPort, host: "127.0.0.1", grace: "1 second" })
         )
         return catalogPort
-      }).pipe(Effect.withConfigProvider(provider))
+      }).pipe(
+        Effect.withConfigProvider(provider),
+        (build) => options.clock === undefined ? build : Effect.withClock(build, options.clock)
+      )
       return { identity, issuer, catalog: `http://127.0.0.1:${catalogPort}` }
     })
   )
 
 /** Servers plus `Users` and `Clients` over the same database, for setting up accounts. */
-export const IdentityTestEnv = (overrides: Record<string, string> = {}) =>
-  Layer.mergeAll(ServersLive(overrides), Users.DefaultWithoutDependencies, Clients.Default).pipe(
+export const IdentityTestEnv = (overrides: Record<string, string> = {}, options: ServerOptions = {}) =>
+  Layer.mergeAll(ServersLive(overrides, options), Users.DefaultWithoutDependencies, Clients.Default).pipe(
     Layer.provide(Passwords.Default),
     Layer.provideMerge(Layer.mergeAll(ServerConfig.Default, AppSecret.Default)),
     Layer.provideMerge(TestSqlLive),
@@ -92,12 +104,21 @@ export interface TestUser {
 let counter = 0
 const unique = () => `${Date.now().toString(36)}${(counter++).toString(36)}${Crypto.randomBytes(2).toString("hex")}`
 
-export const createUser = (input: { readonly roles?: ReadonlyArray<string>; readonly name?: string } = {}) =>
+export const createUser = (
+  input: { readonly roles?: ReadonlyArray<string>; readonly name?: string; readonly emailVerified?: boolean } = {}
+) =>
   Effect.gen(function*() {
     const users = yield* Users
     const email = `user_${unique()}@example.com`
     const password = `pw-${unique()}-secret`
-    const created = yield* users.create({ email, password, name: input.name ?? "Test User", roles: input.roles ?? [] })
+    // Verified unless told: like an account the operator CLI creates.
+    const created = yield* users.create({
+      email,
+      password,
+      name: input.name ?? "Test User",
+      roles: input.roles ?? [],
+      emailVerified: input.emailVerified ?? true
+    })
     return { ...created, email, password } satisfies TestUser
   }).pipe(Effect.orDie)
 
@@ -123,6 +144,8 @@ export const createClient = (input: {
     const secret = input.public === true ? null : Crypto.randomBytes(24).toString("base64url")
     const redirectUris = input.redirectUris ?? [`https://rp.example/${clientId}/callback`]
     yield* clients.create({
+  /** The scopes it may request; the registration default unless given. */
+  readonly scopes?: ReadonlyArray<string>
       clientId,
       name: input.name ?? `App ${clientId}`,
       secret,
@@ -131,7 +154,8 @@ export const createClient = (input: {
       site: input.site ?? null,
       logoUrl: input.logoUrl ?? "",
       refreshTtlSeconds: input.refreshTtlSeconds ?? null,
-      contentLimit: input.contentLimit ?? "sfw"
+      contentLimit: input.contentLimit ?? "sfw",
+      allowedScopes: input.scopes
     })
     return { clientId, secret, redirectUri: redirectUris[0]! } satisfies TestClient
   }).pipe(Effect.orDie)
@@ -323,7 +347,7 @@ export const decideConsent = async (consentUrl: string, sessionCookie: string, d
 /** A new user, signed in through `POST /auth/login`. */
 export const signIn = (
   identity: string,
-  input: { readonly roles?: ReadonlyArray<string>; readonly name?: string } = {}
+  input: { readonly roles?: ReadonlyArray<string>; readonly name?: string; readonly emailVerified?: boolean } = {}
 ) =>
   Effect.flatMap(
     createUser(input),

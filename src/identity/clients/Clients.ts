@@ -1,7 +1,8 @@
 /**
  * Registered OAuth clients (SPEC 5): id, secret (stored as SHA-256; null for a public client, which
  * must use PKCE), exact redirect URIs, auto-consent flag, the site its users' site roles are scoped
- * to, a refresh-lifetime override and the catalog content limit of its users' tokens.
+ * to, a refresh-lifetime override, the catalog content limit of its users' tokens and the scopes it
+ * may request (migrations/0012; `DEFAULT_CLIENT_SCOPES` unless an operator chose others).
  *
  * Lookups are cached for a short time: the token endpoint finds the client before anything else
  * (DECISIONS 9), so a flood of requests for one client costs no database round trip here.
@@ -10,6 +11,7 @@ import { SqlClient } from "@effect/sql"
 import { Cache, Data, Duration, Effect, Exit, Option, Schema } from "effect"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import { matchesHash, sha256Hex } from "../crypto/Secrets.js"
+import { CONFIDENTIAL_ONLY_SCOPES, DEFAULT_CLIENT_SCOPES, isSupportedScope } from "../oauth/Scopes.js"
 
 export interface Client {
   readonly clientId: string
@@ -21,6 +23,8 @@ export interface Client {
   readonly site: string | null
   readonly refreshTtlSeconds: number | null
   readonly contentLimit: ContentLimit
+  /** The scopes it may request at authorize and on refresh; any other is `invalid_scope`. */
+  readonly allowedScopes: ReadonlyArray<string>
 }
 
 export const isPublicClient = (client: Client): boolean => client.secretHash === null
@@ -39,7 +43,8 @@ const ClientRow = Schema.Struct({
   auto_consent: Schema.Boolean,
   site: Schema.NullOr(Schema.String),
   refresh_ttl_seconds: Schema.NullOr(Schema.Number),
-  content_limit: Schema.Literal("sfw", "nsfw")
+  content_limit: Schema.Literal("sfw", "nsfw"),
+  allowed_scopes: Schema.Array(Schema.String)
 })
 
 const toClient = (row: typeof ClientRow.Type): Client => ({
@@ -51,8 +56,32 @@ const toClient = (row: typeof ClientRow.Type): Client => ({
   autoConsent: row.auto_consent,
   site: row.site,
   refreshTtlSeconds: row.refresh_ttl_seconds,
-  contentLimit: row.content_limit
+  contentLimit: row.content_limit,
+  allowedScopes: row.allowed_scopes
 })
+
+/** The scopes of `scopes` the client may not request (RFC 6749 section 3.3), in their order. */
+export const scopesNotAllowed = (client: Client, scopes: ReadonlyArray<string>): ReadonlyArray<string> =>
+  scopes.filter((scope) => !client.allowedScopes.includes(scope))
+
+/**
+ * The allowed scopes an operator asked for, checked: known scopes only, at least one, and none a
+ * public client may not hold (`CONFIDENTIAL_ONLY_SCOPES`).
+ */
+const checkAllowedScopes = (scopes: ReadonlyArray<string>, isPublic: boolean) =>
+  Effect.gen(function*() {
+    const distinct = [...new Set(scopes)]
+    if (distinct.length === 0) return yield* new ClientInputError({ message: "at least one --scope is needed" })
+    const unknown = distinct.filter((scope) => !isSupportedScope(scope))
+    if (unknown.length > 0) return yield* new ClientInputError({ message: `unknown scope: ${unknown.join(", ")}` })
+    const forbidden = distinct.filter((scope) => (CONFIDENTIAL_ONLY_SCOPES as ReadonlyArray<string>).includes(scope))
+    if (isPublic && forbidden.length > 0) {
+      return yield* new ClientInputError({
+        message: `a public client cannot be granted ${forbidden.join(", ")} (it has no secret to prove who asks)`
+      })
+    }
+    return distinct
+  })
 
 /** Client secrets are stored with one SHA-256, so they must be high-entropy (at least 24 characters). */
 export const MIN_SECRET_LENGTH = 24
@@ -91,6 +120,8 @@ export class Clients extends Effect.Service<Clients>()("identity/Clients", {
       readonly logoUrl: string
       readonly refreshTtlSeconds: number | null
       readonly contentLimit: ContentLimit
+      /** Default: `DEFAULT_CLIENT_SCOPES`. */
+      readonly allowedScopes?: ReadonlyArray<string> | undefined
     }) {
       if (!/^[A-Za-z0-9._~-]{1,128}$/.test(input.clientId) || input.clientId === FIRST_PARTY_CLIENT_ID) {
         return yield* new ClientInputError({
@@ -117,12 +148,17 @@ export class Clients extends Effect.Service<Clients>()("identity/Clients", {
       if (input.logoUrl !== "" && !/^https?:\/\//.test(input.logoUrl)) {
         return yield* new ClientInputError({ message: `logo URL must be http(s): ${input.logoUrl}` })
       }
+      const allowedScopes = yield* checkAllowedScopes(
+        input.allowedScopes ?? DEFAULT_CLIENT_SCOPES,
+        input.secret === null
+      )
       const rows = yield* sql`
         INSERT INTO oauth_clients (client_id, name, logo_url, secret_hash, redirect_uris, auto_consent, site,
-                                   refresh_ttl_seconds, content_limit)
+                                   refresh_ttl_seconds, content_limit, allowed_scopes)
         VALUES (${input.clientId}, ${input.name}, ${input.logoUrl},
                 ${input.secret === null ? null : sha256Hex(input.secret)}, ${[...new Set(input.redirectUris)]}::text[],
-                ${input.autoConsent}, ${input.site}, ${input.refreshTtlSeconds}, ${input.contentLimit})
+                ${input.autoConsent}, ${input.site}, ${input.refreshTtlSeconds}, ${input.contentLimit},
+                ${allowedScopes}::text[])
         ON CONFLICT (client_id) DO NOTHING
         RETURNING *
       `.pipe(Effect.flatMap(decodeRows), Effect.orDie)
@@ -148,7 +184,29 @@ export class Clients extends Effect.Service<Clients>()("identity/Clients", {
       return yield* cache.get(clientId)
     })
 
-    return { create, find } as const
+    /**
+     * Replaces the scopes a client may request. Other processes see the change once their cached
+     * copy of the client expires (`CACHE_TTL`). Tokens already issued keep their scopes until they
+     * expire; a refresh issues at most the allowed ones (src/identity/oauth/TokenService.ts).
+     * Fails when the client is unknown or the scopes are refused.
+     */
+    const updateScopes = Effect.fn("Clients.updateScopes")(function*(clientId: string, scopes: ReadonlyArray<string>) {
+      const found = yield* sql`SELECT * FROM oauth_clients WHERE client_id = ${clientId}`.pipe(
+        Effect.flatMap(decodeRows),
+        Effect.orDie
+      )
+      if (found.length === 0) return yield* new ClientInputError({ message: `no client ${clientId}` })
+      const allowedScopes = yield* checkAllowedScopes(scopes, found[0]!.secret_hash === null)
+      const rows = yield* sql`
+        UPDATE oauth_clients SET allowed_scopes = ${allowedScopes}::text[] WHERE client_id = ${clientId}
+        RETURNING *
+      `.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+      if (rows.length === 0) return yield* new ClientInputError({ message: `no client ${clientId}` })
+      yield* cache.invalidate(clientId)
+      return toClient(rows[0]!)
+    })
+
+    return { create, find, updateScopes } as const
   })
 }) {}
 

@@ -32,6 +32,7 @@ export const makeDiscoveryDocument = (issuer: string): DiscoveryDocument =>
       "azp",
       "name",
       "email",
+      "email_verified",
       "picture",
       "updated_at",
       "roles",
@@ -42,6 +43,8 @@ export const makeDiscoveryDocument = (issuer: string): DiscoveryDocument =>
     code_challenge_methods_supported: ["S256", "plain"],
     // RFC 9207: the authorize redirect carries `iss`; openid-client and oauth4webapi check it.
     authorization_response_iss_parameter_supported: true,
+    // OIDC Core 6.1 / 6.2: request objects are refused (`request_not_supported`, `request_uri_not_supported`).
     request_parameter_supported: false,
+    request_uri_parameter_supported: false,
     claims_parameter_supported: false
   })

@@ -34,6 +34,32 @@ export const SCOPE_DESCRIPTIONS: Record<(typeof SUPPORTED_SCOPES)[number], strin
 export const isSupportedScope = (scope: string): scope is (typeof SUPPORTED_SCOPES)[number] =>
   (SUPPORTED_SCOPES as ReadonlyArray<string>).includes(scope)
 
+/**
+ * What an empty scope releases: userinfo answers `name`, `picture` and `email` for a token with an
+ * empty scope (`userInfoFor` below), which is what `profile` and `email` release (OIDC Core section
+ * 5.4). An authorization request without a scope is therefore handled as a request for these
+ * (RFC 6749 section 3.3 lets the server apply a pre-defined default), so the consent page shows
+ * them, consent is compared against them, and the client's allowed scopes must include them.
+ */
+export const EMPTY_SCOPE_IMPLIES = ["profile", "email"] as const
+
+/** The scopes a request releases: its own, or what the empty scope implies. */
+export const effectiveScopes = (scopes: ReadonlyArray<string>): ReadonlyArray<string> =>
+  scopes.length === 0 ? EMPTY_SCOPE_IMPLIES : scopes
+
+/**
+ * The scopes a client may request unless an operator registered it with others (`client create
+ * --scope`): signing in, the profile, refresh tokens and reading the catalog. The catalog's write
+ * scopes and `moderation` act for the user and need an explicit grant.
+ */
+export const DEFAULT_CLIENT_SCOPES = ["openid", "profile", "email", "offline_access", "catalog:read"] as const
+
+/**
+ * Scopes a public client (RFC 6749 section 2.1: no secret, so anyone can present its id) may never
+ * hold: a moderator's rights must not be obtainable through a client that cannot authenticate.
+ */
+export const CONFIDENTIAL_ONLY_SCOPES = ["moderation"] as const
+
 /** RFC 6749 section 3.3: `scope-token = 1*( %x21 / %x23-5B / %x5D-7E )`. */
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/
 
@@ -61,6 +87,7 @@ export interface UserInfoSource {
   readonly sub: string
   readonly name: string
   readonly email: string
+  readonly emailVerified: boolean
   readonly picture: string
   readonly roles: ReadonlyArray<GrantedRole>
   readonly updatedAt: Date
@@ -68,8 +95,9 @@ export interface UserInfoSource {
 
 /**
  * SPEC 4.2 userinfo: `id`, `sub`, `roles`, `updated_at` always; `name` and `picture` with scope
- * `profile` or an empty scope; `email` with scope `email` or an empty scope; `site_roles` (already
- * scoped to the token's site by the caller) omitted when none are granted.
+ * `profile` or an empty scope; `email` and `email_verified` (OIDC Core section 5.1) with scope
+ * `email` or an empty scope; `site_roles` (already scoped to the token's site by the caller) omitted
+ * when none are granted.
  */
 export const userInfoFor = (
   user: UserInfoSource,
@@ -81,7 +109,7 @@ export const userInfoFor = (
     id: UserId.make(user.id),
     sub: Subject.make(user.sub),
     ...(all || scopes.includes("profile") ? { name: user.name, picture: user.picture } : {}),
-    ...(all || scopes.includes("email") ? { email: user.email } : {}),
+    ...(all || scopes.includes("email") ? { email: user.email, email_verified: user.emailVerified } : {}),
     roles: user.roles,
     ...(siteRoles.length > 0 ? { site_roles: siteRoles } : {}),
     updated_at: Math.floor(user.updatedAt.getTime() / 1000)

@@ -12,6 +12,8 @@ export interface User {
   readonly id: number
   readonly sub: string
   readonly email: string
+  /** OpenID Connect Core section 5.1 `email_verified`: someone vouched that the address is the user's. */
+  readonly emailVerified: boolean
   readonly name: string
   readonly picture: string
   readonly passwordHash: string
@@ -26,6 +28,7 @@ const UserRow = Schema.Struct({
   id: Schema.Union(Schema.Number, Schema.NumberFromString),
   sub: Schema.String,
   email: Schema.String,
+  email_verified: Schema.Boolean,
   name: Schema.String,
   picture: Schema.String,
   password_hash: Schema.String,
@@ -38,6 +41,7 @@ const toUser = (row: typeof UserRow.Type): User => ({
   id: row.id,
   sub: row.sub,
   email: row.email,
+  emailVerified: row.email_verified,
   name: row.name,
   picture: row.picture,
   passwordHash: row.password_hash,
@@ -53,7 +57,9 @@ const toUser = (row: typeof UserRow.Type): User => ({
  * decodes such rows, `fields` being the rest, into the first row with its `User` and site roles.
  */
 export const userAlongside = (sql: SqlClient.SqlClient) => ({
-  columns: sql.literal("u.id, u.sub, u.email, u.name, u.picture, u.password_hash, u.roles, u.banned, u.updated_at"),
+  columns: sql.literal(
+    "u.id, u.sub, u.email, u.email_verified, u.name, u.picture, u.password_hash, u.roles, u.banned, u.updated_at"
+  ),
   siteRoles: (userId: string, site: string | null) =>
     sql`ARRAY(SELECT r.role FROM user_site_roles r WHERE r.user_id = ${sql.literal(userId)} AND r.site = ${site}
               ORDER BY r.role) AS site_roles`,
@@ -94,6 +100,11 @@ export class Users extends Effect.Service<Users>()("identity/Users", {
       readonly password: string
       readonly name: string
       readonly roles: ReadonlyArray<string>
+      /**
+       * Whether the address counts as verified (`email_verified`). The operator CLI, which creates
+       * accounts for addresses the operator vouches for, passes true (migrations/0012).
+       */
+      readonly emailVerified: boolean
     }) {
       const email = input.email.trim()
       if (!Schema.is(Email)(email)) return yield* new UserInputError({ message: `not an email address: ${email}` })
@@ -112,8 +123,8 @@ export class Users extends Effect.Service<Users>()("identity/Users", {
       const passwordHash = yield* passwords.hash(input.password)
       const sub = Crypto.randomUUID()
       const rows = yield* sql<{ id: string }>`
-        INSERT INTO users (sub, email, name, password_hash, roles)
-        VALUES (${sub}, ${email}, ${input.name}, ${passwordHash}, ${roles}::text[])
+        INSERT INTO users (sub, email, email_verified, name, password_hash, roles)
+        VALUES (${sub}, ${email}, ${input.emailVerified}, ${input.name}, ${passwordHash}, ${roles}::text[])
         ON CONFLICT DO NOTHING
         RETURNING id
       `.pipe(Effect.orDie)
