@@ -15,7 +15,8 @@ export const AuthorizeParams = Schema.Struct({
   response_type: param("Required; fixed `code`."),
   state: param("Required; random value against CSRF, echoed back."),
   scope: param(
-    "Space-separated: `openid`, `profile`, `email`, `offline_access` and the catalog scopes (`catalog:read`, ...)."
+    "Space-separated: `openid`, `profile`, `email`, `offline_access` and the catalog scopes (`catalog:read`, ...), " +
+      "within the client's allowed scopes. Empty or absent: `profile email`, which is what an empty scope releases."
   ),
   code_challenge: param("PKCE challenge (RFC 7636). Public clients must send one."),
   code_challenge_method: param("`S256` (default) or `plain`."),
@@ -26,6 +27,14 @@ export const AuthorizeParams = Schema.Struct({
   ),
   login_hint: param("Email of the account to sign in with (account switching)."),
   max_age: param("Maximum seconds since the user last signed in."),
-  response_mode: param("Only `query`.")
+  response_mode: param("Only `query`."),
+  request: param("Not supported: refused with `request_not_supported` (OpenID Connect Core section 6.1)."),
+  request_uri: param(
+    "Not supported: refused with `request_uri_not_supported` (OpenID Connect Core section 6.2)."
+  ),
+  auth_after: param(
+    "Set by the provider itself when it sends the browser to its sign-in page (a signed instant): a sign-in " +
+      "after it satisfies `prompt=login` and `max_age`. Clients do not send it."
+  )
 }).annotations({ identifier: "AuthorizeParams" })
 export type AuthorizeParams = typeof AuthorizeParams.Type

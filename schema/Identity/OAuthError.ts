@@ -1,7 +1,7 @@
 /**
  * Protocol errors: bare `{error, error_description}` (SPEC 4.2, 7.2). The names are the closed
  * union of RFC 6749 sections 4.1.2.1 and 5.2, RFC 6750 section 3.1, RFC 7009 section 2.2.1 and
- * OpenID Connect Core section 3.1.2.6.
+ * OpenID Connect Core sections 3.1.2.6 and 6.
  */
 import { Schema } from "effect"
 
@@ -26,7 +26,10 @@ export const OAuthErrorCode = Schema.Literal(
   "interaction_required",
   "login_required",
   "account_selection_required",
-  "consent_required"
+  "consent_required",
+  // OpenID Connect Core 1.0 sections 6.1 and 6.2: request objects are not supported
+  "request_not_supported",
+  "request_uri_not_supported"
 )
 export type OAuthErrorCode = typeof OAuthErrorCode.Type
 

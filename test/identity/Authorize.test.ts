@@ -3,7 +3,7 @@
  * RFC 9207; OIDC Core 3.1.2.1; DECISIONS 2-4) and the consent page behind it.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import {
   authorize,
   codeParams,
@@ -11,6 +11,7 @@ import {
   createClient,
   createUser,
   decideConsent,
+  exchangeCode,
   getCode,
   hiddenValue,
   IdentityServers,
@@ -365,6 +366,174 @@ describe("GET /api/v1/oauth/authorize", () => {
           expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="shiori", error="invalid_token"/)
           expect((yield* promise(() => res.json())).error).toBe("invalid_token")
         }
+      }))
+
+    it.effect("RFC 6749 3.3: an empty scope stands for what it releases (profile, email): consent for openid does not cover it", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient({ autoConsent: false })
+        const session = yield* signIn(identity, { name: "Sakura" })
+        const first = yield* promise(() => authorize(identity, codeParams(client, { scope: "openid" }), session))
+        expect(
+          (yield* promise(() => decideConsent(first.headers.get("location")!, session.cookie, "approve"))).res.status
+        )
+          .toBe(303)
+        expect(
+          new URL(
+            (yield* promise(() => authorize(identity, codeParams(client, { scope: "openid" }), session))).headers
+              .get("location")!
+          ).searchParams.get("code")
+        ).toMatch(/^[0-9a-f]{64}$/)
+
+        // Without a scope (absent or empty) the consent page comes back, listing what it would release.
+        for (const scope of [undefined, ""]) {
+          const res = yield* promise(() => authorize(identity, codeParams(client, { scope }), session))
+          expect(res.headers.get("location")!.startsWith(`${issuer}/ui/consent?`)).toBe(true)
+        }
+        const params = codeParams(client)
+        const empty = yield* promise(() => authorize(identity, params, session))
+        const approved = yield* promise(() => decideConsent(empty.headers.get("location")!, session.cookie, "approve"))
+        expect(approved.html).toContain(`<span class="scope">profile</span>`)
+        expect(approved.html).toContain(`<span class="scope">email</span>`)
+        const resumed = yield* promise(() =>
+          fetch(approved.res.headers.get("location")!, { redirect: "manual", headers: { cookie: session.cookie } })
+        )
+        const code = new URL(resumed.headers.get("location")!).searchParams.get("code")!
+        const tokens = yield* promise(() => exchangeCode(identity, client, code))
+        // The grant names what was approved; userinfo releases exactly that.
+        expect(tokens.body.scope).toBe("profile email")
+        const info = yield* promise(() =>
+          fetch(`${identity}/api/v1/oauth/userinfo`, {
+            headers: { authorization: `Bearer ${tokens.body.access_token}` }
+          })
+            .then((res) => res.json() as Promise<any>)
+        )
+        expect(info).toMatchObject({ name: "Sakura", email: session.user.email, email_verified: true })
+        // Now covered: no page.
+        const again = yield* promise(() => authorize(identity, codeParams(client), session))
+        expect(new URL(again.headers.get("location")!).searchParams.get("code")).toMatch(/^[0-9a-f]{64}$/)
+      }))
+
+    it.effect("RFC 6749 3.3 / 4.1.2.1: a scope outside the client's allowed set is invalid_scope, back at the redirect_uri", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient()
+        const writer = yield* createClient({ scopes: ["openid", "claims:write", "moderation"] })
+        const session = yield* signIn(identity)
+        const refused = async (which: typeof client, scope: string | undefined) => {
+          const params = codeParams(which, { scope })
+          expectErrorRedirect(
+            await authorize(identity, params, session),
+            which.redirectUri,
+            "invalid_scope",
+            params.state,
+            issuer
+          )
+        }
+        // The default set allows no write scope and no moderation.
+        for (const scope of ["openid claims:write", "catalog:write", "moderation", "catalog:read media:write"]) {
+          yield* promise(() => refused(client, scope))
+        }
+        yield* promise(() =>
+          getCode(identity, client, session.accessToken, { scope: "openid profile email offline_access catalog:read" })
+        )
+        // An operator granted claims:write and moderation; email is not in this client's set, nor what an
+        // empty scope releases (profile, email).
+        yield* promise(() =>
+          getCode(identity, writer, session.accessToken, { scope: "openid claims:write moderation" })
+        )
+        for (const scope of ["openid email", "catalog:read", undefined]) yield* promise(() => refused(writer, scope))
+      }))
+
+    it.effect("OIDC Core 6.1 / 6.2: request and request_uri are refused (request_not_supported, request_uri_not_supported)", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient()
+        const session = yield* signIn(identity)
+        const cases: Array<[Record<string, string>, string]> = [
+          [{ request: "eyJhbGciOiJub25lIn0.eyJzY29wZSI6Im9wZW5pZCJ9." }, "request_not_supported"],
+          [{ request_uri: "https://rp.example/request.jwt" }, "request_uri_not_supported"]
+        ]
+        for (const [extra, error] of cases) {
+          const params = codeParams(client, extra)
+          const res = yield* promise(() => authorize(identity, params, session))
+          expectErrorRedirect(res, client.redirectUri, error, params.state, issuer)
+          // Without a registered redirect_uri: the error page, never a redirect.
+          const stray = yield* promise(() =>
+            authorize(identity, { ...params, redirect_uri: "https://evil.example/cb" }, session)
+          )
+          yield* promise(() => expectErrorPage(stray, 400, 15002))
+        }
+        const discovery = yield* promise(() =>
+          fetch(`${issuer}/.well-known/openid-configuration`).then((res) => res.json() as Promise<any>)
+        )
+        expect(discovery).toMatchObject({ request_parameter_supported: false, request_uri_parameter_supported: false })
+      }))
+
+    it.effect("OIDC Core 3.1.2.1: max_age=0 asks for a sign-in once; the sign-in that follows gets a code (no loop)", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient()
+        const user = yield* createUser()
+        const first = yield* promise(() => authorize(identity, codeParams(client, { max_age: "0" })))
+        const location = new URL(first.headers.get("location")!)
+        expect(`${location.origin}${location.pathname}`).toBe(`${issuer}/ui/login`)
+        const resume = location.searchParams.get("return_to")!
+        const session = yield* promise(() => login(identity, user))
+        const done = yield* promise(() =>
+          fetch(`${identity}${resume}`, { redirect: "manual", headers: { cookie: session.cookie } })
+        )
+        expect(done.status).toBe(302)
+        expect(new URL(done.headers.get("location")!).searchParams.get("code")).toMatch(/^[0-9a-f]{64}$/)
+        // The way back said when the request began (signed), so the sign-in was recognised as fresh.
+        expect(new URL(resume, identity).searchParams.get("auth_after")).toMatch(/^[0-9]+\.[A-Za-z0-9_-]{43}$/)
+      }))
+  })
+})
+
+/** A clock `offsetMillis` ahead of the real one: a server whose clock differs from the database's. */
+const clockAhead = (offsetMillis: number): Clock.Clock => {
+  const real = Clock.make()
+  const nanos = BigInt(offsetMillis) * 1_000_000n
+  return {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: () => real.unsafeCurrentTimeMillis() + offsetMillis,
+    currentTimeMillis: Effect.sync(() => real.unsafeCurrentTimeMillis() + offsetMillis),
+    unsafeCurrentTimeNanos: () => real.unsafeCurrentTimeNanos() + nanos,
+    currentTimeNanos: Effect.sync(() => real.unsafeCurrentTimeNanos() + nanos),
+    sleep: (duration) => real.sleep(duration)
+  }
+}
+
+describe("sign-in freshness with the provider's clock ahead of the database's", () => {
+  it.layer(IdentityTestEnv({}, { clock: clockAhead(10 * 60_000) }), serverLayerOptions)((it) => {
+    it.effect("OIDC Core 3.1.2.1: max_age and prompt=login judge sign-ins on the database's clock: no sign-in loop", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const client = yield* createClient()
+        const user = yield* createUser()
+        const session = yield* promise(() => login(identity, user))
+        // prompt=login: the sign-in page once, then a code for the sign-in made after the request.
+        const first = yield* promise(() =>
+          authorize(identity, codeParams(client, { prompt: "login" }), { cookie: session.cookie })
+        )
+        const location = new URL(first.headers.get("location")!)
+        expect(`${location.origin}${location.pathname}`).toBe(`${issuer}/ui/login`)
+        const fresh = yield* promise(() => login(identity, user))
+        const done = yield* promise(() =>
+          fetch(`${identity}${location.searchParams.get("return_to")!}`, {
+            redirect: "manual",
+            headers: { cookie: fresh.cookie }
+          })
+        )
+        expect(done.status).toBe(302)
+        expect(new URL(done.headers.get("location")!).searchParams.get("code")).toMatch(/^[0-9a-f]{64}$/)
+
+        // A sign-in of a moment ago is a moment old, whatever this process's clock says.
+        const recent = yield* promise(() =>
+          authorize(identity, codeParams(client, { max_age: "300" }), { cookie: fresh.cookie })
+        )
+        expect(new URL(recent.headers.get("location")!).searchParams.get("code")).toMatch(/^[0-9a-f]{64}$/)
       }))
   })
 })

@@ -68,10 +68,11 @@ describe("POST /api/v1/oauth/token", () => {
         // DECISIONS 5: RS256 at+jwt with the listed claims.
         expect(Jose.decodeProtectedHeader(res.body.access_token)).toMatchObject({ alg: "RS256", typ: "at+jwt" })
         const claims = Jose.decodeJwt(res.body.access_token)
+        // RFC 9068 section 3: aud is the resource server (the catalog); the client is client_id.
         expect(claims).toMatchObject({
           iss: issuer,
           sub: session.user.sub,
-          aud: client.clientId,
+          aud: "urn:shiori:catalog",
           client_id: client.clientId,
           scope: "catalog:read",
           jti: expect.any(String),
@@ -426,6 +427,44 @@ describe("POST /api/v1/oauth/token", () => {
         const full = yield* promise(() => refreshRequest(identity, client, narrow.body.refresh_token))
         expect(full.status).toBe(200)
         expect(full.body.scope).toBe("openid profile")
+      }))
+
+    it.effect("RFC 6749 3.1 / 6: an empty scope on refresh counts as omitted; it never yields an empty-scope token", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const client = yield* createClient()
+        const session = yield* signIn(identity)
+        const tokens = yield* promise(() => tokensFor(identity, client, session, "openid"))
+        const refreshed = yield* promise(() => refreshRequest(identity, client, tokens.refresh_token, { scope: "" }))
+        expect(refreshed.status).toBe(200)
+        expect(refreshed.body.scope).toBe("openid")
+        expect(Jose.decodeJwt(refreshed.body.access_token).scope).toBe("openid")
+        // userinfo answers an empty-scope token in full; this one releases no more than openid.
+        const info = yield* promise(() =>
+          bearerGet(`${identity}/api/v1/oauth/userinfo`, refreshed.body.access_token).then((res) => res.json() as any)
+        )
+        expect(info).not.toHaveProperty("email")
+        expect(info).not.toHaveProperty("name")
+      }))
+
+    it.effect("RFC 6749 3.3 / 6: refresh with a scope the client is not allowed is invalid_scope and rotates nothing", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const client = yield* createClient({ scopes: ["openid", "catalog:read"] })
+        const session = yield* signIn(identity)
+        const tokens = yield* promise(() => tokensFor(identity, client, session, "openid catalog:read"))
+        for (const scope of ["openid moderation", "email"]) {
+          expectOAuthError(
+            yield* promise(() => refreshRequest(identity, client, tokens.refresh_token, { scope })),
+            400,
+            "invalid_scope"
+          )
+        }
+        const ok = yield* promise(() =>
+          refreshRequest(identity, client, tokens.refresh_token, { scope: "catalog:read" })
+        )
+        expect(ok.status).toBe(200)
+        expect(ok.body.scope).toBe("catalog:read")
       }))
 
     it.effect("SPEC 4.2: refresh lifetime follows the session, 90 days by default, shorter when the client says so", () =>

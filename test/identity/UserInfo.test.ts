@@ -71,20 +71,47 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
           picture: ""
         })
         const email = yield* promise(() => tokensFor(identity, client, session, "email"))
-        expect((yield* userinfo(identity, email.access_token)).body).toStrictEqual({ ...base, email: user.email })
+        expect((yield* userinfo(identity, email.access_token)).body).toStrictEqual({
+          ...base,
+          email: user.email,
+          email_verified: true
+        })
         // An empty scope returns everything (SPEC 4.2).
         const empty = yield* promise(() => tokensFor(identity, client, session, ""))
         expect((yield* userinfo(identity, empty.access_token)).body).toStrictEqual({
           ...base,
           name: "Shirou",
           picture: "",
-          email: user.email
+          email: user.email,
+          email_verified: true
         })
         // The provider's own sign-in token has an empty scope too.
         expect((yield* userinfo(identity, session.accessToken)).body.email).toBe(user.email)
         // OIDC Core 5.3.1: POST works as GET.
         const post = yield* userinfo(identity, profile.access_token, { method: "POST" })
         expect(post.body.name).toBe("Shirou")
+      }))
+
+    it.effect("OIDC Core 5.1: email_verified goes with email in userinfo and the id_token; false when nobody vouched", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const client = yield* createClient()
+        for (const emailVerified of [true, false]) {
+          const session = yield* signIn(identity, { emailVerified })
+          const tokens = yield* promise(() => tokensFor(identity, client, session, "openid email"))
+          expect((yield* userinfo(identity, tokens.access_token)).body).toMatchObject({
+            email: session.user.email,
+            email_verified: emailVerified
+          })
+          expect(Jose.decodeJwt(tokens.id_token!)).toMatchObject({
+            email: session.user.email,
+            email_verified: emailVerified
+          })
+          // Without scope email, neither.
+          const plain = yield* promise(() => tokensFor(identity, client, session, "openid profile"))
+          expect(Jose.decodeJwt(plain.id_token!)).not.toHaveProperty("email_verified")
+          expect((yield* userinfo(identity, plain.access_token)).body).not.toHaveProperty("email_verified")
+        }
       }))
 
     it.effect("SPEC 4.2 / 5: site_roles are those of the token's site, omitted when none", () =>
@@ -226,9 +253,18 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
     it.effect("a user token: GET /v2/credential shows the user, the client's site, the catalog scopes granted", () =>
       Effect.gen(function*() {
         const { catalog, identity } = yield* IdentityServers
-        const client = yield* createClient({ site: "vn_portal", contentLimit: "nsfw" })
+        const client = yield* createClient({
+          site: "vn_portal",
+          contentLimit: "nsfw",
+          scopes: ["openid", "catalog:read", "claims:write"]
+        })
         const session = yield* signIn(identity, { roles: ["moderator"] })
         const tokens = yield* promise(() => tokensFor(identity, client, session, "openid catalog:read claims:write"))
+        // RFC 9068 section 3: the catalog is the audience; the client is named by client_id.
+        expect(Jose.decodeJwt(tokens.access_token)).toMatchObject({
+          aud: "urn:shiori:catalog",
+          client_id: client.clientId
+        })
         const res = yield* promise(() => bearerGet(`${catalog}/v2/credential`, tokens.access_token))
         expect(res.status).toBe(200)
         expect(yield* promise(() => res.json())).toEqual({

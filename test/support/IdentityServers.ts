@@ -137,6 +137,8 @@ export const createClient = (input: {
   readonly logoUrl?: string
   readonly contentLimit?: "sfw" | "nsfw"
   readonly refreshTtlSeconds?: number
+  /** The scopes it may request; the registration default unless given. */
+  readonly scopes?: ReadonlyArray<string>
 } = {}) =>
   Effect.gen(function*() {
     const clients = yield* Clients
@@ -144,8 +146,6 @@ export const createClient = (input: {
     const secret = input.public === true ? null : Crypto.randomBytes(24).toString("base64url")
     const redirectUris = input.redirectUris ?? [`https://rp.example/${clientId}/callback`]
     yield* clients.create({
-  /** The scopes it may request; the registration default unless given. */
-  readonly scopes?: ReadonlyArray<string>
       clientId,
       name: input.name ?? `App ${clientId}`,
       secret,

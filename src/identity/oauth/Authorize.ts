@@ -9,22 +9,38 @@
  * Then consent, once per client and scope set unless the client is auto-consent. Then a code:
  * 64 hex characters, stored hashed, bound to client, redirect URI, scopes, nonce, PKCE challenge and
  * method, the session and its auth_time; single use, 10 minutes.
+ *
+ * Scopes: only those the client is allowed (src/identity/clients/Clients.ts), else `invalid_scope`.
+ * An empty scope is handled as the scopes it releases (`effectiveScopes`: userinfo answers name,
+ * picture and email for it), so the consent page shows them, consent given for fewer does not cover
+ * it, and the code and tokens carry them explicitly. Request objects (`request`, `request_uri`) are
+ * refused (OpenID Connect Core sections 6.1, 6.2), as discovery says.
+ *
+ * Sign-in freshness (`max_age`, `prompt=login`): `sessions.auth_time` is written by the database's
+ * clock, so every comparison with it uses that clock too; this process's clock plays no part. When
+ * a request sends the browser to sign in, the way back carries `auth_after`, the database's time at
+ * that moment, signed (key derived from `SHIORI_SECRET`) and bound to the client, redirect URI and
+ * state. A sign-in at or after it satisfies both `max_age` (even `max_age=0`) and `prompt=login`, so
+ * the fresh sign-in is never judged too old and the browser never loops back to the sign-in page.
  */
 import type { HttpServerRequest } from "@effect/platform"
-import { Clock, Effect, Option } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Redacted } from "effect"
+import * as Crypto from "node:crypto"
 import type { AuthorizeParams } from "../../../schema/Identity/Authorize.js"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
+import { AppSecret } from "../../platform/Config.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import { EndUsers } from "../auth/EndUsers.js"
 import type { Client } from "../clients/Clients.js"
-import { Clients, isPublicClient, isRegisteredRedirect } from "../clients/Clients.js"
+import { Clients, isPublicClient, isRegisteredRedirect, scopesNotAllowed } from "../clients/Clients.js"
 import type { PkceMethod } from "../crypto/Secrets.js"
-import { isValidCodeChallenge, randomAuthorizationCode, sha256Hex } from "../crypto/Secrets.js"
+import { constantTimeEquals, isValidCodeChallenge, randomAuthorizationCode, sha256Hex } from "../crypto/Secrets.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 import { AUTHORIZATION_CODE_TTL_SECONDS } from "../tokens/Lifetimes.js"
 import { Grants } from "./Grants.js"
-import { isSubset, isSupportedScope, parseScope } from "./Scopes.js"
+import { effectiveScopes, isSubset, isSupportedScope, parseScope } from "./Scopes.js"
 
 /** What the endpoint answers: a page that must not redirect, or a redirect (to the client or a page). */
 export type AuthorizeOutcome =
@@ -41,7 +57,16 @@ export interface ValidRequest {
   readonly prompts: ReadonlySet<string>
   readonly loginHint: string | null
   readonly maxAge: number | null
+  /** The database time (ms) a correctly signed `auth_after` names, not yet checked against the window. */
+  readonly authAfter: number | null
 }
+
+/**
+ * How long after the provider sent the browser to sign in a sign-in still answers that request.
+ * Longer than anyone takes on the sign-in page; an `auth_after` older than this is ignored (the
+ * browser is asked to sign in again), so an old resumed URL cannot vouch for a later session.
+ */
+const SIGN_IN_WINDOW_MILLIS = 15 * 60 * 1000
 
 const errorPage = (code: EnvelopeCodeName, message: string): AuthorizeOutcome => ({ _tag: "ErrorPage", code, message })
 const redirect = (location: string): AuthorizeOutcome => ({ _tag: "Redirect", location })
@@ -83,6 +108,30 @@ export class Authorize extends Effect.Service<Authorize>()("identity/Authorize",
     const clients = yield* Clients
     const grants = yield* Grants
     const endUsers = yield* EndUsers
+    const sql = yield* SqlClient.SqlClient
+    const { secret } = yield* AppSecret
+    const markerKey = Crypto.createHmac("sha256", Redacted.value(secret)).update("shiori/auth-after/v1").digest()
+
+    /** The database's clock, the one `sessions.auth_time` comes from. */
+    const databaseNow = sql<{ now: Date }>`SELECT now() AS now`.pipe(
+      Effect.map((rows) => rows[0]!.now.getTime()),
+      Effect.orDie
+    )
+
+    const markerMac = (params: AuthorizeParams, millis: number) =>
+      Crypto.createHmac("sha256", markerKey)
+        .update(`${params.client_id ?? ""}\n${params.redirect_uri ?? ""}\n${params.state ?? ""}\n${millis}`)
+        .digest("base64url")
+    const signMarker = (params: AuthorizeParams, millis: number) => `${millis}.${markerMac(params, millis)}`
+    /** The instant of a genuine `auth_after` of this request, or null. */
+    const readMarker = (params: AuthorizeParams): number | null => {
+      const match = params.auth_after === undefined
+        ? null
+        : /^([0-9]{1,15})\.([A-Za-z0-9_-]{43})$/.exec(params.auth_after)
+      if (match === null) return null
+      const millis = Number(match[1])
+      return constantTimeEquals(match[2]!, markerMac(params, millis)) ? millis : null
+    }
 
     const errorLocation = (
       redirectUri: string,
@@ -113,6 +162,13 @@ export class Authorize extends Effect.Service<Authorize>()("identity/Authorize",
       const back = (error: OAuthErrorCode, description: string) =>
         Effect.fail(redirect(errorLocation(redirectUri, error, description, params.state)))
 
+      // OpenID Connect Core 6.1 / 6.2: the parameters may be inside a request object, which this
+      // provider does not read; going on without them would silently drop what the client asked.
+      if (params.request !== undefined) return yield* back("request_not_supported", "request objects are not supported")
+      if (params.request_uri !== undefined) {
+        return yield* back("request_uri_not_supported", "request_uri is not supported")
+      }
+
       if (params.response_type === undefined) return yield* back("invalid_request", "response_type is required")
       if (params.response_type !== "code") {
         return yield* back("unsupported_response_type", "only response_type=code is supported")
@@ -126,6 +182,16 @@ export class Authorize extends Effect.Service<Authorize>()("identity/Authorize",
       if (scopes === undefined) return yield* back("invalid_scope", "scope is malformed")
       const unknown = scopes.filter((scope) => !isSupportedScope(scope))
       if (unknown.length > 0) return yield* back("invalid_scope", `unknown scope: ${unknown.join(" ")}`)
+      const effective = effectiveScopes(scopes)
+      const notAllowed = scopesNotAllowed(client, effective)
+      if (notAllowed.length > 0) {
+        return yield* back(
+          "invalid_scope",
+          scopes.length === 0
+            ? `an empty scope releases ${effective.join(" ")}, which this client may not request`
+            : `scope not allowed for this client: ${notAllowed.join(" ")}`
+        )
+      }
 
       let challenge: ValidRequest["challenge"] = null
       if (params.code_challenge !== undefined) {
@@ -160,12 +226,13 @@ export class Authorize extends Effect.Service<Authorize>()("identity/Authorize",
         client,
         redirectUri,
         state: params.state,
-        scopes,
+        scopes: effective,
         nonce: params.nonce ?? null,
         challenge,
         prompts,
         loginHint: params.login_hint ?? null,
-        maxAge
+        maxAge,
+        authAfter: readMarker(params)
       } satisfies ValidRequest
     })
 
@@ -202,18 +269,28 @@ export class Authorize extends Effect.Service<Authorize>()("identity/Authorize",
           redirect(errorLocation(request.redirectUri, error, description, request.state))
 
         const endUser = yield* endUsers.resolve(httpRequest)
-        const now = yield* Clock.currentTimeMillis
+        // Freshness is judged on the database's clock only (see the header).
+        const judgesFreshness = request.maxAge !== null || request.prompts.has("login") || request.authAfter !== null
+        const now = judgesFreshness ? yield* databaseNow : 0
+        const authAfter = request.authAfter !== null && request.authAfter <= now &&
+            now - request.authAfter <= SIGN_IN_WINDOW_MILLIS
+          ? request.authAfter
+          : null
+        const signedInSince = (user: EndUser) => authAfter !== null && user.session.authTime.getTime() >= authAfter
         const tooOld = (user: EndUser) =>
           request.maxAge !== null && now - user.session.authTime.getTime() > request.maxAge * 1000
-        const needsLogin = Option.isNone(endUser) || request.prompts.has("login") || tooOld(endUser.value) ||
+        const needsLogin = Option.isNone(endUser) ||
+          (!signedInSince(endUser.value) && (request.prompts.has("login") || tooOld(endUser.value))) ||
           (request.prompts.has("select_account") && !hintMatches(request.loginHint, endUser.value))
         if (needsLogin) {
           if (request.prompts.has("none")) return back("login_required", "the user is not signed in")
           // After signing in, the request resumes without the prompt; prompt=login instead demands a
-          // sign-in within the last two minutes, which the fresh session satisfies.
+          // sign-in within the last two minutes. A sign-in after `auth_after` (now, on the database's
+          // clock) satisfies both that and max_age.
           const resume = authorizeQuery(params, {
             prompt: undefined,
-            max_age: request.prompts.has("login") ? String(Math.min(request.maxAge ?? 120, 120)) : params.max_age
+            max_age: request.prompts.has("login") ? String(Math.min(request.maxAge ?? 120, 120)) : params.max_age,
+            auth_after: judgesFreshness ? signMarker(params, now) : undefined
           })
           const query = new URLSearchParams({ return_to: authorizePath(resume) })
           if (request.loginHint !== null) query.set("login_hint", request.loginHint)

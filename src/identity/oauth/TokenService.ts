@@ -27,17 +27,24 @@
  * the grant (RFC 6749 section 6); the successor keeps the original grant. Only when it refuses is
  * the token read again to say why; any use of an already-rotated token revokes the whole family
  * (RFC 9700 section 4.14.2), including concurrent duplicates, which cannot be told from a replay.
+ * A `scope` naming a scope the client is not allowed (src/identity/clients/Clients.ts) is
+ * `invalid_scope` before anything rotates; an empty `scope` counts as omitted (RFC 6749 section
+ * 3.1), never as the empty scope that userinfo answers in full.
+ *
+ * Every token carries at most the client's allowed scopes at the time it is issued, so an operator
+ * narrowing a client (`client update --scope`) narrows its next refresh too. Access tokens name the
+ * catalog as `aud` (RFC 9068 section 3) and the client as `client_id`.
  */
 import { Clock, Deferred, Effect, Either, Option } from "effect"
 import type { TokenRequest, TokenResponse } from "../../../schema/Identity/Token.js"
 import type { Client } from "../clients/Clients.js"
-import { isPublicClient } from "../clients/Clients.js"
+import { isPublicClient, scopesNotAllowed } from "../clients/Clients.js"
 import { Clients } from "../clients/Clients.js"
 import { checkPkce, randomToken, sha256Hex } from "../crypto/Secrets.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 import { makeMemoryRateLimiter, RateLimiter } from "../ratelimit/RateLimiter.js"
 import { REFRESH_TOKEN_TTL_SECONDS } from "../tokens/Lifetimes.js"
-import { Tokens } from "../tokens/Tokens.js"
+import { catalogAudienceConfig, Tokens } from "../tokens/Tokens.js"
 import type { User } from "../users/Users.js"
 import { Users } from "../users/Users.js"
 import type { PresentedClient } from "./ClientAuthentication.js"
@@ -58,6 +65,8 @@ const invalidGrant = (description: string) => oauthFailure("invalid_grant", desc
 export class TokenService extends Effect.Service<TokenService>()("identity/TokenService", {
   effect: Effect.gen(function*() {
     const config = yield* IdentityConfig
+    // The resource server client tokens are for (RFC 9068 section 3); the catalog requires it.
+    const catalogAudience = yield* catalogAudienceConfig
     const grants = yield* Grants
     const clients = yield* Clients
     const users = yield* Users
@@ -185,12 +194,15 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
       readonly nonce: string | null
     }) {
       const authTime = Math.floor(input.authTime.getTime() / 1000)
+      // A grant made before an operator narrowed the client releases only what is still allowed.
+      // A grant of the empty scope stays empty: what it releases was consented to as such.
+      const scopes = input.scopes.filter((scope) => input.client.allowedScopes.includes(scope))
       const access = yield* tokens.issueAccessToken({
         sub: input.user.sub,
         uid: input.user.id,
         clientId: input.client.clientId,
-        audience: input.client.clientId,
-        scopes: input.scopes,
+        audience: catalogAudience,
+        scopes,
         roles: input.user.roles,
         siteRoles: input.siteRoles,
         site: input.client.site ?? undefined,
@@ -204,8 +216,8 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
         expires_in: access.expiresIn,
         refresh_token: input.refreshToken
       }
-      if (input.scopes.length > 0) body.scope = formatScope(input.scopes)
-      if (input.scopes.includes("openid")) {
+      if (scopes.length > 0) body.scope = formatScope(scopes)
+      if (scopes.includes("openid")) {
         body.id_token = yield* tokens.issueIdToken({
           sub: input.user.sub,
           clientId: input.client.clientId,
@@ -213,8 +225,10 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
           nonce: input.nonce ?? undefined,
           accessToken: access.token,
           claims: {
-            ...(input.scopes.includes("profile") ? { name: input.user.name, picture: input.user.picture } : {}),
-            ...(input.scopes.includes("email") ? { email: input.user.email } : {})
+            ...(scopes.includes("profile") ? { name: input.user.name, picture: input.user.picture } : {}),
+            ...(scopes.includes("email")
+              ? { email: input.user.email, email_verified: input.user.emailVerified }
+              : {})
           }
         })
       }
@@ -316,6 +330,10 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
       const tokenHash = sha256Hex(request.refresh_token)
       const requested = parseScope(request.scope)
       if (requested === undefined) return yield* refusal(client, tokenHash, requested)
+      const notAllowed = scopesNotAllowed(client, requested)
+      if (notAllowed.length > 0) {
+        return yield* oauthFailure("invalid_scope", `scope not allowed for this client: ${notAllowed.join(" ")}`)
+      }
       const successor = randomToken()
       const rotated = yield* grants.rotate({
         tokenHash,
@@ -330,7 +348,7 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
         client,
         user,
         siteRoles,
-        scopes: request.scope === undefined ? token.scopes : requested,
+        scopes: requested.length === 0 ? token.scopes : requested,
         familyId: token.family_id,
         refreshToken: successor,
         authTime: token.auth_time,

@@ -8,7 +8,8 @@
  * family of a client's token) or `sid` (the provider session of a sign-in token). A revoked family
  * or an ended session makes its access tokens dead at userinfo and the catalog (DECISIONS 7); that
  * lookup needs the database and is the caller's second step after verification (`Liveness.ts`).
- * `aud` is the client id for a client's token and the issuer for a sign-in token.
+ * `aud` of a client's token is the catalog, the resource server it is for (RFC 9068 section 3;
+ * `catalogAudienceConfig`), the client being named by `client_id`; a sign-in token's is the issuer.
  */
 import { Clock, Config, Effect, Option, Schema } from "effect"
 import * as Jose from "jose"
@@ -30,6 +31,20 @@ export const issuerConfig: Config.Config<string> = Config.string("IDENTITY_ISSUE
       Config.map((port) => `http://127.0.0.1:${port}/api/v1`)
     )
   )
+)
+
+/** The catalog's resource identifier when `CATALOG_AUDIENCE` is unset. */
+export const DEFAULT_CATALOG_AUDIENCE = "urn:shiori:catalog"
+
+/**
+ * `CATALOG_AUDIENCE`: the `aud` of the access tokens the provider issues to clients and the value the
+ * catalog requires in a token's `aud` (RFC 9068 sections 3 and 4). Both sides read it; the default is a
+ * fixed identifier rather than a URL derived from `HOST` and `CATALOG_PORT`, so a provider and a
+ * catalog deployed apart agree without configuration.
+ */
+export const catalogAudienceConfig: Config.Config<string> = Config.string("CATALOG_AUDIENCE").pipe(
+  Config.validate({ message: "CATALOG_AUDIENCE must not be empty", validation: (value) => value.trim() !== "" }),
+  Config.withDefault(DEFAULT_CATALOG_AUDIENCE)
 )
 
 /** RFC 9068 section 2.1: `typ` is `at+jwt` (the `application/` prefix is optional, RFC 7515 section 4.1.9). */
