@@ -11,6 +11,7 @@ import type * as Net from "node:net"
 import { principalFromAccessToken } from "../../src/catalog/auth/Authorization.js"
 import { AccessTokenVerifier, AccessTokenVerifierJwks } from "../../src/identity/tokens/AccessTokenVerifier.js"
 import { TokenLiveness } from "../../src/identity/tokens/Liveness.js"
+import { DEFAULT_CATALOG_AUDIENCE } from "../../src/identity/tokens/Tokens.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
@@ -44,7 +45,7 @@ const fakeProvider = Effect.acquireRelease(
 const claimsFor = (issuer: string, extra: Jose.JWTPayload = {}): Jose.JWTPayload => ({
   iss: issuer,
   sub: "5b0c7c4e-4a3f-4a51-9a0e-7c1f7f4c2d11",
-  aud: "portal",
+  aud: DEFAULT_CATALOG_AUDIENCE,
   client_id: "portal",
   scope: "catalog:read",
   jti: crypto.randomUUID(),
@@ -60,7 +61,7 @@ const claimsFor = (issuer: string, extra: Jose.JWTPayload = {}): Jose.JWTPayload
 const sign = (key: { privateKey: Jose.CryptoKey; kid: string }, claims: Jose.JWTPayload, typ = "at+jwt") =>
   promise(() => new Jose.SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: key.kid, typ }).sign(key.privateKey))
 
-const verifierFor = (provider: { url: string }, live: Set<string>) =>
+const verifierFor = (provider: { url: string }, live: Set<string>, settings: Record<string, string> = {}) =>
   Effect.provide(
     AccessTokenVerifier,
     AccessTokenVerifierJwks.pipe(
@@ -75,7 +76,8 @@ const verifierFor = (provider: { url: string }, live: Set<string>) =>
         new Map([
           ["IDENTITY_ISSUER", `${provider.url}/api/v1`],
           ["IDENTITY_JWKS_URL", `${provider.url}/api/v1/oauth/jwks`],
-          ["IDENTITY_JWKS_COOLDOWN_SECONDS", String(COOLDOWN_MS / 1000)]
+          ["IDENTITY_JWKS_COOLDOWN_SECONDS", String(COOLDOWN_MS / 1000)],
+          ...Object.entries(settings)
         ])
       )))
     )
@@ -146,6 +148,29 @@ describe("AccessTokenVerifierJwks", () => {
       const dead = yield* sign(a, claimsFor(issuer, { fid: "9e3c2f4a-1111-4222-8333-944455556666" }))
       expect(yield* reasonOf(verifier.verify(dead))).toBe("revoked")
       expect((yield* verifier.verify(yield* sign(a, claimsFor(issuer)))).fid).toBe(liveFamily)
+    }).pipe(Effect.scoped))
+
+  it.live("RFC 9068 section 4: the token's aud must name the catalog (CATALOG_AUDIENCE); a client id or the issuer is refused", () =>
+    Effect.gen(function*() {
+      const provider = yield* fakeProvider
+      const issuer = `${provider.url}/api/v1`
+      const a = yield* promise(keyPair)
+      provider.published.push(a.jwk)
+      const live = new Set(["0f4b6a1e-5f7f-4f0c-8c54-0d3e5c1a9b77"])
+      const verifier = yield* verifierFor(provider, live)
+      expect(verifier.audience).toBe("urn:shiori:catalog")
+      for (const aud of ["portal", issuer, ["portal", "https://other-api.example"]]) {
+        expect(yield* reasonOf(verifier.verify(yield* sign(a, claimsFor(issuer, { aud }))))).toBe("wrong_audience")
+      }
+      const among = yield* verifier.verify(
+        yield* sign(a, claimsFor(issuer, { aud: ["portal", DEFAULT_CATALOG_AUDIENCE] }))
+      )
+      expect(among.client_id).toBe("portal")
+
+      // Configured: the catalog requires its own identifier instead of the default.
+      const own = yield* verifierFor(provider, live, { CATALOG_AUDIENCE: "https://catalog.example/v2" })
+      expect(yield* reasonOf(own.verify(yield* sign(a, claimsFor(issuer))))).toBe("wrong_audience")
+      expect((yield* own.verify(yield* sign(a, claimsFor(issuer, { aud: "https://catalog.example/v2" })))).uid).toBe(7)
     }).pipe(Effect.scoped))
 
   it.live("SPEC 5: the catalog principal of a user token: user id, sub, roles, site roles, the client's site, catalog scopes", () =>

@@ -276,12 +276,13 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
           content_limit: "nsfw",
           user_id: session.user.id
         })
-        // The provider's own sign-in token is a valid credential with no catalog scope and no site.
+        // The provider's own sign-in token is for the provider (aud: the issuer), not the catalog.
         const own = yield* promise(() => bearerGet(`${catalog}/v2/credential`, session.accessToken))
-        expect(yield* promise(() => own.json())).toMatchObject({ kind: "access_token", site: "", scopes: [] })
+        expect(own.status).toBe(401)
+        expect((yield* promise(() => own.json())).code).toBe("INVALID_CREDENTIAL")
       }))
 
-    it.effect("forged and wrong tokens are 401 INVALID_CREDENTIAL: alg none, HS256/public key, id_token, foreign iss, expired", () =>
+    it.effect("forged and wrong tokens are 401 INVALID_CREDENTIAL: alg none, HS256/public key, id_token, foreign iss, expired, foreign aud", () =>
       Effect.gen(function*() {
         const { catalog, identity } = yield* IdentityServers
         const client = yield* createClient({ site: "vn_portal" })
@@ -295,6 +296,9 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
           tokens.id_token!,
           yield* signWithProviderKey({ ...claims, iss: "https://evil.example/api/v1" }),
           yield* signWithProviderKey({ ...claims, exp: Math.floor(Date.now() / 1000) - 120 }),
+          // RFC 9068 section 4: a token whose aud is not the catalog (the client id, another API).
+          yield* signWithProviderKey({ ...claims, aud: client.clientId }),
+          yield* signWithProviderKey({ ...claims, aud: ["https://other-api.example"] }),
           "eyJhbGciOiJSUzI1NiJ9.e30.AAAA"
         ]
         for (const token of forged) {

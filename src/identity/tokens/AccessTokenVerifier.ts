@@ -7,18 +7,22 @@
  * process with the provider or runs alone (`SHIORI_SERVE=catalog`).
  *
  * After the signature: `typ` must be `at+jwt` (no id_tokens), the issuer must be ours, RS256 only
- * (no `alg: none`, no HS256 keyed with the public key), and the token's family or session must be
- * alive (`Liveness.ts`, cached briefly), so a revoked family stops working within seconds.
+ * (no `alg: none`, no HS256 keyed with the public key), `aud` must name the catalog
+ * (`CATALOG_AUDIENCE`, RFC 9068 section 4: a token meant for another resource server, or the
+ * provider's own sign-in token, is refused), and the token's family or session must be alive
+ * (`Liveness.ts`, cached briefly), so a revoked family stops working within seconds.
  */
 import { Clock, Config, Context, Duration, Effect, Layer, Option } from "effect"
 import * as Jose from "jose"
 import { SIGNING_ALG } from "../keys/SigningKeys.js"
 import { cachedLiveness, revocationCacheMillis, TokenLiveness } from "./Liveness.js"
 import type { AccessTokenClaims } from "./Tokens.js"
-import { AccessTokenRejected, issuerConfig, verifyAccessTokenWith } from "./Tokens.js"
+import { AccessTokenRejected, catalogAudienceConfig, issuerConfig, verifyAccessTokenWith } from "./Tokens.js"
 
 export class AccessTokenVerifier extends Context.Tag("identity/AccessTokenVerifier")<AccessTokenVerifier, {
   readonly issuer: string
+  /** The `aud` value every accepted token carries. */
+  readonly audience: string
   /** A verified, live access token's claims, or why it was refused. */
   readonly verify: (token: string) => Effect.Effect<AccessTokenClaims, AccessTokenRejected>
 }>() {}
@@ -31,6 +35,7 @@ export const AccessTokenVerifierJwks: Layer.Layer<AccessTokenVerifier, never, To
   AccessTokenVerifier,
   Effect.gen(function*() {
     const issuer = yield* issuerConfig.pipe(Effect.orDie)
+    const audience = yield* catalogAudienceConfig.pipe(Effect.orDie)
     const jwksUrl = yield* Config.string("IDENTITY_JWKS_URL").pipe(
       Config.withDefault(`${issuer}/oauth/jwks`),
       Effect.orDie
@@ -65,13 +70,13 @@ export const AccessTokenVerifierJwks: Layer.Layer<AccessTokenVerifier, never, To
 
     const verify = Effect.fn("AccessTokenVerifier.verify")(function*(token: string) {
       const now = new Date(yield* Clock.currentTimeMillis)
-      const claims = yield* verifyAccessTokenWith(token, { issuer, keyFor, now })
+      const claims = yield* verifyAccessTokenWith(token, { issuer, keyFor, now, audience })
       if (!(yield* liveness.isLive(claims))) {
         return yield* new AccessTokenRejected({ reason: "revoked", message: "the token was revoked" })
       }
       return claims
     })
 
-    return { issuer, verify }
+    return { issuer, audience, verify }
   })
 )
