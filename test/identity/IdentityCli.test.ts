@@ -83,7 +83,8 @@ describe("identity CLI: user, role, client, keys", () => {
             cliJson(["keys", "rotate"]),
             cliJson([
               ...["client", "create", "--client-id", writer.clientId, "--secret", writer.secret],
-              ...["--redirect-uri", writer.redirectUri, "--scope", "openid", "--scope", "catalog:read"]
+              ...["--redirect-uri", writer.redirectUri, "--auto-consent"],
+              ...["--scope", "openid", "--scope", "catalog:read"]
             ]),
             // Bad arguments (no --secret, not --public): a message on stderr, a non-zero exit.
             cli(["client", "create", "--client-id", "c1", "--redirect-uri", "https://a.example/cb"]),
