@@ -2,8 +2,10 @@
  * `GET /api/v1/oauth/authorize` (SPEC 4.2; RFC 6749 sections 3.1, 4.1.1, 4.1.2, 4.1.2.1; RFC 7636;
  * RFC 9207; OIDC Core 3.1.2.1; DECISIONS 2-4) and the consent page behind it.
  */
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect } from "effect"
+import { eventually } from "../support/Eventually.js"
 import {
   authorize,
   codeParams,
@@ -237,7 +239,15 @@ describe("GET /api/v1/oauth/authorize", () => {
         const { identity, issuer } = yield* IdentityServers
         const client = yield* createClient()
         const session = yield* signIn(identity)
-        yield* promise(() => new Promise((resolve) => setTimeout(resolve, 1100)))
+        // max_age=0: the sign-in is too old once a millisecond has passed on the database's clock, the
+        // one src/identity/oauth/Authorize.ts judges freshness by.
+        const sql = yield* SqlClient.SqlClient
+        yield* eventually(Effect.map(
+          sql<{ older: boolean }>`
+            SELECT bool_and(now() - auth_time > interval '1 millisecond') AS older FROM sessions
+            WHERE user_id = ${session.user.id}`,
+          ([row]) => expect(row!.older).toBe(true)
+        ))
         const res = yield* promise(() => authorize(identity, codeParams(client, { max_age: "0" }), session))
         expect(res.headers.get("location")).toMatch(new RegExp(`^${issuer}/ui/login\\?`))
       }))

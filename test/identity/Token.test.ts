@@ -10,6 +10,7 @@ import { Effect } from "effect"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
 import { Grants } from "../../src/identity/oauth/Grants.js"
+import { eventually } from "../support/Eventually.js"
 import {
   bearerGet,
   createClient,
@@ -482,7 +483,18 @@ describe("POST /api/v1/oauth/token", () => {
         `
         expect(row!.days).toBe(90)
         const b = yield* promise(() => tokensFor(identity, short, session, "openid"))
-        yield* promise(() => new Promise((resolve) => setTimeout(resolve, 1_200)))
+        const shortHash = Crypto.createHash("sha256").update(b.refresh_token).digest("hex")
+        const [lifetime] = yield* sql<{ seconds: number }>`
+          SELECT extract(epoch FROM expires_at - created_at)::float8 AS seconds FROM refresh_tokens
+          WHERE token_hash = ${shortHash}
+        `
+        expect(lifetime!.seconds).toBe(1)
+        // Refused once expired by the database's clock, which is the one the grant checks (Grants.ts).
+        yield* eventually(Effect.map(
+          sql<{ expired: boolean }>`SELECT expires_at <= now() AS expired FROM refresh_tokens
+            WHERE token_hash = ${shortHash}`,
+          ([row]) => expect(row!.expired).toBe(true)
+        ))
         expectOAuthError(yield* promise(() => refreshRequest(identity, short, b.refresh_token)), 400, "invalid_grant")
       }))
 

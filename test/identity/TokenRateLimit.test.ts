@@ -11,6 +11,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Http from "node:http"
+import { eventually } from "../support/Eventually.js"
 import type { TestClient, TokenCall } from "../support/IdentityServers.js"
 import {
   createClient,
@@ -113,7 +114,8 @@ describe("token endpoint rate limit", () => {
           results: floodResults,
           doneAt: Date.now()
         }))
-        yield* promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+        // The quiet client asks once the flooder is being refused.
+        yield* eventually(Effect.sync(() => expect(floodResults.some((r) => r.status === 429)).toBe(true)))
         const quietResults: Array<number> = []
         let refresh = quietTokens.refresh_token
         for (let i = 0; i < 3; i++) {
