@@ -88,6 +88,7 @@ const COOLDOWN_MS = 1_000
 const reasonOf = <A, R>(effect: Effect.Effect<A, { readonly reason: string }, R>) =>
   Effect.map(Effect.flip(effect), (e) => e.reason)
 
+/** Waits out the refetch cooldown: the cooldown's length is what these tests check. */
 const wait = (ms: number) => promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
 describe("AccessTokenVerifierJwks", () => {
