@@ -60,10 +60,31 @@ describe("Passwords (DECISIONS 11)", () => {
       expect(parseHash(["scrypt", "1000", ...parts.slice(2)].join("$"))).toBeUndefined()
     }).pipe(Effect.provide(withLogN(10))))
 
-  it.effect("defaults to N = 2^15, r = 8, p = 1", () =>
+  it.effect("OWASP password storage: defaults to N = 2^17, r = 8, p = 1, and a new hash carries them", () =>
     Effect.gen(function*() {
-      expect((yield* Passwords).params).toEqual({ N: 32768, r: 8, p: 1 })
+      const passwords = yield* Passwords
+      expect(passwords.params).toEqual({ N: 131072, r: 8, p: 1 })
+      // One real hash at the default cost: 128 MiB fits the `maxmem` given to scrypt.
+      const stored = yield* passwords.hash("correct horse battery staple")
+      expect(parseHash(stored)!.N).toBeGreaterThanOrEqual(131072)
+      expect(stored).toMatch(/^scrypt\$131072\$8\$1\$/)
+      expect(yield* passwords.verify("correct horse battery staple", stored)).toBe(true)
     }).pipe(
       Effect.provide(Passwords.Default.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map())))))
+    ))
+
+  it.effect("IDENTITY_SCRYPT_CONCURRENCY=1: concurrent hashes wait their turn and all complete", () =>
+    Effect.gen(function*() {
+      const passwords = yield* Passwords
+      const hashes = yield* Effect.all(Array.from({ length: 6 }, (_, i) => passwords.hash(`pw-${i}`)), {
+        concurrency: "unbounded"
+      })
+      for (const [i, stored] of hashes.entries()) expect(yield* passwords.verify(`pw-${i}`, stored)).toBe(true)
+    }).pipe(
+      Effect.provide(Passwords.Default.pipe(
+        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
+          new Map([["IDENTITY_SCRYPT_LOG_N", "10"], ["IDENTITY_SCRYPT_CONCURRENCY", "1"]])
+        )))
+      ))
     ))
 })

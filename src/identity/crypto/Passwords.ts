@@ -1,14 +1,21 @@
 /**
- * Password hashing with scrypt (DECISIONS 11).
+ * Password hashing with scrypt.
  *
  * The hash string carries its own parameters, `scrypt$N$r$p$salt$hash` (salt and hash base64url),
  * so the cost can be raised through `IDENTITY_SCRYPT_LOG_N` without invalidating stored hashes;
- * `needsRehash` tells sign-in when to upgrade one. N = 2^15, r = 8, p = 1 costs 32 MiB and about
- * 150 ms per hash on the 2-core development machine (2^14: about 55 ms).
+ * `needsRehash` tells sign-in when to upgrade one (src/identity/users/Users.ts `rehashIfNeeded`,
+ * after a correct password). The default is the OWASP Password Storage Cheat Sheet's minimum,
+ * N = 2^17, r = 8, p = 1: 128 MiB and 300 to 450 ms per hash on the 2-core development machine.
+ *
+ * Hashes run on libuv's thread pool, which also serves file access, DNS lookups and compression.
+ * At most `IDENTITY_SCRYPT_CONCURRENCY` (2) run at once per process, so a burst of sign-ins waits in
+ * line as cheap fibers instead of holding 128 MiB each or taking every thread of the pool.
  */
 import { Config, Effect } from "effect"
 import * as Crypto from "node:crypto"
 
+/** N = 2^17: the OWASP Password Storage Cheat Sheet's minimum for scrypt (r = 8, p = 1). */
+export const DEFAULT_LOG_N = 17
 const SALT_BYTES = 16
 const HASH_BYTES = 32
 const BLOCK_SIZE = 8
@@ -46,6 +53,9 @@ export const parseHash = (stored: string): ParsedHash | undefined => {
 export const formatHash = (params: ScryptParams, salt: Buffer, hash: Buffer): string =>
   `scrypt$${params.N}$${params.r}$${params.p}$${salt.toString("base64url")}$${hash.toString("base64url")}`
 
+/** What scrypt allocates (128 * N * r bytes for its table, 128 * r * p for its blocks), plus slack. */
+const memoryOf = (params: ScryptParams) => 128 * params.N * params.r + 128 * params.r * params.p + 1024 * 1024
+
 /** Runs on libuv's thread pool, so the event loop stays free while a hash is computed. */
 const scrypt = (password: string, salt: Buffer, keyLength: number, params: ScryptParams) =>
   Effect.async<Buffer>((resume) => {
@@ -54,28 +64,36 @@ const scrypt = (password: string, salt: Buffer, keyLength: number, params: Scryp
       password.normalize("NFC"),
       salt,
       keyLength,
-      { N: params.N, r: params.r, p: params.p, maxmem: 256 * params.N * params.r + 1024 * 1024 },
+      { N: params.N, r: params.r, p: params.p, maxmem: memoryOf(params) },
       (error, key) => resume(error ? Effect.die(error) : Effect.succeed(key))
     )
   })
 
 export class Passwords extends Effect.Service<Passwords>()("identity/Passwords", {
   effect: Effect.gen(function*() {
+    // Below 17 only for tests, which hash many passwords (test/identity/Passwords.test.ts checks the default).
     const logN = yield* Config.integer("IDENTITY_SCRYPT_LOG_N").pipe(
-      Config.withDefault(15),
+      Config.withDefault(DEFAULT_LOG_N),
       Config.validate({
         message: "IDENTITY_SCRYPT_LOG_N must be between 10 and 20",
         validation: (n) => n >= 10 && n <= 20
       })
     )
+    const concurrency = yield* Config.integer("IDENTITY_SCRYPT_CONCURRENCY").pipe(
+      Config.withDefault(2),
+      Config.validate({ message: "IDENTITY_SCRYPT_CONCURRENCY must be at least 1", validation: (n) => n >= 1 })
+    )
+    const permits = yield* Effect.makeSemaphore(concurrency)
     const params: ScryptParams = { N: 2 ** logN, r: BLOCK_SIZE, p: PARALLELISM }
+    const bounded = (password: string, salt: Buffer, keyLength: number, cost: ScryptParams) =>
+      permits.withPermits(1)(scrypt(password, salt, keyLength, cost))
     // Verified against when the account does not exist, so an unknown email costs the same time
     // as a wrong password and sign-in does not reveal which emails are registered.
     const dummy: ParsedHash = { ...params, salt: Buffer.alloc(SALT_BYTES), hash: Buffer.alloc(HASH_BYTES) }
 
     const hash = Effect.fn("Passwords.hash")(function*(password: string) {
       const salt = Crypto.randomBytes(SALT_BYTES)
-      const key = yield* scrypt(password, salt, HASH_BYTES, params)
+      const key = yield* bounded(password, salt, HASH_BYTES, params)
       return formatHash(params, salt, key)
     })
 
@@ -89,7 +107,7 @@ export class Passwords extends Effect.Service<Passwords>()("identity/Passwords",
         yield* Effect.logWarning("stored password hash is malformed")
         return false
       }
-      const key = yield* scrypt(password, parsed.salt, parsed.hash.length, parsed)
+      const key = yield* bounded(password, parsed.salt, parsed.hash.length, parsed)
       return stored !== null && Crypto.timingSafeEqual(key, parsed.hash)
     })
 
