@@ -328,7 +328,14 @@ export const identity = async (): Promise<string> => {
     SHIORI_DEMO_WORKS: "0",
     // One client drives every request: its token bucket must not be what is measured.
     IDENTITY_TOKEN_RATE_BURST: "100000000",
-    IDENTITY_TOKEN_RATE_PER_SECOND: "100000000"
+    IDENTITY_TOKEN_RATE_PER_SECOND: "100000000",
+    // Nor the per-address buckets of authorize, userinfo and revocation: every request comes from one address.
+    IDENTITY_AUTHORIZE_RATE_BURST: "100000000",
+    IDENTITY_AUTHORIZE_RATE_PER_SECOND: "100000000",
+    IDENTITY_USERINFO_RATE_BURST: "100000000",
+    IDENTITY_USERINFO_RATE_PER_SECOND: "100000000",
+    IDENTITY_REVOKE_RATE_BURST: "100000000",
+    IDENTITY_REVOKE_RATE_PER_SECOND: "100000000"
   }
   const cli = (args: ReadonlyArray<string>) =>
     JSON.parse(

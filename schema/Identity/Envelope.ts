@@ -55,7 +55,8 @@ export const EnvelopeCodes = {
     10012,
     429,
     "Too many attempts",
-    "Sign-in or code sending is throttled per account and per IP (DECISIONS 9). Wait as `Retry-After` says."
+    "Sign-in or code sending is throttled per address, per account and address, and by growing delays per " +
+      "account (never a lockout). Wait as `Retry-After` says."
   ),
   WEAK_PASSWORD: entry(
     10013,

@@ -3,12 +3,37 @@
  * The issuer is the root of every URL the provider hands out (DECISIONS 1); cookies are `Secure`
  * exactly when it is https (DECISIONS 12).
  */
-import { Config, Effect } from "effect"
-import type { BucketPolicy } from "./ratelimit/RateLimiter.js"
+import { Config, ConfigError, Effect, Either } from "effect"
+import { parseTrustedProxies } from "./http/ClientAddress.js"
+import type { BackoffPolicy, BucketPolicy } from "./ratelimit/RateLimiter.js"
 import { issuerConfig } from "./tokens/Tokens.js"
 
 const perMinute = (name: string, fallback: number) =>
   Config.number(name).pipe(Config.withDefault(fallback), Config.map((n) => n / 60))
+
+const positive = (name: string, fallback: number) =>
+  Config.number(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be greater than 0`, validation: (n) => n > 0 })
+  )
+
+/** A token bucket per client address: `<PREFIX>_RATE_BURST` and `<PREFIX>_RATE_PER_SECOND`. */
+const perAddress = (prefix: string, burst: number, perSecond: number) =>
+  Config.all({
+    capacity: Config.integer(`${prefix}_RATE_BURST`).pipe(
+      Config.withDefault(burst),
+      Config.validate({ message: `${prefix}_RATE_BURST must be at least 1`, validation: (n) => n >= 1 })
+    ),
+    refillPerSecond: positive(`${prefix}_RATE_PER_SECOND`, perSecond)
+  })
+
+/** `TRUSTED_PROXIES` (src/identity/http/ClientAddress.ts); unset or empty: no proxy is believed. */
+const trustedProxiesConfig = Config.string("TRUSTED_PROXIES").pipe(
+  Config.withDefault(""),
+  Config.mapOrFail((value) =>
+    Either.mapLeft(parseTrustedProxies(value), (message) => ConfigError.InvalidData(["TRUSTED_PROXIES"], message))
+  )
+)
 
 export class IdentityConfig extends Effect.Service<IdentityConfig>()("identity/IdentityConfig", {
   effect: Effect.gen(function*() {
@@ -24,14 +49,49 @@ export class IdentityConfig extends Effect.Service<IdentityConfig>()("identity/I
       capacity: yield* Config.integer("IDENTITY_TOKEN_AUTH_FAILURE_BURST").pipe(Config.withDefault(10)),
       refillPerSecond: yield* perMinute("IDENTITY_TOKEN_AUTH_FAILURE_PER_MINUTE", 10)
     }
-    const loginPerAccount: BucketPolicy = {
-      capacity: yield* Config.integer("IDENTITY_LOGIN_ACCOUNT_BURST").pipe(Config.withDefault(10)),
-      refillPerSecond: yield* perMinute("IDENTITY_LOGIN_ACCOUNT_PER_MINUTE", 4)
-    }
+    // Sign-in (src/identity/auth/Login.ts). Attempts per address, whatever the account.
     const loginPerIp: BucketPolicy = {
       capacity: yield* Config.integer("IDENTITY_LOGIN_IP_BURST").pipe(Config.withDefault(100)),
       refillPerSecond: yield* perMinute("IDENTITY_LOGIN_IP_PER_MINUTE", 60)
     }
+    // Failed sign-ins per (account, address): a guesser's address is refused for that account, the
+    // account's owner elsewhere is not.
+    const loginFailures: BucketPolicy = {
+      capacity: yield* Config.integer("IDENTITY_LOGIN_FAILURE_BURST").pipe(Config.withDefault(5)),
+      refillPerSecond: (yield* positive("IDENTITY_LOGIN_FAILURE_PER_MINUTE", 0.2)) / 60
+    }
+    // Failures per account from every address: past `free` of them each attempt waits a delay that
+    // doubles up to the maximum (no lock). Failures are forgotten as fast as the per-(account,
+    // address) bucket refills and `free` exceeds that bucket's burst, so one address alone never
+    // delays the account; only guessing spread over several addresses does.
+    const loginAccount: BackoffPolicy = {
+      free: yield* Config.integer("IDENTITY_LOGIN_ACCOUNT_FREE_FAILURES").pipe(Config.withDefault(10)),
+      decayPerSecond: loginFailures.refillPerSecond,
+      maxDelaySeconds: yield* positive("IDENTITY_LOGIN_ACCOUNT_MAX_DELAY_SECONDS", 300)
+    }
+    if (loginAccount.free <= loginFailures.capacity) {
+      return yield* Effect.fail(ConfigError.InvalidData(
+        ["IDENTITY_LOGIN_ACCOUNT_FREE_FAILURES"],
+        "IDENTITY_LOGIN_ACCOUNT_FREE_FAILURES must exceed IDENTITY_LOGIN_FAILURE_BURST"
+      ))
+    }
+    // Per client address (src/identity/ratelimit/AddressLimits.ts). A relying party's server calls
+    // authorize (with a sign-in token) and userinfo for all of its users from one address.
+    const authorize = yield* perAddress("IDENTITY_AUTHORIZE", 300, 30)
+    const userinfo = yield* perAddress("IDENTITY_USERINFO", 600, 100)
+    const revoke = yield* perAddress("IDENTITY_REVOKE", 100, 10)
+    // A refresh token unused this long is dead even within its family's lifetime (RFC 9700 section
+    // 4.14.2: refresh tokens should expire once the client has been inactive for some time); 0: off.
+    const refreshIdleTimeoutSeconds = yield* Config.integer("IDENTITY_REFRESH_IDLE_TIMEOUT_SECONDS").pipe(
+      Config.withDefault(30 * 24 * 3600),
+      Config.validate({
+        message: "IDENTITY_REFRESH_IDLE_TIMEOUT_SECONDS must not be negative",
+        validation: (n) => n >= 0
+      })
+    )
+    const trustedProxies = yield* trustedProxiesConfig
+    const https = url.protocol === "https:"
+    const basePath = url.pathname.replace(/\/+$/, "")
     const sessionTtlSeconds = yield* Config.integer("IDENTITY_SESSION_TTL_SECONDS").pipe(
       Config.withDefault(90 * 24 * 3600)
     )
@@ -39,10 +99,36 @@ export class IdentityConfig extends Effect.Service<IdentityConfig>()("identity/I
       issuer,
       /** `https://host:port`, for same-origin checks of `return_to`. */
       origin: url.origin,
-      /** The issuer's path (`/api/v1`): the cookie path and the prefix of every page. */
-      basePath: url.pathname.replace(/\/+$/, ""),
-      secureCookies: url.protocol === "https:",
-      rateLimits: { tokenEndpoint, tokenAuthFailures, loginPerAccount, loginPerIp },
+      /** The issuer's path (`/api/v1`): the prefix of every page. */
+      basePath,
+      secureCookies: https,
+      /**
+       * Over https the cookies carry the `__Host-` prefix (RFC 6265bis section 4.1.3.2): no sibling
+       * or parent domain can set or shadow them, so nobody there can plant a CSRF cookie of its own or
+       * fix a session. The prefix requires `Secure`, no `Domain` and `Path=/`, so they then reach
+       * every path of the issuer's host, which a path could not have kept from other pages of that
+       * origin anyway (RFC 6265 section 8.5): the provider wants a host of its own. Over http
+       * (development) the prefix is impossible and the cookies stay under the issuer's path.
+       */
+      cookies: {
+        session: https ? "__Host-shiori_session" : "shiori_session",
+        csrf: https ? "__Host-shiori_csrf" : "shiori_csrf",
+        path: https || basePath === "" ? "/" : basePath
+      },
+      /** `Strict-Transport-Security` on every answer (RFC 6797), when the issuer is https. */
+      hsts: https,
+      trustedProxies,
+      rateLimits: {
+        tokenEndpoint,
+        tokenAuthFailures,
+        loginPerIp,
+        loginFailures,
+        loginAccount,
+        authorize,
+        userinfo,
+        revoke
+      },
+      refreshIdleTimeoutSeconds,
       sessionTtlSeconds
     } as const
   })

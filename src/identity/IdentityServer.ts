@@ -16,6 +16,7 @@ import { HttpDiscoveryLive } from "./http/DiscoveryHttp.js"
 import { identityErrorMiddleware } from "./http/ErrorMiddleware.js"
 import { HttpOAuthLive } from "./http/OAuthHttp.js"
 import { HttpPagesLive } from "./http/PagesHttp.js"
+import { IdentityConfig } from "./IdentityConfig.js"
 import { IdentityServicesLive } from "./IdentityServices.js"
 
 const HttpHealthLive = HttpApiBuilder.group(
@@ -34,26 +35,37 @@ export const IdentityApiLive = HttpApiBuilder.api(IdentityApi).pipe(
 )
 
 /**
- * No identity response may be framed (DECISIONS 12: clickjacking of the sign-in and consent pages);
- * pages set their full policy themselves, everything else gets `frame-ancestors 'none'`.
+ * No identity response may be framed (clickjacking of the sign-in and consent pages); pages set
+ * their full policy themselves, everything else gets `frame-ancestors 'none'`. With an https issuer
+ * every response also carries HSTS (RFC 6797): a browser that saw it once never again reaches the
+ * provider over http, where its session cookie and credentials would be exposed. A year, the
+ * duration browsers' preload lists ask for, and the issuer host's subdomains too.
  */
-const withFrameProtection = (app: HttpApp.Default): HttpApp.Default =>
+export const HSTS = "max-age=31536000; includeSubDomains"
+
+const withSecurityHeaders = (app: HttpApp.Default, hsts: boolean): HttpApp.Default =>
   HttpApp.appendPreResponseHandler((_request, response) =>
     Effect.succeed(HttpServerResponse.setHeaders(response, {
       "x-frame-options": "DENY",
       "x-content-type-options": "nosniff",
-      "content-security-policy": response.headers["content-security-policy"] ?? "frame-ancestors 'none'"
+      "content-security-policy": response.headers["content-security-policy"] ?? "frame-ancestors 'none'",
+      ...(hsts ? { "strict-transport-security": HSTS } : {})
     }))
   ).pipe(Effect.zipRight(app))
 
-export const IdentityHttpLive = HttpApiBuilder.serve((app) => completeOnHangUp(withRequestId(withFrameProtection(app))))
-  .pipe(
-    Layer.provide(HttpApiScalar.layer({ path: "/api/v1/docs" })),
-    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/v1/openapi.json" })),
-    Layer.provide(identityErrorMiddleware),
-    Layer.provide(IdentityApiLive),
-    Layer.provide(ExactSlashes)
+export const IdentityHttpLive = Layer.unwrapEffect(
+  Effect.map(
+    IdentityConfig,
+    (config) => HttpApiBuilder.serve((app) => completeOnHangUp(withRequestId(withSecurityHeaders(app, config.hsts))))
   )
+).pipe(
+  Layer.provide(IdentityConfig.Default),
+  Layer.provide(HttpApiScalar.layer({ path: "/api/v1/docs" })),
+  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/v1/openapi.json" })),
+  Layer.provide(identityErrorMiddleware),
+  Layer.provide(IdentityApiLive),
+  Layer.provide(ExactSlashes)
+)
 
 /** What a request gets before the application is attached: the envelope's SERVICE_UNAVAILABLE. */
 const starting = () => ({

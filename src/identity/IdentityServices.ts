@@ -5,6 +5,7 @@
 import { Config, Effect, Layer } from "effect"
 import { EndUsers } from "./auth/EndUsers.js"
 import { Login } from "./auth/Login.js"
+import { IdentityCleanup } from "./cleanup/Cleanup.js"
 import { Clients } from "./clients/Clients.js"
 import { Passwords } from "./crypto/Passwords.js"
 import { Csrf } from "./frontend/Csrf.js"
@@ -16,6 +17,7 @@ import { Logout } from "./oauth/Logout.js"
 import { Revocation } from "./oauth/Revocation.js"
 import { TokenService } from "./oauth/TokenService.js"
 import { UserInfoService } from "./oauth/UserInfoService.js"
+import { AddressLimits } from "./ratelimit/AddressLimits.js"
 import { RateLimiterLive, RateLimiterMemory } from "./ratelimit/RateLimiter.js"
 import { Sessions } from "./sessions/Sessions.js"
 import { TokenLiveness } from "./tokens/Liveness.js"
@@ -57,5 +59,7 @@ export const IdentityServicesLive = Layer.mergeAll(
   TokenService.Default,
   UserInfoService.Default,
   Revocation.Default,
-  Logout.Default
+  Logout.Default,
+  AddressLimits.Default,
+  IdentityCleanup.Default
 ).pipe(Layer.provideMerge(People))

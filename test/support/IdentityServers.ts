@@ -36,13 +36,20 @@ const freePort = Effect.async<number>((resume) => {
   })
 })
 
-/** Fast password hashing, a short revocation cache, quiet logs; `overrides` win. */
+/**
+ * Fast password hashing, a short revocation cache, quiet logs, per-address limits no test reaches
+ * unless it sets them; `overrides` win.
+ */
 const baseSettings = {
   LOG_LEVEL: "Warning",
   IDENTITY_SCRYPT_LOG_N: "10",
   IDENTITY_REVOCATION_CACHE_SECONDS: "1",
   IDENTITY_LOGIN_IP_BURST: "10000",
-  IDENTITY_LOGIN_ACCOUNT_BURST: "1000"
+  IDENTITY_LOGIN_FAILURE_BURST: "1000",
+  IDENTITY_LOGIN_ACCOUNT_FREE_FAILURES: "10000",
+  IDENTITY_AUTHORIZE_RATE_BURST: "100000",
+  IDENTITY_USERINFO_RATE_BURST: "100000",
+  IDENTITY_REVOKE_RATE_BURST: "100000"
 }
 
 const withSettings = (settings: Record<string, string>) =>

@@ -1,15 +1,34 @@
 /**
- * Password sign-in (issue 4 item 1; DECISIONS 9, 11): rate limited per IP address and per account
- * before any hashing, one scrypt verification whether or not the account exists (an unknown email
- * costs the same time and gets the same answer as a wrong password), banned accounts refused only
- * after a correct password (so a ban does not reveal the account to a guesser), then a new session
- * and an access token bound to it (`sid`).
+ * Password sign-in: throttled before any hashing, one scrypt verification whether or not the account
+ * exists (an unknown email costs the same time and gets the same answer as a wrong password), banned
+ * accounts refused only after a correct password (so a ban does not reveal the account to a
+ * guesser), then a new session and an access token bound to it (`sid`).
+ *
+ * Throttling (OWASP Authentication Cheat Sheet, "Protect against automated attacks") never locks an
+ * account, since whoever can lock it can keep its owner out:
+ *
+ * - attempts per client address, whatever the account (spraying many accounts, and the hashing
+ *   it would cost);
+ * - failures per (account, address): a guesser's address is refused for that account while the
+ *   owner signs in from elsewhere;
+ * - per account, failures from every address: past a free allowance each attempt waits a delay that
+ *   doubles up to a cap (guessing spread over many addresses). One address alone never reaches the
+ *   allowance (src/identity/IdentityConfig.ts).
+ *
+ * An attempt arriving before its delay ran out is answered 429 with `Retry-After` at once, hashing
+ * nothing, rather than held until the delay passes: a held request keeps its socket, its fiber and
+ * whatever it holds open, so a guesser opening many would exhaust the server with the very delays
+ * meant to slow it, while an answer costs one statement. Attempts count as failures from the moment
+ * they are admitted (concurrent guesses cannot pass a delay together) and a correct password takes
+ * its count back.
  */
 import { Data, Effect, Option } from "effect"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { FIRST_PARTY_CLIENT_ID } from "../clients/Clients.js"
 import { Passwords } from "../crypto/Passwords.js"
+import { addressBucket } from "../http/ClientAddress.js"
 import { IdentityConfig } from "../IdentityConfig.js"
+import type { Attempt } from "../ratelimit/RateLimiter.js"
 import { RateLimiter } from "../ratelimit/RateLimiter.js"
 import { Sessions } from "../sessions/Sessions.js"
 import { Tokens } from "../tokens/Tokens.js"
@@ -29,24 +48,37 @@ export class Login extends Effect.Service<Login>()("identity/Login", {
     const tokens = yield* Tokens
     const limiter = yield* RateLimiter
 
+    /**
+     * `ip` is `clientAddress` of the request (src/identity/http/ClientAddress.ts); the limits count
+     * by `addressBucket` of it, the session records it whole.
+     */
     const login = Effect.fn("Login.login")(function*(input: {
       readonly email: string
       readonly password: string
       readonly ip: string
       readonly userAgent: string
     }) {
-      const byIp = yield* limiter.take(`login:ip:${input.ip}`, config.rateLimits.loginPerIp)
+      const address = addressBucket(input.ip)
+      const byIp = yield* limiter.take(`login:ip:${address}`, config.rateLimits.loginPerIp)
       if (!byIp.allowed) {
         return yield* new LoginFailed({ code: "TOO_MANY_ATTEMPTS", retryAfterSeconds: byIp.retryAfterSeconds })
       }
       const account = input.email.trim().toLowerCase()
-      const byAccount = yield* limiter.take(`login:account:${account}`, config.rateLimits.loginPerAccount)
-      if (!byAccount.allowed) {
-        return yield* new LoginFailed({ code: "TOO_MANY_ATTEMPTS", retryAfterSeconds: byAccount.retryAfterSeconds })
+      // An address has no "|", so the pair's key names one (address, account) only.
+      const attempt: Attempt = {
+        bucket: `login:failures:${address}|${account}`,
+        bucketPolicy: config.rateLimits.loginFailures,
+        backoff: `login:delay:${account}`,
+        backoffPolicy: config.rateLimits.loginAccount
+      }
+      const admitted = yield* limiter.admit(attempt)
+      if (!admitted.allowed) {
+        return yield* new LoginFailed({ code: "TOO_MANY_ATTEMPTS", retryAfterSeconds: admitted.retryAfterSeconds })
       }
       const found = yield* users.findByEmail(account)
       const ok = yield* passwords.verify(input.password, Option.isSome(found) ? found.value.passwordHash : null)
       if (!ok || Option.isNone(found)) return yield* new LoginFailed({ code: "WRONG_CREDENTIALS" })
+      yield* limiter.succeeded(attempt)
       const user = found.value
       if (user.banned) return yield* new LoginFailed({ code: "ACCOUNT_BANNED" })
       yield* users.rehashIfNeeded(user, input.password)

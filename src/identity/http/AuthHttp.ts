@@ -9,11 +9,14 @@ import { Subject, UserId } from "../../../schema/Identity/User.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { bearerToken, EndUsers } from "../auth/EndUsers.js"
 import { Login } from "../auth/Login.js"
+import { IdentityConfig } from "../IdentityConfig.js"
 import { Sessions } from "../sessions/Sessions.js"
-import { clientAddress, envelopeError, envelopeSuccess } from "./Responses.js"
+import { clientAddress } from "./ClientAddress.js"
+import { envelopeError, envelopeSuccess } from "./Responses.js"
 
 export const HttpAuthLive = HttpApiBuilder.group(IdentityApi, "auth", (handlers) =>
   Effect.gen(function*() {
+    const config = yield* IdentityConfig
     const login = yield* Login
     const sessions = yield* Sessions
     const endUsers = yield* EndUsers
@@ -29,7 +32,7 @@ export const HttpAuthLive = HttpApiBuilder.group(IdentityApi, "auth", (handlers)
           return yield* login.login({
             email: payload.email,
             password: payload.password,
-            ip: clientAddress(request),
+            ip: clientAddress(request, config.trustedProxies),
             userAgent: request.headers["user-agent"] ?? ""
           }).pipe(
             Effect.map(({ access, cookie }) =>

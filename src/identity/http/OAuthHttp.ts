@@ -1,6 +1,10 @@
 /**
  * Handlers of the `oauth` group (SPEC 4.2). Each calls one service and turns its outcome into the
  * wire response: redirects, bare RFC JSON with `Cache-Control: no-store`, or the error page.
+ *
+ * Authorize, userinfo and revocation are limited per client address first (AddressLimits.ts), each
+ * refusal in its endpoint's style with `Retry-After`: the error page (the envelope for a JSON caller)
+ * at authorize, bare `temporarily_unavailable` JSON at the others, as at the token endpoint.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
@@ -8,15 +12,19 @@ import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { errorPage } from "../frontend/Pages.js"
+import { IdentityConfig } from "../IdentityConfig.js"
 import { SigningKeys } from "../keys/SigningKeys.js"
 import type { AuthorizeOutcome } from "../oauth/Authorize.js"
 import { Authorize } from "../oauth/Authorize.js"
 import { Logout } from "../oauth/Logout.js"
-import { bearerChallenge, NO_STORE, oauthFailureResponse } from "../oauth/OAuthFailure.js"
+import { bearerChallenge, NO_STORE, oauthFailure, oauthFailureResponse } from "../oauth/OAuthFailure.js"
 import { Revocation } from "../oauth/Revocation.js"
 import { TokenService } from "../oauth/TokenService.js"
 import { UserInfoService } from "../oauth/UserInfoService.js"
-import { BASE_PATH, clientAddress, envelopeError, page, prefersJson, redirectTo } from "./Responses.js"
+import type { AddressLimitedEndpoint } from "../ratelimit/AddressLimits.js"
+import { AddressLimits } from "../ratelimit/AddressLimits.js"
+import { addressBucket, clientAddress } from "./ClientAddress.js"
+import { BASE_PATH, envelopeError, page, prefersJson, redirectTo } from "./Responses.js"
 
 /** The error page (or, for an API caller, the envelope) of a request that must not redirect. */
 export const outcomeResponse = (request: HttpServerRequest.HttpServerRequest, outcome: AuthorizeOutcome) => {
@@ -36,6 +44,25 @@ const isJsonOrForm = (request: HttpServerRequest.HttpServerRequest) => {
   return type.includes("application/json") || type.includes("application/x-www-form-urlencoded")
 }
 
+/** 429 of the authorization endpoint: a page for a browser, the envelope for a JSON caller. */
+const authorizeLimited = (request: HttpServerRequest.HttpServerRequest, retryAfter: number) => {
+  const headers = { "retry-after": String(retryAfter) }
+  if (prefersJson(request)) return envelopeError("RATE_LIMITED", headers)
+  const entry = EnvelopeCodes.RATE_LIMITED
+  const message = "Too many requests came from your network. Wait a little, then try again."
+  return page(errorPage({ basePath: BASE_PATH }, { title: entry.message, message, code: entry.code }), {
+    status: entry.status,
+    headers
+  })
+}
+
+/** 429 of a protocol endpoint, as the token endpoint answers it. */
+const protocolLimited = (retryAfter: number) =>
+  oauthFailureResponse(oauthFailure("temporarily_unavailable", "too many requests from this address", {
+    status: 429,
+    headers: { "retry-after": String(retryAfter) }
+  }))
+
 const unsupportedBody = HttpServerResponse.unsafeJson({
   error: "invalid_request",
   error_description: "send the parameters as application/x-www-form-urlencoded or application/json"
@@ -49,10 +76,19 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
     const revocation = yield* Revocation
     const logout = yield* Logout
     const keys = yield* SigningKeys
+    const config = yield* IdentityConfig
+    const limits = yield* AddressLimits
+
+    const addressOf = (request: HttpServerRequest.HttpServerRequest) => clientAddress(request, config.trustedProxies)
+    /** 0 when the caller's address may go on, else the `Retry-After` seconds. */
+    const limited = (endpoint: AddressLimitedEndpoint, request: HttpServerRequest.HttpServerRequest) =>
+      limits.check(endpoint, addressOf(request))
 
     const userinfoHandler = () =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
+        const wait = yield* limited("userinfo", request)
+        if (wait > 0) return protocolLimited(wait)
         return yield* userinfo.userinfo(request).pipe(
           Effect.map((info) => HttpServerResponse.unsafeJson(info, { headers: NO_STORE })),
           Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
@@ -63,6 +99,8 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
       .handle("authorize", ({ urlParams }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
+          const wait = yield* limited("authorize", request)
+          if (wait > 0) return authorizeLimited(request, wait)
           return yield* authorize.authorize(urlParams, request).pipe(
             Effect.map((outcome) => outcomeResponse(request, outcome)),
             Effect.catchTag("BearerRejected", (rejected) => {
@@ -86,7 +124,8 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           if (!isJsonOrForm(request)) return unsupportedBody
-          return yield* tokenService.exchange(payload, request.headers.authorization, clientAddress(request)).pipe(
+          const address = addressBucket(addressOf(request))
+          return yield* tokenService.exchange(payload, request.headers.authorization, address).pipe(
             Effect.map((body) => HttpServerResponse.unsafeJson(body, { headers: NO_STORE })),
             Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
           )
@@ -97,6 +136,8 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           if (!isJsonOrForm(request)) return unsupportedBody
+          const wait = yield* limited("revoke", request)
+          if (wait > 0) return protocolLimited(wait)
           return yield* revocation.revoke(payload, request.headers.authorization).pipe(
             Effect.as(HttpServerResponse.empty({ status: 200, headers: NO_STORE })),
             Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))

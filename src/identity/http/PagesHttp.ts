@@ -2,8 +2,9 @@
  * Handlers of the `pages` group: the provider's sign-in, consent and logout pages (DECISIONS 12).
  *
  * Every form carries a CSRF token bound to a random `shiori_csrf` cookie (and to the session once
- * signed in); `return_to` is followed only when it is a path on this server under the issuer's
- * path, so the sign-in page cannot be used as an open redirect.
+ * signed in); over https the cookie is `__Host-shiori_csrf` (src/identity/IdentityConfig.ts), so no
+ * other host of the domain can plant one. `return_to` is followed only when it is a path on this
+ * server under the issuer's path, so the sign-in page cannot be used as an open redirect.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
@@ -16,7 +17,7 @@ import { runToCompletion } from "../../platform/HttpListener.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import { EndUsers } from "../auth/EndUsers.js"
 import { Login } from "../auth/Login.js"
-import { Csrf, CSRF_COOKIE } from "../frontend/Csrf.js"
+import { Csrf } from "../frontend/Csrf.js"
 import type { CsrfPurpose } from "../frontend/Csrf.js"
 import { consentPage, loginPage, logoutPage, messagePage, STYLESHEET } from "../frontend/Pages.js"
 import { IdentityConfig } from "../IdentityConfig.js"
@@ -24,8 +25,9 @@ import { Authorize, authorizeQuery } from "../oauth/Authorize.js"
 import { Logout } from "../oauth/Logout.js"
 import { isSupportedScope, SCOPE_DESCRIPTIONS } from "../oauth/Scopes.js"
 import { Sessions } from "../sessions/Sessions.js"
+import { clientAddress } from "./ClientAddress.js"
 import { outcomeResponse } from "./OAuthHttp.js"
-import { clientAddress, page, redirectTo } from "./Responses.js"
+import { page, redirectTo } from "./Responses.js"
 
 type Response = Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>
 
@@ -45,6 +47,7 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
     const authorize = yield* Authorize
     const logout = yield* Logout
     const ctx = { basePath: config.basePath }
+    const csrfCookieName = config.cookies.csrf
 
     /** A same-origin path under the issuer's path, or none (DECISIONS 12: no open redirect). */
     const safeReturnTo = (value: string | undefined): Option.Option<string> => {
@@ -63,7 +66,7 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
 
     /** The browser's CSRF cookie, minted on first sight; `fresh` tells the response to set it. */
     const csrfCookie = (request: HttpServerRequest.HttpServerRequest) => {
-      const existing = request.cookies[CSRF_COOKIE]
+      const existing = request.cookies[csrfCookieName]
       return existing !== undefined && /^[A-Za-z0-9_-]{43}$/.test(existing)
         ? { value: existing, fresh: false }
         : { value: csrf.newCookieValue(), fresh: true }
@@ -75,8 +78,8 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
       cookie: { value: string; fresh: boolean }
     ) =>
       cookie.fresh
-        ? HttpServerResponse.unsafeSetCookie(response, CSRF_COOKIE, cookie.value, {
-          path: config.basePath,
+        ? HttpServerResponse.unsafeSetCookie(response, csrfCookieName, cookie.value, {
+          path: config.cookies.path,
           httpOnly: true,
           secure: config.secureCookies,
           sameSite: "lax"
@@ -88,7 +91,7 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
       purpose: CsrfPurpose,
       endUser: Option.Option<EndUser>
     ) => {
-      const cookie = request.cookies[CSRF_COOKIE]
+      const cookie = request.cookies[csrfCookieName]
       return cookie === undefined ? Effect.succeed(false) : csrf.verify(token, purpose, binding(cookie, endUser))
     }
     const formExpired = () => {
@@ -179,7 +182,7 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
         return yield* login.login({
           email,
           password: payload.password,
-          ip: clientAddress(request),
+          ip: clientAddress(request, config.trustedProxies),
           userAgent: request.headers["user-agent"] ?? ""
         }).pipe(
           Effect.map(({ cookie }) =>

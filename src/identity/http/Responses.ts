@@ -1,10 +1,9 @@
 /**
- * Response helpers of the identity server: the envelope (SPEC 4.2), HTML pages with their security
- * headers (DECISIONS 12), and the caller's address for the sign-in rate limit.
+ * Response helpers of the identity server: the envelope and HTML pages with their security headers.
+ * The caller's address is `clientAddress` (ClientAddress.ts).
  */
 import type { HttpServerRequest } from "@effect/platform"
 import { HttpServerResponse } from "@effect/platform"
-import { Option } from "effect"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { envelopeFailure, envelopeOk } from "../../../schema/Identity/Envelope.js"
 
@@ -49,9 +48,6 @@ export const page = (
 /** 302 for protocol redirects, 303 after a form post (RFC 9110 section 15.4.4). */
 export const redirectTo = (location: string, status: 302 | 303 = 302, headers: Readonly<Record<string, string>> = {}) =>
   HttpServerResponse.empty({ status, headers: { location, "cache-control": "no-store", ...headers } })
-
-export const clientAddress = (request: HttpServerRequest.HttpServerRequest): string =>
-  Option.getOrElse(request.remoteAddress, () => "unknown").replace(/^::ffff:/, "")
 
 /** True when the caller prefers JSON to HTML (an API client rather than a browser). */
 export const prefersJson = (request: HttpServerRequest.HttpServerRequest): boolean => {

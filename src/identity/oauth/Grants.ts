@@ -31,6 +31,8 @@ const RefreshRow = Schema.Struct({
   scopes: Schema.Array(Schema.String),
   auth_time: Schema.DateFromSelf,
   expired: Schema.Boolean,
+  /** Unused for longer than the idle timeout (`rotate`'s `idleTimeoutSeconds`). */
+  idle: Schema.Boolean,
   rotated: Schema.Boolean,
   revoked: Schema.Boolean,
   family_revoked: Schema.Boolean
@@ -144,9 +146,12 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
         SELECT id::text AS id FROM family
       `.pipe(Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.id)), Effect.orDie)
 
-    const findRefreshToken = (tokenHash: string) =>
+    /** The token and its state; `idleTimeoutSeconds` as for `rotate` (0: `idle` is always false). */
+    const findRefreshToken = (tokenHash: string, idleTimeoutSeconds = 0) =>
       sql`
         SELECT t.family_id, t.client_id, t.user_id, t.scopes, t.auth_time, t.expires_at <= now() AS expired,
+               (${idleTimeoutSeconds}::float8 > 0
+                AND t.created_at <= now() - make_interval(secs => ${idleTimeoutSeconds}::float8)) AS idle,
                t.rotated_at IS NOT NULL AS rotated, t.revoked_at IS NOT NULL AS revoked,
                f.revoked_at IS NOT NULL AS family_revoked
         FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id
@@ -159,8 +164,10 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
 
     /**
      * Rotation in one statement (DECISIONS 6): the presented token is marked rotated and its successor
-     * inserted only while the token is the caller's, unrotated, unrevoked and unexpired, its family
-     * alive, its user not banned and the `requested` scopes within its grant. Answers the token with
+     * inserted only while the token is the caller's, unrotated, unrevoked and unexpired, used within
+     * `idleTimeoutSeconds` of its issue (a token is issued when its predecessor is used, so its age
+     * is the family's idle time; 0: no idle limit), its family alive, its user not banned and the
+     * `requested` scopes within its grant. Answers the token with
      * its user and the user's roles on `site` when this caller won; of N concurrent callers exactly
      * one does. None says nothing about why: `findRefreshToken` tells.
      */
@@ -170,6 +177,7 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
       readonly clientId: string
       readonly requested: ReadonlyArray<string>
       readonly site: string | null
+      readonly idleTimeoutSeconds: number
     }) =>
       sql`
         WITH old AS (
@@ -177,6 +185,8 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
           FROM refresh_families f, users u
           WHERE t.token_hash = ${input.tokenHash} AND t.client_id = ${input.clientId}
             AND t.rotated_at IS NULL AND t.revoked_at IS NULL AND t.expires_at > now()
+            AND (${input.idleTimeoutSeconds}::float8 <= 0
+                 OR t.created_at > now() - make_interval(secs => ${input.idleTimeoutSeconds}::float8))
             AND t.scopes @> ${input.requested}::text[]
             AND f.id = t.family_id AND f.revoked_at IS NULL
             AND u.id = t.user_id AND NOT u.banned
@@ -186,7 +196,7 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
           INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scopes, auth_time, expires_at)
           SELECT ${input.successorHash}, family_id, client_id, user_id, scopes, auth_time, expires_at FROM old
         )
-        SELECT old.*, false AS expired, false AS rotated, false AS revoked, false AS family_revoked,
+        SELECT old.*, false AS expired, false AS idle, false AS rotated, false AS revoked, false AS family_revoked,
                ${withUser.siteRoles("old.id", input.site)}
         FROM old
       `.pipe(

@@ -7,7 +7,7 @@
  * The per-client bucket counts only requests whose client authenticated, so knowing a client's
  * public id is not enough to exhaust it and lock out its users. Failed authentications (RFC 6749
  * section 5.2 `invalid_client`) are counted in a bucket per (client_id, address) instead, the address
- * being the one the sign-in limit uses (src/identity/http/Responses.ts `clientAddress`): a guesser is
+ * being the one the sign-in limit uses (src/identity/http/ClientAddress.ts): a guesser is
  * refused (429) at its own address only, while the client's servers elsewhere keep getting tokens.
  * Each failure is debited from the shared bucket; once it refuses, the pair is refused from this
  * process's memory until the bucket refills, before the secret is hashed, so a flood of wrong
@@ -300,7 +300,7 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
      */
     const refusal = Effect.fn("TokenService.refusal")(
       function*(client: Client, tokenHash: string, requested: ReadonlyArray<string> | undefined) {
-        const found = yield* grants.findRefreshToken(tokenHash)
+        const found = yield* grants.findRefreshToken(tokenHash, config.refreshIdleTimeoutSeconds)
         if (Option.isNone(found)) return yield* invalidGrant("unknown refresh token")
         const token = found.value
         if (token.client_id !== client.clientId) {
@@ -312,6 +312,7 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
           return yield* invalidGrant("the refresh token was already used; its family is revoked")
         }
         if (token.expired) return yield* invalidGrant("the refresh token has expired")
+        if (token.idle) return yield* invalidGrant("the refresh token has expired unused")
         if (requested === undefined) return yield* oauthFailure("invalid_scope", "scope is malformed")
         if (!isSubset(requested, token.scopes)) {
           return yield* oauthFailure("invalid_scope", "scope may narrow the original grant, never widen it")
@@ -340,7 +341,8 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
         successorHash: sha256Hex(successor),
         clientId: client.clientId,
         requested,
-        site: client.site
+        site: client.site,
+        idleTimeoutSeconds: config.refreshIdleTimeoutSeconds
       })
       if (Option.isNone(rotated)) return yield* refusal(client, tokenHash, requested)
       const { siteRoles, token, user } = rotated.value

@@ -1,6 +1,7 @@
 /**
- * Token buckets for the identity provider (DECISIONS 9): the token endpoint per `client_id`, login
- * per account and per IP. One interface, two layers:
+ * Token buckets for the identity provider (DECISIONS 9): the token endpoint per `client_id`, sign-in
+ * per address and per (account, address), authorize, userinfo and revocation per address; and
+ * backoffs, the growing delays of sign-in per account. One interface, two layers:
  *
  * - `RateLimiterLive`: PostgreSQL. One atomic statement refills and takes against
  *   `rate_limit_buckets`, so every process shares the same buckets (ARCHITECTURE "Scale-out").
@@ -9,9 +10,16 @@
  * A bucket holds at most `capacity` tokens and gains `refillPerSecond` per second; `take` takes one,
  * `takeUpTo` as many as are there up to a number (a lease a process spends from memory). A refused
  * call takes nothing, so a client that keeps hammering is not pushed further back.
+ *
+ * A backoff counts attempts, forgets them at `decayPerSecond`, and past `free` of them makes the
+ * next attempt wait a delay that doubles from one second up to `maxDelaySeconds`. `admit` takes a
+ * bucket's token and counts the attempt in a backoff together, or neither; the attempt counts as a
+ * failure from the start, so concurrent attempts cannot slip past the delay together, and
+ * `succeeded` takes it back. Rows untouched for a day are removed by the identity cleanup job
+ * (src/identity/cleanup/Cleanup.ts): by then every bucket is full and every backoff has forgotten.
  */
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Duration, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Schema } from "effect"
 
 export interface BucketPolicy {
   /** Burst size: the most calls allowed back to back. */
@@ -33,9 +41,34 @@ export interface LeaseResult {
   readonly retryAfterSeconds: number
 }
 
+export interface BackoffPolicy {
+  /** Attempts counted before any delay. */
+  readonly free: number
+  /** Counted attempts forgotten per second. */
+  readonly decayPerSecond: number
+  /** The longest delay; delays double from one second up to it. */
+  readonly maxDelaySeconds: number
+}
+
+/** An attempt: one token of `bucket`, counted in `backoff`. */
+export interface Attempt {
+  readonly bucket: string
+  readonly bucketPolicy: BucketPolicy
+  readonly backoff: string
+  readonly backoffPolicy: BackoffPolicy
+}
+
 export class RateLimiter extends Context.Tag("identity/RateLimiter")<RateLimiter, {
   readonly take: (key: string, policy: BucketPolicy) => Effect.Effect<TakeResult>
   readonly takeUpTo: (key: string, policy: BucketPolicy, want: number) => Effect.Effect<LeaseResult>
+  /**
+   * Admits the attempt when its bucket holds a token and its backoff's delay has run out: takes the
+   * token and counts the attempt, atomically. A refused attempt changes nothing; `retryAfterSeconds`
+   * says when the bucket or the delay would allow it.
+   */
+  readonly admit: (attempt: Attempt) => Effect.Effect<TakeResult>
+  /** The admitted attempt succeeded: its bucket is full again and its backoff no longer counts it. */
+  readonly succeeded: (attempt: Attempt) => Effect.Effect<void>
 }>() {}
 
 const fromLease = (lease: LeaseResult): TakeResult => ({
@@ -46,21 +79,26 @@ const fromLease = (lease: LeaseResult): TakeResult => ({
 const retryAfter = (tokens: number, policy: BucketPolicy): number =>
   Math.max(1, Math.ceil((1 - tokens) / policy.refillPerSecond))
 
+/** A backoff counts at most this many attempts past `free` (the delay is long capped by then). */
+const BACKOFF_HEADROOM = 32
+
+/** Seconds the next attempt waits after the attempt that brought the count to `count`. */
+export const backoffDelay = (count: number, policy: BackoffPolicy): number =>
+  count <= policy.free ? 0 : Math.min(policy.maxDelaySeconds, 2 ** (count - policy.free - 1))
+
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL
 // ---------------------------------------------------------------------------------------------
 
-/** Buckets untouched this long are full again (for any policy refilling within a day) and pruned. */
-const PRUNE_AFTER = Duration.days(1)
-const PRUNE_EVERY = Duration.minutes(10)
-
 const TakeRow = Schema.Struct({ granted: Schema.Number, tokens: Schema.Number })
+const AdmitRow = Schema.Struct({ allowed: Schema.Boolean, retry_after: Schema.Number })
 
-export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClient> = Layer.scoped(
+export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClient> = Layer.effect(
   RateLimiter,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const decode = Schema.decodeUnknown(Schema.Array(TakeRow))
+    const decodeAdmit = Schema.decodeUnknown(Schema.Array(AdmitRow))
 
     // `rate_limit_take` (migrations/0007) locks the bucket (creating it full on first use), refills
     // it from the elapsed time on the database clock, so processes agree, and takes what it grants.
@@ -73,16 +111,39 @@ export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClien
       return { granted: row.granted, retryAfterSeconds: row.granted > 0 ? 0 : retryAfter(row.tokens, policy) }
     })
 
-    yield* sql`DELETE FROM rate_limit_buckets WHERE updated_at < now() - make_interval(secs => ${
-      Duration.toSeconds(PRUNE_AFTER)
-    })`.pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("rate limit bucket pruning failed", cause)),
-      Effect.delay(PRUNE_EVERY),
-      Effect.forever,
-      Effect.forkScoped
-    )
+    // `rate_limit_admit` (migrations/0013): one round trip that locks the backoff's row, then the
+    // bucket's, and takes and counts only when both allow.
+    const admit = Effect.fn("RateLimiter.admit")(function*(attempt: Attempt) {
+      const { backoffPolicy: backoff, bucketPolicy: bucket } = attempt
+      const rows = yield* sql`
+        SELECT allowed, retry_after
+        FROM rate_limit_admit(${attempt.bucket}, ${bucket.capacity}::float8, ${bucket.refillPerSecond}::float8,
+                              ${attempt.backoff}, ${backoff.free}::float8, ${backoff.decayPerSecond}::float8,
+                              ${backoff.maxDelaySeconds}::float8, ${backoff.free + BACKOFF_HEADROOM}::float8)
+      `.pipe(Effect.flatMap(decodeAdmit), Effect.orDie)
+      const row = rows[0] ?? { allowed: false, retry_after: 1 }
+      return { allowed: row.allowed, retryAfterSeconds: row.allowed ? 0 : Math.max(1, Math.ceil(row.retry_after)) }
+    })
 
-    return RateLimiter.of({ take: (key, policy) => Effect.map(takeUpTo(key, policy, 1), fromLease), takeUpTo })
+    // Two statements, one row each: `rate_limit_admit` locks the backoff before the bucket, and a
+    // statement touching both in the other order could deadlock with it.
+    const succeeded = Effect.fn("RateLimiter.succeeded")(function*(attempt: Attempt) {
+      yield* sql`
+        UPDATE rate_limit_buckets
+        SET tokens = greatest(0, tokens - greatest(0, extract(epoch FROM now() - updated_at))
+                                        * ${attempt.backoffPolicy.decayPerSecond}::float8 - 1),
+            updated_at = now()
+        WHERE key = ${attempt.backoff}
+      `.pipe(Effect.orDie)
+      yield* sql`DELETE FROM rate_limit_buckets WHERE key = ${attempt.bucket}`.pipe(Effect.orDie)
+    })
+
+    return RateLimiter.of({
+      take: (key, policy) => Effect.map(takeUpTo(key, policy, 1), fromLease),
+      takeUpTo,
+      admit,
+      succeeded
+    })
   })
 )
 
@@ -98,12 +159,22 @@ interface Bucket {
 /** Above this many buckets, full ones are dropped (a full bucket equals a missing one). */
 const MEMORY_SWEEP_THRESHOLD = 10_000
 
+interface Backoff {
+  count: number
+  updatedAt: number
+  readonly policy: BackoffPolicy
+}
+
 export const makeMemoryRateLimiter = Effect.sync(() => {
   const buckets = new Map<string, Bucket>()
   // Each bucket is refilled with its own policy at sweep time; policies are remembered per key.
   const policies = new Map<string, BucketPolicy>()
+  const backoffs = new Map<string, Backoff>()
   const refilled = (bucket: Bucket, policy: BucketPolicy, now: number) =>
     Math.min(policy.capacity, bucket.tokens + Math.max(0, now - bucket.updatedAt) / 1000 * policy.refillPerSecond)
+  const secondsSince = (then: number, now: number) => Math.max(0, now - then) / 1000
+  const forgotten = (backoff: Backoff, now: number) =>
+    Math.max(0, backoff.count - secondsSince(backoff.updatedAt, now) * backoff.policy.decayPerSecond)
 
   const sweep = (now: number) => {
     for (const [key, bucket] of buckets) {
@@ -112,6 +183,10 @@ export const makeMemoryRateLimiter = Effect.sync(() => {
         buckets.delete(key)
         policies.delete(key)
       }
+    }
+    for (const [key, backoff] of backoffs) {
+      const waited = secondsSince(backoff.updatedAt, now) >= backoffDelay(backoff.count, backoff.policy)
+      if (waited && forgotten(backoff, now) === 0) backoffs.delete(key)
     }
   }
 
@@ -128,7 +203,137 @@ export const makeMemoryRateLimiter = Effect.sync(() => {
       return { granted, retryAfterSeconds: granted > 0 ? 0 : retryAfter(tokens, policy) }
     })
 
-  return RateLimiter.of({ take: (key, policy) => Effect.map(takeUpTo(key, policy, 1), fromLease), takeUpTo })
+  // The same rules as `rate_limit_admit` (migrations/0013), synchronous like `takeUpTo`.
+  const admit = (attempt: Attempt) =>
+    Effect.map(Clock.currentTimeMillis, (now): TakeResult => {
+      const { backoffPolicy, bucketPolicy } = attempt
+      const bucket = buckets.get(attempt.bucket)
+      const tokens = bucket === undefined ? bucketPolicy.capacity : refilled(bucket, bucketPolicy, now)
+      if (tokens < 1) return { allowed: false, retryAfterSeconds: retryAfter(tokens, bucketPolicy) }
+      const backoff = backoffs.get(attempt.backoff)
+      if (backoff !== undefined) {
+        const wait = backoffDelay(backoff.count, backoffPolicy) - secondsSince(backoff.updatedAt, now)
+        if (wait > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(wait)) }
+      }
+      if (buckets.size + backoffs.size >= MEMORY_SWEEP_THRESHOLD) sweep(now)
+      const count = backoff === undefined ? 0 : forgotten(backoff, now)
+      backoffs.set(attempt.backoff, {
+        count: Math.min(count + 1, backoffPolicy.free + BACKOFF_HEADROOM),
+        updatedAt: now,
+        policy: backoffPolicy
+      })
+      buckets.set(attempt.bucket, { tokens: tokens - 1, updatedAt: now })
+      policies.set(attempt.bucket, bucketPolicy)
+      return { allowed: true, retryAfterSeconds: 0 }
+    })
+
+  const succeeded = (attempt: Attempt) =>
+    Effect.map(Clock.currentTimeMillis, (now) => {
+      buckets.delete(attempt.bucket)
+      policies.delete(attempt.bucket)
+      const backoff = backoffs.get(attempt.backoff)
+      if (backoff !== undefined) {
+        backoff.count = Math.max(0, forgotten(backoff, now) - 1)
+        backoff.updatedAt = now
+      }
+    })
+
+  return RateLimiter.of({
+    take: (key, policy) => Effect.map(takeUpTo(key, policy, 1), fromLease),
+    takeUpTo,
+    admit,
+    succeeded
+  })
 })
 
 export const RateLimiterMemory: Layer.Layer<RateLimiter> = Layer.effect(RateLimiter, makeMemoryRateLimiter)
+
+// ---------------------------------------------------------------------------------------------
+// Leased buckets
+// ---------------------------------------------------------------------------------------------
+
+/** The most tokens one process takes from a shared bucket at once, and how long it keeps them. */
+const LEASE_MAX = 16
+const LEASE_MILLIS = 1_000
+/** Above this many keys a map of this process's limiter state starts afresh. */
+const LEASE_KEYS_MAX = 10_000
+
+/**
+ * Shared buckets (one per key, all with `policy`) for a path too busy for a database round trip per
+ * request: an in-process bucket with the same policy in front cuts a burst to `capacity` round trips,
+ * a process takes a few tokens of the shared bucket at once (`capacity / 20`, at most 16, kept one
+ * second; unspent ones lapse, which only makes the shared limit stricter) with one refill per key at
+ * a time, and a key the shared bucket refused is refused from memory until it refills. Answers the
+ * `Retry-After` seconds of a refused request, 0 for an admitted one.
+ */
+export const makeLeasedBuckets = (
+  limiter: Context.Tag.Service<RateLimiter>,
+  policy: BucketPolicy
+): Effect.Effect<(key: string) => Effect.Effect<number>> =>
+  Effect.gen(function*() {
+    const local = yield* makeMemoryRateLimiter
+    const blockedUntil = new Map<string, number>()
+    interface Lease {
+      tokens: number
+      until: number
+      refill: Deferred.Deferred<void> | undefined
+    }
+    const leases = new Map<string, Lease>()
+    const leaseSize = Math.max(1, Math.min(LEASE_MAX, Math.floor(policy.capacity / 20)))
+
+    const blocked = (key: string, now: number) => {
+      const until = blockedUntil.get(key)
+      return until !== undefined && until > now ? Math.max(1, Math.ceil((until - now) / 1000)) : 0
+    }
+
+    const refill = (key: string, lease: Lease) =>
+      Effect.gen(function*() {
+        const done = yield* Deferred.make<void>()
+        lease.refill = done
+        const taken = yield* limiter.takeUpTo(key, policy, leaseSize).pipe(
+          Effect.ensuring(Effect.suspend(() => {
+            lease.refill = undefined
+            return Deferred.succeed(done, undefined)
+          }))
+        )
+        const now = yield* Clock.currentTimeMillis
+        if (taken.granted === 0) {
+          if (blockedUntil.size > LEASE_KEYS_MAX) blockedUntil.clear()
+          blockedUntil.set(key, now + taken.retryAfterSeconds * 1000)
+          return taken.retryAfterSeconds
+        }
+        blockedUntil.delete(key)
+        lease.tokens = taken.granted - 1
+        lease.until = now + LEASE_MILLIS
+        return 0
+      })
+
+    const fromLease = (key: string): Effect.Effect<number> =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const wait = blocked(key, now)
+        if (wait > 0) return wait
+        let lease = leases.get(key)
+        if (lease === undefined) {
+          if (leases.size > LEASE_KEYS_MAX) leases.clear()
+          lease = { tokens: 0, until: 0, refill: undefined }
+          leases.set(key, lease)
+        }
+        if (lease.until > now && lease.tokens > 0) {
+          lease.tokens -= 1
+          return 0
+        }
+        if (lease.refill === undefined) return yield* refill(key, lease)
+        yield* Deferred.await(lease.refill)
+        return yield* fromLease(key)
+      })
+
+    return (key: string) =>
+      Effect.gen(function*() {
+        const wait = blocked(key, yield* Clock.currentTimeMillis)
+        if (wait > 0) return wait
+        const inProcess = yield* local.take(key, policy)
+        if (!inProcess.allowed) return inProcess.retryAfterSeconds
+        return yield* fromLease(key)
+      })
+  })

@@ -12,6 +12,7 @@ import { Effect, Option, Schema } from "effect"
 import { randomToken, sha256Hex } from "../crypto/Secrets.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 
+/** The session cookie's name over http; over https it is `__Host-shiori_session` (src/identity/IdentityConfig.ts). */
 export const SESSION_COOKIE = "shiori_session"
 
 export interface Session {
@@ -91,24 +92,25 @@ export class Sessions extends Effect.Service<Sessions>()("identity/Sessions", {
       }).pipe(sql.withTransaction, Effect.orDie)
     })
 
+    const cookieName = config.cookies.session
     const cookieOptions = {
-      path: config.basePath === "" ? "/" : config.basePath,
+      path: config.cookies.path,
       httpOnly: true,
       secure: config.secureCookies,
       sameSite: "lax" as const
     }
 
-    /** `Set-Cookie` for a new session (HttpOnly, SameSite=Lax, Secure over https; DECISIONS 12). */
+    /** `Set-Cookie` for a new session (HttpOnly, SameSite=Lax; over https Secure and `__Host-`). */
     const setCookie = (response: HttpServerResponse.HttpServerResponse, cookie: string) =>
-      HttpServerResponse.unsafeSetCookie(response, SESSION_COOKIE, cookie, {
+      HttpServerResponse.unsafeSetCookie(response, cookieName, cookie, {
         ...cookieOptions,
         maxAge: `${config.sessionTtlSeconds} seconds`
       })
 
     const clearCookie = (response: HttpServerResponse.HttpServerResponse) =>
-      HttpServerResponse.expireCookie(response, SESSION_COOKIE, cookieOptions)
+      HttpServerResponse.expireCookie(response, cookieName, cookieOptions)
 
-    const fromRequest = (request: HttpServerRequest.HttpServerRequest) => fromCookie(request.cookies[SESSION_COOKIE])
+    const fromRequest = (request: HttpServerRequest.HttpServerRequest) => fromCookie(request.cookies[cookieName])
 
     return { create, fromCookie, fromSid, fromRequest, end, setCookie, clearCookie, cookieOptions } as const
   }),

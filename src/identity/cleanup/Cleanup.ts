@@ -1,0 +1,154 @@
+/**
+ * The identity provider's periodic cleanup: rows that can no longer be used are deleted, so the
+ * tables stay the size of what is alive.
+ *
+ * - authorization codes past their expiry;
+ * - sessions ended or expired;
+ * - refresh families revoked or expired, with their refresh tokens (first the tokens, in batches of
+ *   their own, so no single statement cascades over a long rotation chain);
+ * - rotated refresh tokens of live families once rotated longer ago than the idle timeout. Until then
+ *   a rotated token is kept so that presenting it again revokes its family (RFC 9700 section
+ *   4.14.2); a client holding a token that old lost it to the idle timeout anyway. Without an idle
+ *   timeout they stay until their family dies;
+ * - rate limit rows untouched for a day (every bucket is full by then, every backoff has forgotten).
+ *
+ * Dead rows are kept a day first: a replayed code within that day still revokes what it produced
+ * (src/identity/oauth/Grants.ts `revokeCodeReplay`), and the day-old state can be inspected.
+ *
+ * Every statement deletes at most `IDENTITY_CLEANUP_BATCH_SIZE` rows it could lock at once (`FOR
+ * UPDATE SKIP LOCKED`): each holds its locks briefly, never waits for a row a request is using, and
+ * several processes running the job at the same moment delete disjoint rows instead of queueing on
+ * each other. A run stops after `MAX_BATCHES` batches per kind; the next one continues. Every
+ * identity process runs it every `IDENTITY_CLEANUP_INTERVAL_SECONDS` (600, with jitter; 0: never).
+ * Access tokens of a deleted family or session are refused like those of a revoked one
+ * (src/identity/tokens/Liveness.ts finds no live row).
+ */
+import { SqlClient } from "@effect/sql"
+import type { Statement } from "@effect/sql"
+import { Config, Duration, Effect, Schedule } from "effect"
+import { IdentityConfig } from "../IdentityConfig.js"
+
+/** How long a dead row is kept. */
+const RETENTION_SECONDS = 24 * 3600
+/** Batches of one kind per run. */
+const MAX_BATCHES = 100
+
+export interface CleanupCounts {
+  readonly authorizationCodes: number
+  readonly sessions: number
+  readonly refreshFamilies: number
+  readonly refreshTokens: number
+  readonly rateLimitBuckets: number
+}
+
+export class IdentityCleanup extends Effect.Service<IdentityCleanup>()("identity/IdentityCleanup", {
+  scoped: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* IdentityConfig
+    const intervalSeconds = yield* Config.integer("IDENTITY_CLEANUP_INTERVAL_SECONDS").pipe(
+      Config.withDefault(600),
+      Config.validate({
+        message: "IDENTITY_CLEANUP_INTERVAL_SECONDS must not be negative",
+        validation: (n) => n >= 0
+      })
+    )
+    const batchSize = yield* Config.integer("IDENTITY_CLEANUP_BATCH_SIZE").pipe(
+      Config.withDefault(1000),
+      Config.validate({ message: "IDENTITY_CLEANUP_BATCH_SIZE must be at least 1", validation: (n) => n >= 1 })
+    )
+    const retention = sql`now() - make_interval(secs => ${RETENTION_SECONDS}::float8)`
+    const idleTimeout = config.refreshIdleTimeoutSeconds
+
+    /** Runs a `DELETE ... RETURNING 1` batch until one deletes fewer than a batch; answers the rows deleted. */
+    const drain = (batch: () => Statement.Statement<any>) =>
+      Effect.gen(function*() {
+        let total = 0
+        for (let i = 0; i < MAX_BATCHES; i++) {
+          const rows = yield* sql<{ n: number }>`WITH gone AS (${batch()}) SELECT count(*)::int AS n FROM gone`
+          const deleted = rows[0]?.n ?? 0
+          total += deleted
+          if (deleted < batchSize) break
+        }
+        return total
+      })
+
+    const authorizationCodes = drain(() =>
+      sql`
+        DELETE FROM authorization_codes WHERE code_hash IN (
+          SELECT code_hash FROM authorization_codes WHERE expires_at < ${retention}
+          LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+        ) RETURNING 1
+      `
+    )
+    const sessions = drain(() =>
+      sql`
+        DELETE FROM sessions WHERE id IN (
+          SELECT id FROM sessions WHERE least(ended_at, expires_at) < ${retention}
+          LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+        ) RETURNING 1
+      `
+    )
+    const tokensOfDeadFamilies = drain(() =>
+      sql`
+        DELETE FROM refresh_tokens WHERE token_hash IN (
+          SELECT t.token_hash FROM refresh_families f JOIN refresh_tokens t ON t.family_id = f.id
+          WHERE least(f.revoked_at, f.expires_at) < ${retention}
+          LIMIT ${batchSize} FOR UPDATE OF t SKIP LOCKED
+        ) RETURNING 1
+      `
+    )
+    const refreshFamilies = drain(() =>
+      sql`
+        DELETE FROM refresh_families WHERE id IN (
+          SELECT id FROM refresh_families WHERE least(revoked_at, expires_at) < ${retention}
+          LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+        ) RETURNING 1
+      `
+    )
+    const rotatedTokens = idleTimeout > 0
+      ? drain(() =>
+        sql`
+          DELETE FROM refresh_tokens WHERE token_hash IN (
+            SELECT token_hash FROM refresh_tokens
+            WHERE rotated_at < now() - make_interval(secs => ${Math.max(idleTimeout, RETENTION_SECONDS)}::float8)
+            LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+          ) RETURNING 1
+        `
+      )
+      : Effect.succeed(0)
+    const rateLimitBuckets = drain(() =>
+      sql`
+        DELETE FROM rate_limit_buckets WHERE key IN (
+          SELECT key FROM rate_limit_buckets WHERE updated_at < ${retention}
+          LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+        ) RETURNING 1
+      `
+    )
+
+    /** One pass over every kind of row; safe to run in several processes at once. */
+    const run = Effect.fn("IdentityCleanup.run")(function*() {
+      const counts: CleanupCounts = {
+        authorizationCodes: yield* authorizationCodes,
+        sessions: yield* sessions,
+        refreshTokens: (yield* tokensOfDeadFamilies) + (yield* rotatedTokens),
+        refreshFamilies: yield* refreshFamilies,
+        rateLimitBuckets: yield* rateLimitBuckets
+      }
+      const total = Object.values(counts).reduce((sum, n) => sum + n, 0)
+      if (total > 0) yield* Effect.logInfo("identity cleanup deleted rows").pipe(Effect.annotateLogs({ ...counts }))
+      return counts
+    }, Effect.orDie)
+
+    if (intervalSeconds > 0) {
+      const interval = Duration.seconds(intervalSeconds)
+      yield* run().pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("identity cleanup failed", cause)),
+        Effect.repeat(Schedule.spaced(interval).pipe(Schedule.jittered)),
+        Effect.delay(interval),
+        Effect.forkScoped
+      )
+    }
+
+    return { run } as const
+  })
+}) {}
