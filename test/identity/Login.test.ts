@@ -3,17 +3,22 @@
  * answers the envelope and sets the session cookie; wrong credentials, banned accounts and brute
  * force get envelope errors; `GET /auth/me` shows 10001/10002/10003.
  */
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { ConfigProvider, Effect, Layer } from "effect"
 import * as Jose from "jose"
+import { DEFAULT_LOG_N, parseHash, Passwords } from "../../src/identity/crypto/Passwords.js"
 import { Users } from "../../src/identity/users/Users.js"
 import { signWithProviderKey } from "../support/IdentityKeys.js"
 import { createUser, IdentityServers, IdentityTestEnv, login, serverLayerOptions } from "../support/IdentityServers.js"
+import { loginFrom } from "../support/LocalAddress.js"
+
+const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
 const Env = IdentityTestEnv({
   // Small buckets so brute force is visible within a test; each test uses its own account.
-  IDENTITY_LOGIN_ACCOUNT_BURST: "3",
-  IDENTITY_LOGIN_ACCOUNT_PER_MINUTE: "1",
+  IDENTITY_LOGIN_FAILURE_BURST: "3",
+  IDENTITY_LOGIN_FAILURE_PER_MINUTE: "1",
   IDENTITY_LOGIN_IP_BURST: "40",
   IDENTITY_LOGIN_IP_PER_MINUTE: "1"
 })
@@ -96,7 +101,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         expect(guess.body.code).toBe(10010)
       }))
 
-    it.effect("DECISIONS 9: brute force on one account gets 429 (10012) with Retry-After", () =>
+    it.effect("brute force on one account from one address gets 429 (10012) with Retry-After; not elsewhere", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser()
@@ -109,9 +114,12 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         expect(statuses).toEqual([401, 401, 401, 429, 429])
         expect(last!.body).toEqual({ code: 10012, message: "Too many attempts", data: null })
         expect(Number(last!.res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
-        // Even the right password is refused while the account's bucket is empty.
+        // Even the right password is refused from this address while its bucket for the account is
+        // empty; from another address the account signs in (test/identity/LoginThrottle.test.ts).
         const right = yield* postLogin(identity, { email: user.email, password: user.password })
         expect(right.res.status).toBe(429)
+        const elsewhere = yield* promise(() => loginFrom("127.0.0.2", identity, user))
+        expect(elsewhere.status).toBe(200)
       }))
 
     it.effect("DECISIONS 9: login is limited per IP too, across accounts (429 10012)", () =>
@@ -236,6 +244,36 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         const claims = Jose.decodeJwt(session.accessToken)
         const expired = yield* signWithProviderKey({ ...claims, iat: claims.iat! - 3600, exp: claims.iat! - 1800 })
         expect((yield* me(expired)).body.code).toBe(10003)
+      }))
+  })
+
+  it.layer(IdentityTestEnv({ IDENTITY_SCRYPT_LOG_N: String(DEFAULT_LOG_N) }), serverLayerOptions)((it) => {
+    it.effect("OWASP password storage: a hash of the old cost (N = 2^15) is upgraded to N = 2^17 at sign-in", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const sql = yield* SqlClient.SqlClient
+        const user = yield* createUser()
+        const oldHash = yield* Effect.flatMap(Passwords, (passwords) => passwords.hash(user.password)).pipe(
+          Effect.provide(Passwords.Default.pipe(
+            Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["IDENTITY_SCRYPT_LOG_N", "15"]]))))
+          ))
+        )
+        yield* sql`UPDATE users SET password_hash = ${oldHash} WHERE id = ${user.id}`
+        const stored = () =>
+          Effect.map(
+            sql<{ password_hash: string }>`SELECT password_hash FROM users WHERE id = ${user.id}`,
+            (rows) => rows[0]!.password_hash
+          )
+        expect(parseHash(yield* stored())).toMatchObject({ N: 2 ** 15, r: 8, p: 1 })
+
+        expect((yield* postLogin(identity, { email: user.email, password: user.password })).res.status).toBe(200)
+        const upgraded = yield* stored()
+        expect(parseHash(upgraded)).toMatchObject({ N: 131072, r: 8, p: 1 })
+        expect(upgraded).not.toBe(oldHash)
+        // The new hash is the same password: signing in again works and leaves it alone.
+        expect((yield* postLogin(identity, { email: user.email, password: user.password })).res.status).toBe(200)
+        expect(yield* stored()).toBe(upgraded)
+        expect((yield* postLogin(identity, { email: user.email, password: "wrong" })).res.status).toBe(401)
       }))
   })
 })

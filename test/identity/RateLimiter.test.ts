@@ -1,9 +1,58 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
+import type { Attempt } from "../../src/identity/ratelimit/RateLimiter.js"
 import { RateLimiter, RateLimiterLive, RateLimiterMemory } from "../../src/identity/ratelimit/RateLimiter.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
 
 const policy = { capacity: 3, refillPerSecond: 0.5 }
+
+/** A sign-in attempt: 2 per (account, address), delays past 3 per account, forgotten slowly. */
+const attemptFrom = (address: string, account = "acct"): Attempt => ({
+  bucket: `pair:${address}|${account}`,
+  bucketPolicy: { capacity: 2, refillPerSecond: 0.001 },
+  backoff: `delay:${account}`,
+  backoffPolicy: { free: 3, decayPerSecond: 0.001, maxDelaySeconds: 4 }
+})
+
+/**
+ * Both layers: a bucket refuses its own address only; past `free` counted attempts the delay
+ * doubles (1, 2, 4 s) up to its cap, and an attempt arriving early is refused without being counted.
+ */
+const backoffRules = (wait: (seconds: number) => Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const limiter = yield* RateLimiter
+    const admit = (address: string) => limiter.admit(attemptFrom(address))
+    expect(yield* admit("a")).toEqual({ allowed: true, retryAfterSeconds: 0 })
+    expect(yield* admit("a")).toEqual({ allowed: true, retryAfterSeconds: 0 })
+    // The pair's bucket is empty: refused, and the account's count does not grow.
+    expect((yield* admit("a")).allowed).toBe(false)
+    expect(yield* admit("b")).toEqual({ allowed: true, retryAfterSeconds: 0 })
+    expect(yield* admit("b")).toEqual({ allowed: true, retryAfterSeconds: 0 })
+    // Four counted: the next attempt, from anywhere, waits 1 s; being refused does not count.
+    expect(yield* admit("c")).toEqual({ allowed: false, retryAfterSeconds: 1 })
+    expect(yield* admit("d")).toEqual({ allowed: false, retryAfterSeconds: 1 })
+    yield* wait(1)
+    expect((yield* admit("c")).allowed).toBe(true)
+    expect(yield* admit("d")).toEqual({ allowed: false, retryAfterSeconds: 2 })
+    yield* wait(2)
+    expect((yield* admit("d")).allowed).toBe(true)
+    expect(yield* admit("e")).toEqual({ allowed: false, retryAfterSeconds: 4 })
+    yield* wait(4)
+    expect((yield* admit("e")).allowed).toBe(true)
+    // Capped at maxDelaySeconds.
+    expect(yield* admit("f")).toEqual({ allowed: false, retryAfterSeconds: 4 })
+  })
+
+/** `succeeded` refills the pair and takes the attempt's count back, so a success never adds a delay. */
+const successRules = Effect.gen(function*() {
+  const limiter = yield* RateLimiter
+  const attempt = attemptFrom("owner", "busy")
+  for (let i = 0; i < 10; i++) {
+    expect((yield* limiter.admit(attempt)).allowed).toBe(true)
+    yield* limiter.succeeded(attempt)
+  }
+  expect(yield* limiter.admit(attemptFrom("other", "busy"))).toEqual({ allowed: true, retryAfterSeconds: 0 })
+})
 
 /** A bucket of 10 leased 4 at a time: 4, 4, the 2 left, then none and a Retry-After. */
 const grantsUpTo = (key: string) =>
@@ -70,6 +119,28 @@ describe("RateLimiter, in-memory layer (DECISIONS 9)", () => {
       )
       expect(results.filter((result) => result.allowed)).toHaveLength(5)
     }).pipe(Effect.provide(RateLimiterMemory)))
+
+  it.effect("admit: per-address buckets, then delays that double up to the cap (no lockout)", () =>
+    backoffRules((seconds) => TestClock.adjust(`${seconds} seconds`)).pipe(Effect.provide(RateLimiterMemory)))
+
+  it.effect("admit: counted attempts are forgotten at decayPerSecond", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      const attempt = (address: string): Attempt => ({
+        ...attemptFrom(address),
+        backoffPolicy: { free: 1, decayPerSecond: 0.5, maxDelaySeconds: 60 }
+      })
+      expect((yield* limiter.admit(attempt("a"))).allowed).toBe(true)
+      expect((yield* limiter.admit(attempt("b"))).allowed).toBe(true)
+      expect(yield* limiter.admit(attempt("c"))).toEqual({ allowed: false, retryAfterSeconds: 1 })
+      // Two counted, forgotten at one per 2 s: after 4 s none is left and no delay follows.
+      yield* TestClock.adjust("4 seconds")
+      expect((yield* limiter.admit(attempt("c"))).allowed).toBe(true)
+      expect((yield* limiter.admit(attempt("d"))).allowed).toBe(true)
+    }).pipe(Effect.provide(RateLimiterMemory)))
+
+  it.effect("succeeded: a success refills its pair and is not counted", () =>
+    successRules.pipe(Effect.provide(RateLimiterMemory)))
 })
 
 describe("RateLimiter, PostgreSQL layer (DECISIONS 9: shared by every process)", () => {
@@ -93,6 +164,23 @@ describe("RateLimiter, PostgreSQL layer (DECISIONS 9: shared by every process)",
           { concurrency: "unbounded" }
         )
         expect(results.reduce((sum, result) => sum + result.granted, 0)).toBe(25)
+      }))
+
+    it.effect("admit: per-address buckets, then delays that double up to the cap (no lockout)", () =>
+      backoffRules((seconds) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, seconds * 1000)))))
+
+    it.effect("succeeded: a success refills its pair and is not counted", () => successRules)
+
+    it.effect("admit stays exact under concurrent attempts from many connections", () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter
+        const results = yield* Effect.all(
+          Array.from({ length: 12 }, (_, i) => limiter.admit(attemptFrom(`r${i % 3}`, "race"))),
+          { concurrency: "unbounded" }
+        )
+        // Three addresses with two tokens each; the fourth counted attempt starts a delay, so at
+        // most four of the six tokens can be spent at once.
+        expect(results.filter((result) => result.allowed)).toHaveLength(4)
       }))
   })
 })
