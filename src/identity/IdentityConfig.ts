@@ -1,7 +1,7 @@
 /**
  * Settings of the identity provider, read once (every key is in `.env.example` under `# identity`).
- * The issuer is the root of every URL the provider hands out (DECISIONS 1); cookies are `Secure`
- * exactly when it is https (DECISIONS 12).
+ * The issuer is the root of every URL the provider hands out; cookies are `Secure`, with the
+ * `__Host-` prefix, and answers carry HSTS exactly when it is https.
  */
 import { Config, ConfigError, Effect, Either } from "effect"
 import { parseTrustedProxies } from "./http/ClientAddress.js"

@@ -163,7 +163,7 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
       )
 
     /**
-     * Rotation in one statement (DECISIONS 6): the presented token is marked rotated and its successor
+     * Rotation in one statement: the presented token is marked rotated and its successor
      * inserted only while the token is the caller's, unrotated, unrevoked and unexpired, used within
      * `idleTimeoutSeconds` of its issue (a token is issued when its predecessor is used, so its age
      * is the family's idle time; 0: no idle limit), its family alive, its user not banned and the

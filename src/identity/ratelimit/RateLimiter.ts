@@ -1,5 +1,5 @@
 /**
- * Token buckets for the identity provider (DECISIONS 9): the token endpoint per `client_id`, sign-in
+ * Token buckets for the identity provider: the token endpoint per `client_id`, sign-in
  * per address and per (account, address), authorize, userinfo and revocation per address; and
  * backoffs, the growing delays of sign-in per account. One interface, two layers:
  *
