@@ -5,6 +5,20 @@ import { Config, Effect, Redacted } from "effect"
 
 export type ServeMode = "catalog" | "identity" | "all"
 
+const bodyLimit = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: "must be a positive number of bytes", validation: (n) => n > 0 })
+  )
+
+/**
+ * Request body limits of the two servers (src/platform/BodyLimit.ts). The catalog takes JSON writes;
+ * the identity server only small forms and JSON, so its bodies are bounded far lower. Each server's
+ * stack reads its own (the identity server's, like the rest of its settings, when it is built).
+ */
+export const catalogMaxBodyBytes = bodyLimit("MAX_JSON_BODY_BYTES", 1024 * 1024)
+export const identityMaxBodyBytes = bodyLimit("IDENTITY_MAX_BODY_BYTES", 64 * 1024)
+
 export class ServerConfig extends Effect.Service<ServerConfig>()("platform/ServerConfig", {
   effect: Effect.gen(function*() {
     const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
@@ -15,7 +29,7 @@ export class ServerConfig extends Effect.Service<ServerConfig>()("platform/Serve
       Config.withDefault(`http://${host}:${catalogPort}`)
     )
     const docsUrl = yield* Config.string("DOCS_URL").pipe(Config.withDefault(`${catalogPublicUrl}/v2/docs`))
-    const maxBodyBytes = yield* Config.integer("MAX_JSON_BODY_BYTES").pipe(Config.withDefault(1024 * 1024))
+    const maxBodyBytes = yield* catalogMaxBodyBytes
     return {
       host,
       catalogPort,

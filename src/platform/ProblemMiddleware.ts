@@ -4,16 +4,12 @@
  * Declared failures are problem classes; this middleware stamps the request-specific members
  * (`type`, `instance`, `request_id`) on them and adds the headers their code calls for. What the
  * router and decoder produce on their own (decode errors, unknown routes, wrong methods, malformed
- * or oversized bodies, defects, an unreachable database) is turned into the matching problem here.
+ * or oversized bodies, defects, an unreachable database) is turned into the matching problem here;
+ * bodies are bounded (size, JSON depth, no multipart) by src/platform/BodyLimit.ts, shared with the
+ * identity server.
  * It runs inside `HttpApiBuilder.serve`, before the platform's error encoder (RECIPES.md).
  */
-import {
-  HttpApiBuilder,
-  HttpIncomingMessage,
-  HttpMethod,
-  HttpServerRequest,
-  HttpServerResponse
-} from "@effect/platform"
+import { HttpApiBuilder, HttpMethod, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, FiberRef, Option, ParseResult, Schema } from "effect"
@@ -34,6 +30,7 @@ import {
   ValidationFailed
 } from "../../schema/Problem.js"
 import type { Problem } from "../../schema/Problem.js"
+import { isBodyTooLarge, limitBody } from "./BodyLimit.js"
 import { ServerConfig } from "./Config.js"
 import { type Collected, collectFieldErrors } from "./FieldErrors.js"
 import { currentRequestId } from "./RequestId.js"
@@ -181,11 +178,6 @@ const redecode = (routes: RouteTable, request: HttpServerRequest.HttpServerReque
     return { params, body }
   })
 
-const isBodyTooLarge = (error: unknown): boolean => {
-  const cause = (error as any)?.cause
-  return cause instanceof Error && cause.message === "maxBytes exceeded"
-}
-
 const isRequestError = (u: unknown): u is { _tag: "RequestError"; reason: string; cause?: unknown } =>
   typeof u === "object" && u !== null && (u as any)._tag === "RequestError"
 
@@ -274,42 +266,6 @@ const classify = (
     return new InternalError({ detail: "" })
   }).pipe(Effect.map((p) => p === undefined ? undefined : p))
 
-/**
- * A chunked body has no declared length, and the platform's reader destroys the socket when it
- * passes the limit, so no 413 could be written. We read such a body here, stop at the limit
- * without destroying anything, and hand the text to the platform through its per-request cache.
- */
-const bufferChunkedBody = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
-  Effect.async<"ok" | "too-large">((resume) => {
-    const source = NodeHttpServerRequest.toIncomingMessage(request)
-    const chunks: Array<Buffer> = []
-    let size = 0
-    let done = false
-    const finish = (result: "ok" | "too-large") => {
-      if (done) return
-      done = true
-      source.off("data", onData)
-      source.off("end", onEnd)
-      source.off("error", onEnd)
-      resume(Effect.succeed(result))
-    }
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size > limit) {
-        source.pause()
-        return finish("too-large")
-      }
-      chunks.push(chunk)
-    }
-    const onEnd = () => {
-      ;(request as any).textEffect = Effect.succeed(Buffer.concat(chunks).toString("utf8"))
-      finish("ok")
-    }
-    source.on("data", onData)
-    source.once("end", onEnd)
-    source.once("error", onEnd)
-  })
-
 /** The catalog's global problem middleware. */
 export const problemMiddleware = (routes: RouteTable) =>
   HttpApiBuilder.middleware(
@@ -322,26 +278,23 @@ export const problemMiddleware = (routes: RouteTable) =>
           FiberRef.get(currentRequestId),
           (id) => problemResponse(stampProblem(p, ctx, instanceOf(request), id), ctx)
         )
+      const bounded = limitBody({
+        maxBytes: limit,
+        tooLarge: (request) =>
+          respond(
+            request,
+            new PayloadTooLarge({ detail: `The request body exceeds ${limit} bytes.`, max_bytes: limit })
+          ),
+        multipart: (request) =>
+          respond(
+            request,
+            new InvalidParameter({ detail: "Multipart bodies are not accepted; send application/json." })
+          )
+      })
       return (app: HttpApp.Default) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          // Refuse a declared oversize body before reading a byte of it.
-          if (Number(request.headers["content-length"] ?? "0") > limit) {
-            return yield* respond(
-              request,
-              new PayloadTooLarge({ detail: `The request body exceeds ${limit} bytes.`, max_bytes: limit })
-            )
-          }
-          if (request.headers["transfer-encoding"] !== undefined && request.headers["content-length"] === undefined) {
-            const buffered = yield* bufferChunkedBody(request, limit)
-            if (buffered === "too-large") {
-              return yield* respond(
-                request,
-                new PayloadTooLarge({ detail: `The request body exceeds ${limit} bytes.`, max_bytes: limit })
-              ).pipe(Effect.map(HttpServerResponse.setHeader("connection", "close")))
-            }
-          }
-          return yield* HttpIncomingMessage.withMaxBodySize(app, Option.some(limit)).pipe(
+          return yield* bounded(app).pipe(
             Effect.catchAllCause((cause) =>
               Effect.flatMap(
                 classify(routes, limit, request, cause),

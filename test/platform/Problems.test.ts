@@ -155,6 +155,27 @@ describe("problem documents (SPEC 7.1)", () => {
         yield* Effect.promise(() => expectProblem(streamed, "PAYLOAD_TOO_LARGE", "/probe/items"))
       }))
 
+    it.effect("JSON nested thousands deep and multipart bodies: 400 INVALID_PARAMETER, never a 500", () =>
+      Effect.gen(function*() {
+        const probe = yield* ProbeServer
+        for (
+          const body of ["[".repeat(20_000) + "]".repeat(20_000), "{\"a\":".repeat(5_000) + "1" + "}".repeat(5_000)]
+        ) {
+          const nested = yield* fetchText(`${probe}/probe/items`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body
+          })
+          yield* Effect.promise(() => expectProblem(nested, "INVALID_PARAMETER", "/probe/items"))
+        }
+        const multipart = yield* fetchText(`${probe}/probe/items`, {
+          method: "POST",
+          headers: { "content-type": "multipart/form-data; boundary=x" },
+          body: "--x\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nok\r\n--"
+        })
+        yield* Effect.promise(() => expectProblem(multipart, "INVALID_PARAMETER", "/probe/items"))
+      }))
+
     it.effect("unknown route: 404 NOT_FOUND on both an unknown path and a near miss", () =>
       Effect.gen(function*() {
         const { catalog } = yield* TestServers

@@ -1,0 +1,178 @@
+/**
+ * The request body limit of both servers (RFC 9110 section 15.5.14, 413 Content Too Large): the
+ * catalog's `MAX_JSON_BODY_BYTES`, the identity server's `IDENTITY_MAX_BODY_BYTES` (Config.ts).
+ *
+ * The platform's own limit (`HttpIncomingMessage.MaxBodySize`, enforced by @effect/platform-node's
+ * body reader) is not enough on its own: it never looks at `Content-Length`, it buffers the body
+ * until the limit is passed, and then it destroys the socket, so no 413 can be written. Here:
+ * - a declared `Content-Length` over the limit is refused before a byte of the body is read;
+ * - a chunked body (no declared length) is read here, and cut off with a 413 the moment it passes
+ *   the limit; a body that ends under the limit is handed to the application as read;
+ * - the platform's limit stays set as a backstop;
+ * - a JSON body may nest at most `MAX_JSON_DEPTH` levels deep, and a multipart body is refused.
+ * Each server answers the 413 in its own error style (`tooLarge`); the answer closes the
+ * connection, so the rest of a refused body is never read (RFC 9110 section 15.5.14).
+ */
+import {
+  HttpIncomingMessage,
+  HttpMethod,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Effect, Option, Stream } from "effect"
+
+export interface BodyLimit<R> {
+  readonly maxBytes: number
+  /** The 413 in the server's own error style. */
+  readonly tooLarge: (
+    request: HttpServerRequest.HttpServerRequest
+  ) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
+  /**
+   * The 400 for a `multipart/form-data` body, which neither server accepts: the platform would parse
+   * it on its own (spooling parts to temporary files) and answer a malformed one with a defect, a
+   * 500; and it reads the socket itself, past a chunked body this module has already read.
+   */
+  readonly multipart: (
+    request: HttpServerRequest.HttpServerRequest
+  ) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
+}
+
+/** The platform reader's failure once a body passes `MaxBodySize` (the backstop). */
+export const isBodyTooLarge = (error: unknown): boolean => {
+  const cause = (error as any)?.cause
+  return cause instanceof Error && cause.message === "maxBytes exceeded"
+}
+
+type Buffered =
+  | { readonly _tag: "Body"; readonly bytes: Buffer }
+  | { readonly _tag: "TooLarge" }
+  | { readonly _tag: "Aborted"; readonly cause: unknown }
+
+/** Reads a body of undeclared length, stopping (without destroying anything) once it passes `limit`. */
+const readChunked = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
+  Effect.async<Buffered>((resume) => {
+    const source = NodeHttpServerRequest.toIncomingMessage(request)
+    const chunks: Array<Buffer> = []
+    let size = 0
+    let done = false
+    const detach = () => {
+      done = true
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onAbort)
+      source.off("close", onClose)
+    }
+    const finish = (result: Buffered) => {
+      if (done) return
+      detach()
+      resume(Effect.succeed(result))
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        source.pause()
+        return finish({ _tag: "TooLarge" })
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => finish({ _tag: "Body", bytes: Buffer.concat(chunks) })
+    const onAbort = (cause: unknown) => finish({ _tag: "Aborted", cause })
+    const onClose = () => finish({ _tag: "Aborted", cause: new Error("the client closed the connection") })
+    source.on("data", onData)
+    source.once("end", onEnd)
+    source.once("error", onAbort)
+    source.once("close", onClose)
+    return Effect.sync(detach)
+  })
+
+/**
+ * Makes `bytes` the body of `request`. The platform's body accessors (`json`, `urlParamsBody`)
+ * read through `text`, so defining `text`, `arrayBuffer` and `stream` on the request object itself
+ * is enough; it is this very object, not a copy, because middleware that took the request before
+ * (a problem mapper re-reading the body to report its errors) must see the same body.
+ */
+const setBody = (request: HttpServerRequest.HttpServerRequest, bytes: Buffer): void => {
+  Object.defineProperties(request, {
+    text: { value: Effect.succeed(bytes.toString("utf8")) },
+    arrayBuffer: {
+      value: Effect.succeed(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength))
+    },
+    stream: { value: Stream.succeed(new Uint8Array(bytes)) }
+  })
+}
+
+/**
+ * How deep a JSON body may nest. Our bodies are a level or two deep; the platform's decode error
+ * prints the rejected value recursively (effect's `Inspectable.formatUnknown`), so a document
+ * nested thousands deep (40 KB of `[`) overflowed the stack and answered 500.
+ */
+export const MAX_JSON_DEPTH = 64
+
+/** The nesting depth of a JSON text, counted without parsing it (brackets inside strings skipped). */
+export const jsonDepth = (text: string): number => {
+  let depth = 0
+  let deepest = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++ // backslash: skip the escaped character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) deepest = Math.max(deepest, ++depth)
+    else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return deepest
+}
+
+/** `request.json` refusing, as a malformed body, a document nested deeper than `MAX_JSON_DEPTH`. */
+const boundJsonDepth = (request: HttpServerRequest.HttpServerRequest): void => {
+  Object.defineProperty(request, "json", {
+    value: Effect.flatMap(request.text, (text) =>
+      Effect.try({
+        try: () => {
+          if (jsonDepth(text) > MAX_JSON_DEPTH) throw new Error(`JSON nested deeper than ${MAX_JSON_DEPTH} levels`)
+          return text === "" ? null : JSON.parse(text) as unknown
+        },
+        catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
+      }))
+  })
+}
+
+const closing = HttpServerResponse.setHeader("connection", "close")
+
+/**
+ * Runs `app` with its request body bounded by `limit.maxBytes`. A chunked body whose client went
+ * away before its end gets a bare 400 that nobody reads; the application never sees half a body.
+ */
+export const limitBody = <R>(limit: BodyLimit<R>) =>
+<E, R2>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R2>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | R2 | HttpServerRequest.HttpServerRequest> =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const bounded = HttpIncomingMessage.withMaxBodySize(app, Option.some(limit.maxBytes))
+    const multipart = (request.headers["content-type"] ?? "").toLowerCase().includes("multipart/")
+    if (multipart && HttpMethod.hasBody(request.method)) {
+      return closing(yield* limit.multipart(request))
+    }
+    const declared = request.headers["content-length"]
+    if (declared !== undefined) {
+      if (Number(declared) > limit.maxBytes) return closing(yield* limit.tooLarge(request))
+    } else if (request.headers["transfer-encoding"] !== undefined) {
+      const read = yield* readChunked(request, limit.maxBytes)
+      switch (read._tag) {
+        case "TooLarge":
+          return closing(yield* limit.tooLarge(request))
+        case "Aborted":
+          yield* Effect.logDebug("request body aborted by the client", read.cause)
+          return closing(HttpServerResponse.empty({ status: 400 }))
+        case "Body":
+          setBody(request, read.bytes)
+      }
+    }
+    boundJsonDepth(request)
+    return yield* bounded
+  })
