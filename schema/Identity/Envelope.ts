@@ -142,6 +142,12 @@ export const EnvelopeCodes = {
   INVALID_REQUEST: entry(40001, 400, "Invalid request", "The body or a parameter failed validation."),
   PERMISSION_DENIED: entry(40301, 403, "Permission denied", "The signed-in user lacks the role this operation needs."),
   NOT_FOUND: entry(40401, 404, "Not found", "The addressed resource does not exist."),
+  PAYLOAD_TOO_LARGE: entry(
+    41301,
+    413,
+    "Payload too large",
+    "The request body is larger than the server accepts (`IDENTITY_MAX_BODY_BYTES`, 64 KiB by default). It was not read."
+  ),
   RATE_LIMITED: entry(42901, 429, "Rate limited", "Too many requests. Wait as `Retry-After` says."),
   INTERNAL_ERROR: entry(50001, 500, "Internal error", "An unexpected server failure. Retry with backoff."),
   SERVICE_UNAVAILABLE: entry(

@@ -3,12 +3,13 @@
  */
 import { Schema } from "effect"
 import { Envelope } from "./Envelope.js"
+import { Bounded, MaxLength } from "./Limits.js"
 import { Email } from "./User.js"
 
 export class LoginRequest extends Schema.Class<LoginRequest>("LoginRequest")({
   email: Email,
   // The upper bound keeps a single request from feeding megabytes into the password hash.
-  password: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(1024))
+  password: Bounded(MaxLength.password, 1)
 }, { description: "Sign in with email and password.", parseOptions: { errors: "all" } }) {}
 
 export class LoginResult extends Schema.Class<LoginResult>("LoginResult")({

@@ -2,28 +2,36 @@
  * The token endpoint's wire shapes (SPEC 4.2, RFC 6749 sections 4.1.3, 5.1 and 6).
  */
 import { Schema } from "effect"
+import { Bounded, MaxLength, MinLength } from "./Limits.js"
 
 /** Access token lifetime in seconds (SPEC 4.2, SPEC 8). */
 export const ACCESS_TOKEN_TTL_SECONDS = 900
 
-const optionalString = (description: string) =>
-  Schema.optionalWith(Schema.String, { exact: true }).annotations({ description })
+const optionalString = (field: Schema.Schema<string>, description: string) =>
+  Schema.optionalWith(field, { exact: true }).annotations({ description })
 
 /**
  * The raw token request as a client sends it (JSON per SPEC, or form-urlencoded per RFC 6749).
  * Every field is an optional string so decoding never fails on an unexpected grant; the token
  * service narrows it to one of the grants below and answers RFC 6749 section 5.2 errors
- * (`unsupported_grant_type`, `invalid_request`) itself.
+ * (`unsupported_grant_type`, `invalid_request`) itself. Only a value no client sends (too long,
+ * NUL, a verifier outside RFC 7636's 43..128 characters) fails decoding: `invalid_request`.
  */
 export class TokenRequest extends Schema.Class<TokenRequest>("TokenRequest")({
-  grant_type: optionalString("`authorization_code` or `refresh_token`."),
-  code: optionalString("The authorization code (64 hex characters)."),
-  redirect_uri: optionalString("Must equal the redirect_uri sent to authorize."),
-  client_id: optionalString("Client id (client_secret_post or public client)."),
-  client_secret: optionalString("Client secret (client_secret_post)."),
-  code_verifier: optionalString("PKCE verifier (RFC 7636), when a challenge was sent at authorize."),
-  refresh_token: optionalString("The refresh token to rotate."),
-  scope: optionalString("Space-separated; on refresh it may narrow the granted scope, never widen it.")
+  grant_type: optionalString(Bounded(MaxLength.keyword), "`authorization_code` or `refresh_token`."),
+  code: optionalString(Bounded(MaxLength.code), "The authorization code (64 hex characters)."),
+  redirect_uri: optionalString(Bounded(MaxLength.uri), "Must equal the redirect_uri sent to authorize."),
+  client_id: optionalString(Bounded(MaxLength.clientId), "Client id (client_secret_post or public client)."),
+  client_secret: optionalString(Bounded(MaxLength.clientSecret), "Client secret (client_secret_post)."),
+  code_verifier: optionalString(
+    Bounded(MaxLength.codeVerifier, MinLength.codeVerifier),
+    "PKCE verifier (RFC 7636), when a challenge was sent at authorize."
+  ),
+  refresh_token: optionalString(Bounded(MaxLength.refreshToken), "The refresh token to rotate."),
+  scope: optionalString(
+    Bounded(MaxLength.scope),
+    "Space-separated; on refresh it may narrow the granted scope, never widen it."
+  )
 }, { description: "Token request (both grants)." }) {}
 
 /** The authorization_code grant after narrowing (RFC 6749 section 4.1.3, RFC 7636 section 4.5). */
@@ -69,8 +77,8 @@ export class TokenResponse extends Schema.Class<TokenResponse>("TokenResponse")(
 
 /** Revocation request (RFC 7009 section 2.1). */
 export class RevokeRequest extends Schema.Class<RevokeRequest>("RevokeRequest")({
-  token: optionalString("The refresh token to revoke."),
-  token_type_hint: optionalString("`refresh_token` or `access_token`; a hint only."),
-  client_id: optionalString("Client id (client_secret_post or public client)."),
-  client_secret: optionalString("Client secret (client_secret_post).")
+  token: optionalString(Bounded(MaxLength.jwt), "The refresh token (or an access token) to revoke."),
+  token_type_hint: optionalString(Bounded(MaxLength.keyword), "`refresh_token` or `access_token`; a hint only."),
+  client_id: optionalString(Bounded(MaxLength.clientId), "Client id (client_secret_post or public client)."),
+  client_secret: optionalString(Bounded(MaxLength.clientSecret), "Client secret (client_secret_post).")
 }, { description: "Revocation request." }) {}

@@ -38,10 +38,13 @@ export const SiteRole = Schema.String.pipe(
 )
 export type SiteRole = typeof SiteRole.Type
 
-/** An email address as accepted at sign-in and registration (RFC 5321 length limit). */
+/**
+ * An email address as accepted at sign-in and registration (RFC 5321 length limit; no NUL, which
+ * PostgreSQL text cannot hold).
+ */
 export const Email = Schema.String.pipe(
   Schema.trimmed(),
   Schema.maxLength(254),
-  Schema.pattern(/^[^\s@]+@[^\s@]+$/),
+  Schema.pattern(/^[^\s@\u0000]+@[^\s@\u0000]+$/),
   Schema.annotations({ description: "Email address.", examples: ["reader@example.com"] })
 )

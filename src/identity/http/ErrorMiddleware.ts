@@ -5,6 +5,8 @@
  * `Cache-Control: no-store`; the authorization endpoint and the pages answer an HTML error page
  * (they are browser navigations and must never redirect on a malformed request); everything else
  * answers the envelope (DECISIONS 10). Declared failures pass through to their own schemas.
+ * Request bodies are bounded here too (src/platform/BodyLimit.ts, `IDENTITY_MAX_BODY_BYTES`): a
+ * larger one is answered 413 in the same three shapes, before it is read.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
@@ -12,6 +14,8 @@ import { Cause, Effect, Option } from "effect"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
+import { isBodyTooLarge, limitBody } from "../../platform/BodyLimit.js"
+import { identityMaxBodyBytes } from "../../platform/Config.js"
 import { isDatabaseUnavailable } from "../../platform/ProblemMiddleware.js"
 import { errorPage } from "../frontend/Pages.js"
 import { NO_STORE } from "../oauth/OAuthFailure.js"
@@ -50,51 +54,78 @@ const answer = (
   return HttpServerResponse.setStatus(envelopeError(failure.envelope, headers), failure.status)
 }
 
-export const identityErrorMiddleware = HttpApiBuilder.middleware((app: HttpApp.Default) =>
-  app.pipe(
-    Effect.catchAllCause((cause) =>
-      Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const failure = Cause.failureOption(cause)
-        const squashed = Option.isSome(failure) ? failure.value : Cause.squash(cause)
-        const tag = (squashed as any)?._tag
-        if (tag === "HttpApiDecodeError") {
-          const invalid = {
-            status: 400,
-            oauth: "invalid_request",
-            envelope: shapeOf(new URL(request.url, "http://localhost").pathname) === "page"
-              ? "INVALID_AUTHORIZATION_REQUEST"
-              : "INVALID_REQUEST"
-          } as const
-          return answer(request, invalid, "A parameter is missing, repeated or malformed.")
-        }
-        if (tag === "RouteNotFound") {
-          return answer(request, { status: 404, oauth: "invalid_request", envelope: "NOT_FOUND" }, "No resource here.")
-        }
-        if (tag === "RequestError") {
-          return answer(
-            request,
-            { status: 400, oauth: "invalid_request", envelope: "INVALID_REQUEST" },
-            "The request body is malformed."
-          )
-        }
-        if (Option.isSome(failure) || Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
-        if (isDatabaseUnavailable(squashed)) {
-          yield* Effect.logError("database unavailable", cause)
-          return answer(
-            request,
-            { status: 503, oauth: "temporarily_unavailable", envelope: "SERVICE_UNAVAILABLE" },
-            "The service is temporarily unavailable.",
-            { "retry-after": "5" }
-          )
-        }
-        yield* Effect.logError("unhandled defect", cause)
-        return answer(
-          request,
-          { status: 500, oauth: "server_error", envelope: "INTERNAL_ERROR" },
-          "An unexpected error occurred."
-        )
-      })
+/** The authorization request's routes: their malformed requests are 15007, as the service's own. */
+const isAuthorizationRequest = (path: string) =>
+  path === `${BASE_PATH}/oauth/authorize` || path === `${BASE_PATH}/ui/consent`
+
+export const identityErrorMiddleware = HttpApiBuilder.middleware(Effect.map(identityMaxBodyBytes, (maxBytes) => {
+  // RFC 9110 section 15.5.14; RFC 6749 has no error code of its own for it, so `invalid_request`.
+  const tooLarge = (request: HttpServerRequest.HttpServerRequest) =>
+    answer(
+      request,
+      { status: 413, oauth: "invalid_request", envelope: "PAYLOAD_TOO_LARGE" },
+      `The request body is larger than ${maxBytes} bytes.`
     )
-  )
-)
+  const bounded = limitBody({
+    maxBytes,
+    tooLarge: (request) => Effect.succeed(tooLarge(request)),
+    multipart: (request) =>
+      Effect.succeed(answer(
+        request,
+        { status: 400, oauth: "invalid_request", envelope: "INVALID_REQUEST" },
+        "Send the body as application/x-www-form-urlencoded or application/json."
+      ))
+  })
+  return (app: HttpApp.Default) =>
+    bounded(app).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const failure = Cause.failureOption(cause)
+          const squashed = Option.isSome(failure) ? failure.value : Cause.squash(cause)
+          const tag = (squashed as any)?._tag
+          if (tag === "HttpApiDecodeError") {
+            const invalid = {
+              status: 400,
+              oauth: "invalid_request",
+              envelope: isAuthorizationRequest(new URL(request.url, "http://localhost").pathname)
+                ? "INVALID_AUTHORIZATION_REQUEST"
+                : "INVALID_REQUEST"
+            } as const
+            return answer(request, invalid, "A parameter is missing, repeated, malformed or too long.")
+          }
+          if (tag === "RouteNotFound") {
+            return answer(
+              request,
+              { status: 404, oauth: "invalid_request", envelope: "NOT_FOUND" },
+              "No resource here."
+            )
+          }
+          if (tag === "RequestError") {
+            if (isBodyTooLarge(squashed)) return tooLarge(request)
+            return answer(
+              request,
+              { status: 400, oauth: "invalid_request", envelope: "INVALID_REQUEST" },
+              "The request body is malformed."
+            )
+          }
+          if (Option.isSome(failure) || Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
+          if (isDatabaseUnavailable(squashed)) {
+            yield* Effect.logError("database unavailable", cause)
+            return answer(
+              request,
+              { status: 503, oauth: "temporarily_unavailable", envelope: "SERVICE_UNAVAILABLE" },
+              "The service is temporarily unavailable.",
+              { "retry-after": "5" }
+            )
+          }
+          yield* Effect.logError("unhandled defect", cause)
+          return answer(
+            request,
+            { status: 500, oauth: "server_error", envelope: "INTERNAL_ERROR" },
+            "An unexpected error occurred."
+          )
+        })
+      )
+    )
+}))
