@@ -266,6 +266,7 @@ describe("demo catalog generator: entities and references", () => {
     for (const cover of tables.covers) {
       const image = images.get(cover.image_hash)!
       const wire = {
+        object: "cover",
         id: String(cover.id),
         vote_count: cover.vote_count,
         portrait_pinned: cover.portrait_pinned,
