@@ -35,14 +35,14 @@
  * narrowing a client (`client update --scope`) narrows its next refresh too. Access tokens name the
  * catalog as `aud` (RFC 9068 section 3) and the client as `client_id`.
  */
-import { Clock, Deferred, Effect, Either, Option } from "effect"
+import { Clock, Effect, Either, Option } from "effect"
 import type { TokenRequest, TokenResponse } from "../../../schema/Identity/Token.js"
 import type { Client } from "../clients/Clients.js"
 import { isPublicClient, scopesNotAllowed } from "../clients/Clients.js"
 import { Clients } from "../clients/Clients.js"
 import { checkPkce, randomToken, sha256Hex } from "../crypto/Secrets.js"
 import { IdentityConfig } from "../IdentityConfig.js"
-import { makeMemoryRateLimiter, RateLimiter } from "../ratelimit/RateLimiter.js"
+import { makeLeasedBuckets, RateLimiter } from "../ratelimit/RateLimiter.js"
 import { REFRESH_TOKEN_TTL_SECONDS } from "../tokens/Lifetimes.js"
 import { catalogAudienceConfig, Tokens } from "../tokens/Tokens.js"
 import type { User } from "../users/Users.js"
@@ -56,10 +56,6 @@ import { formatScope, isSubset, parseScope } from "./Scopes.js"
 
 type Wire = { -readonly [K in keyof TokenResponse]: TokenResponse[K] }
 
-/** The most tokens one process takes from a client's shared bucket at once, and how long it keeps them. */
-const LEASE_MAX = 16
-const LEASE_MILLIS = 1_000
-
 const invalidGrant = (description: string) => oauthFailure("invalid_grant", description)
 
 export class TokenService extends Effect.Service<TokenService>()("identity/TokenService", {
@@ -72,25 +68,9 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
     const users = yield* Users
     const tokens = yield* Tokens
     const limiter = yield* RateLimiter
-    // In front of the shared bucket, the same policy in this process's memory: a burst arriving all
-    // at once is cut to `capacity` database round trips here, so it cannot exhaust the pool that
-    // other clients' requests need. The shared bucket stays the authority across processes.
-    const local = yield* makeMemoryRateLimiter
-    // Clients refused by the shared bucket, refused again from memory until this instant.
-    const blockedUntil = new Map<string, number>()
-    // Tokens this process took from a client's shared bucket and has not spent yet. Taking a few at
-    // once saves a database round trip on most requests of a busy client; a lease not spent within
-    // LEASE_MILLIS lapses (those tokens are lost, never returned: the shared limit only gets
-    // stricter). One refill per client at a time: concurrent requests wait for it instead of each
-    // taking a lease of their own. A small bucket is leased one token at a time.
-    interface Lease {
-      tokens: number
-      until: number
-      refill: Deferred.Deferred<void> | undefined
-    }
-    const leases = new Map<string, Lease>()
-    const policy = config.rateLimits.tokenEndpoint
-    const leaseSize = Math.max(1, Math.min(LEASE_MAX, Math.floor(policy.capacity / 20)))
+    // The per-client bucket: an in-process bucket in front of the shared one, and a few of the
+    // shared bucket's tokens leased at a time (RateLimiter.ts `makeLeasedBuckets`).
+    const clientBucket = yield* makeLeasedBuckets(limiter, config.rateLimits.tokenEndpoint)
     const failurePolicy = config.rateLimits.tokenAuthFailures
     // (client_id, address) pairs whose failure bucket the shared limiter refused, refused again from
     // memory until this instant.
@@ -99,60 +79,8 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
     const secondsUntil = (until: number | undefined, now: number) =>
       until !== undefined && until > now ? Math.max(1, Math.ceil((until - now) / 1000)) : undefined
 
-    /** Seconds to wait when this client is refused from memory, else undefined. */
-    const blocked = (clientId: string, now: number) => secondsUntil(blockedUntil.get(clientId), now)
-
-    const refill = (clientId: string, lease: Lease) =>
-      Effect.gen(function*() {
-        const done = yield* Deferred.make<void>()
-        lease.refill = done
-        const taken = yield* limiter.takeUpTo(`token:${clientId}`, policy, leaseSize).pipe(
-          Effect.ensuring(Effect.suspend(() => {
-            lease.refill = undefined
-            return Deferred.succeed(done, undefined)
-          }))
-        )
-        const now = yield* Clock.currentTimeMillis
-        if (taken.granted === 0) {
-          if (blockedUntil.size > 10_000) blockedUntil.clear()
-          blockedUntil.set(clientId, now + taken.retryAfterSeconds * 1000)
-          return taken.retryAfterSeconds
-        }
-        blockedUntil.delete(clientId)
-        lease.tokens = taken.granted - 1
-        lease.until = now + LEASE_MILLIS
-        return 0
-      })
-
-    /** One token of the shared bucket, from this process's lease when it has one. */
-    const fromLease = (clientId: string): Effect.Effect<number> =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const wait = blocked(clientId, now)
-        if (wait !== undefined) return wait
-        let lease = leases.get(clientId)
-        if (lease === undefined) {
-          if (leases.size > 10_000) leases.clear()
-          lease = { tokens: 0, until: 0, refill: undefined }
-          leases.set(clientId, lease)
-        }
-        if (lease.until > now && lease.tokens > 0) {
-          lease.tokens -= 1
-          return 0
-        }
-        if (lease.refill === undefined) return yield* refill(clientId, lease)
-        yield* Deferred.await(lease.refill)
-        return yield* fromLease(clientId)
-      })
-
     /** The in-process bucket first (a burst is cut here), then the shared one. 0 = admitted. */
-    const rateLimit = Effect.fn("TokenService.rateLimit")(function*(clientId: string) {
-      const wait = blocked(clientId, yield* Clock.currentTimeMillis)
-      if (wait !== undefined) return wait
-      const inProcess = yield* local.take(clientId, policy)
-      if (!inProcess.allowed) return inProcess.retryAfterSeconds
-      return yield* fromLease(clientId)
-    })
+    const rateLimit = Effect.fn("TokenService.rateLimit")((clientId: string) => clientBucket(`token:${clientId}`))
 
     const tooManyFailures = (retryAfter: number) =>
       oauthFailure("temporarily_unavailable", "too many failed client authentications from this address", {
