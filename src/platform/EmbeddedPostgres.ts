@@ -56,6 +56,15 @@ const freePort = Effect.async<number, EmbeddedPostgresError>((resume) => {
   })
 })
 
+/** Lets other users pass through `dir` and every parent (search permission only, nothing listed). */
+const traversable = (dir: string) => {
+  for (let at = Path.resolve(dir); at !== Path.dirname(at); at = Path.dirname(at)) {
+    if (!Fs.existsSync(at)) continue
+    const mode = Fs.statSync(at).mode
+    if ((mode & 0o001) === 0) Fs.chmodSync(at, mode | 0o001)
+  }
+}
+
 const chownTree = (dir: string, ids: { uid: number; gid: number }) => {
   // Only the directory itself and its parents' traversal matter; initdb creates the rest.
   Fs.chownSync(dir, ids.uid, ids.gid)
@@ -103,15 +112,10 @@ export const startEmbeddedPostgres = (options: EmbeddedPostgresOptions) =>
     const ids = runAs()
     Fs.mkdirSync(Path.dirname(dataDir), { recursive: true })
     if (ids) {
-      // The postgres user must be able to reach the data directory through its parents.
-      let dir = Path.dirname(dataDir)
-      while (dir !== Path.dirname(dir)) {
-        if (Fs.existsSync(dir)) {
-          const mode = Fs.statSync(dir).mode
-          if ((mode & 0o001) === 0) Fs.chmodSync(dir, mode | 0o001)
-        }
-        dir = Path.dirname(dir)
-      }
+      // The postgres user must reach the data directory and the binaries (inside node_modules, so
+      // inside a checkout that may sit in a private directory such as one made by `mktemp -d`).
+      traversable(Path.dirname(dataDir))
+      traversable(Path.dirname(initdb))
     }
     yield* initialise(dataDir, ids)
     const running = runningCluster(dataDir)
