@@ -4,6 +4,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { HealthApi } from "./HealthApi.js"
 import { IdentityAuthApi } from "./IdentityAuthApi.js"
+import { IdentityDirectoryApi } from "./IdentityDirectoryApi.js"
 import { IdentityDiscoveryApi } from "./IdentityDiscoveryApi.js"
 import { IdentityOAuthApi } from "./IdentityOAuthApi.js"
 import { IdentityPagesApi } from "./IdentityPagesApi.js"
@@ -13,6 +14,7 @@ export class IdentityApi extends HttpApi.make("identity")
   .add(IdentityDiscoveryApi)
   .add(IdentityOAuthApi)
   .add(IdentityAuthApi)
+  .add(IdentityDirectoryApi)
   .add(IdentityPagesApi)
   .annotate(OpenApi.Title, "shiori identity provider")
   .annotate(OpenApi.Version, "1.0.0")

@@ -12,6 +12,7 @@ import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListe
 import { withRequestId } from "../platform/RequestId.js"
 import { ExactSlashes } from "../platform/RouteTable.js"
 import { HttpAuthLive } from "./http/AuthHttp.js"
+import { HttpDirectoryLive } from "./http/DirectoryHttp.js"
 import { HttpDiscoveryLive } from "./http/DiscoveryHttp.js"
 import { identityErrorMiddleware } from "./http/ErrorMiddleware.js"
 import { HttpOAuthLive } from "./http/OAuthHttp.js"
@@ -30,7 +31,7 @@ const HttpHealthLive = HttpApiBuilder.group(
 )
 
 export const IdentityApiLive = HttpApiBuilder.api(IdentityApi).pipe(
-  Layer.provide([HttpHealthLive, HttpDiscoveryLive, HttpOAuthLive, HttpAuthLive, HttpPagesLive]),
+  Layer.provide([HttpHealthLive, HttpDiscoveryLive, HttpOAuthLive, HttpAuthLive, HttpDirectoryLive, HttpPagesLive]),
   Layer.provide(IdentityServicesLive)
 )
 

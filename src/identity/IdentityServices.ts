@@ -8,6 +8,7 @@ import { Login } from "./auth/Login.js"
 import { IdentityCleanup } from "./cleanup/Cleanup.js"
 import { Clients } from "./clients/Clients.js"
 import { Passwords } from "./crypto/Passwords.js"
+import { Directory } from "./directory/Directory.js"
 import { Csrf } from "./frontend/Csrf.js"
 import { IdentityConfig } from "./IdentityConfig.js"
 import { SigningKeys } from "./keys/SigningKeys.js"
@@ -61,5 +62,6 @@ export const IdentityServicesLive = Layer.mergeAll(
   Revocation.Default,
   Logout.Default,
   AddressLimits.Default,
-  IdentityCleanup.Default
+  IdentityCleanup.Default,
+  Directory.Default
 ).pipe(Layer.provideMerge(People))

@@ -23,8 +23,12 @@ import { BASE_PATH, envelopeError, page, prefersJson } from "./Responses.js"
 
 type Shape = "oauth" | "page" | "envelope"
 
+/** Under `/oauth/` but not protocol endpoints: the directory answers the envelope (IdentityDirectoryApi.ts). */
+const envelopeUnderOAuth = [`${BASE_PATH}/oauth/client-info`, `${BASE_PATH}/oauth/ecosystem`]
+
 const shapeOf = (path: string): Shape => {
   if (path.startsWith(`${BASE_PATH}/oauth/authorize`) || path.startsWith(`${BASE_PATH}/ui/`)) return "page"
+  if (envelopeUnderOAuth.includes(path)) return "envelope"
   if (path.startsWith(`${BASE_PATH}/oauth/`) || path.includes("/.well-known/")) return "oauth"
   return "envelope"
 }

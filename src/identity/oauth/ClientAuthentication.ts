@@ -3,8 +3,10 @@
  * `client_secret_basic` (RFC 6749 section 2.3.1: the id and secret are form-urlencoded before
  * base64), `client_secret_post`, or none for a public client. Using two methods at once is
  * `invalid_request`; every failed authentication is `invalid_client` (401) with a `Basic` challenge.
+ * The back-channel envelope endpoints (the user lookup, src/identity/directory/Directory.ts) take
+ * `client_secret_basic` only, through `authenticateBasic`.
  */
-import { Effect, Option } from "effect"
+import { Data, Effect, Either, Option } from "effect"
 import type { Client } from "../clients/Clients.js"
 import type { Clients } from "../clients/Clients.js"
 import { isPublicClient, secretMatches } from "../clients/Clients.js"
@@ -82,3 +84,30 @@ export const checkSecret = (client: Client, presented: PresentedClient): Effect.
   if (presented.secret === null) return Effect.fail(invalidClient("client authentication is required"))
   return secretMatches(client, presented.secret) ? Effect.void : Effect.fail(invalidClient("wrong client credentials"))
 }
+
+/**
+ * A back-channel caller refused: no, malformed or wrong Basic credentials (`unauthenticated`), or a
+ * public client, which has no secret to prove who is calling (`public_client`).
+ */
+export class ClientRefused extends Data.TaggedError("ClientRefused")<{
+  readonly reason: "unauthenticated" | "public_client"
+}> {}
+
+/**
+ * The confidential client behind an `Authorization: Basic` header (RFC 7617; the id and secret
+ * form-urlencoded first, RFC 6749 section 2.3.1), with the token endpoint's parsing and its
+ * constant-time secret check. A public client is refused whatever it sends.
+ */
+export const authenticateBasic = (
+  clients: Clients,
+  authorization: string | undefined
+): Effect.Effect<Client, ClientRefused> =>
+  Effect.gen(function*() {
+    const unauthenticated = new ClientRefused({ reason: "unauthenticated" })
+    const presented = yield* Effect.orElseFail(presentedClient(authorization, {}), () => unauthenticated)
+    if (Option.isNone(presented) || presented.value.method !== "client_secret_basic") return yield* unauthenticated
+    const client = yield* Effect.orElseFail(findClient(clients, presented.value), () => unauthenticated)
+    if (isPublicClient(client)) return yield* new ClientRefused({ reason: "public_client" })
+    if (Either.isLeft(yield* Effect.either(checkSecret(client, presented.value)))) return yield* unauthenticated
+    return client
+  })

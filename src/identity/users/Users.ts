@@ -83,6 +83,38 @@ const MAX_PASSWORD_LENGTH = 1024
 
 export const isUserId = (id: string): boolean => /^[1-9][0-9]{0,17}$/.test(id)
 
+/** A user as the service-to-service lookup answers them: no email, no password hash. */
+export interface DirectoryEntry {
+  readonly id: number
+  readonly sub: string
+  readonly name: string
+  readonly picture: string
+  readonly roles: ReadonlyArray<GrantedRole>
+  /** Roles at the calling client's site; none for a client without a site. */
+  readonly siteRoles: ReadonlyArray<string>
+}
+
+const DirectoryRow = Schema.Struct({
+  id: Schema.Union(Schema.Number, Schema.NumberFromString),
+  sub: Schema.String,
+  name: Schema.String,
+  picture: Schema.String,
+  roles: Schema.Array(GrantedRole),
+  site_roles: Schema.Array(Schema.String)
+})
+
+const toDirectoryEntry = (row: typeof DirectoryRow.Type): DirectoryEntry => ({
+  id: row.id,
+  sub: row.sub,
+  name: row.name,
+  picture: row.picture,
+  roles: row.roles,
+  siteRoles: row.site_roles
+})
+
+/** `value` as a LIKE pattern matching itself literally (`\` is PostgreSQL's default escape). */
+const likeLiteral = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`)
+
 export class Users extends Effect.Service<Users>()("identity/Users", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -210,7 +242,62 @@ export class Users extends Effect.Service<Users>()("identity/Users", {
             SELECT role FROM user_site_roles WHERE user_id = ${id} AND site = ${site} ORDER BY role
           `.pipe(Effect.map((rows) => rows.map((row) => row.role)), Effect.orDie)
 
-    return { create, findById, findByEmail, rehashIfNeeded, setBanned, grantRole, revokeRole, siteRoles } as const
+    const decodeDirectory = Schema.decodeUnknown(Schema.Array(DirectoryRow))
+    // `r.site = NULL` is never true: a client without a site sees no site roles.
+    const directoryColumns = (site: string | null) =>
+      sql`u.id, u.sub, u.name, u.picture, u.roles,
+          ARRAY(SELECT r.role FROM user_site_roles r WHERE r.user_id = u.id AND r.site = ${site}
+                ORDER BY r.role) AS site_roles`
+
+    /** The users with these ids (banned ones too), in no particular order, for `site`. */
+    const directoryByIds = Effect.fn("Users.directoryByIds")(function*(
+      ids: ReadonlyArray<number>,
+      site: string | null
+    ) {
+      if (ids.length === 0) return []
+      const rows = yield* sql`SELECT ${directoryColumns(site)} FROM users u WHERE u.id = ANY(${ids}::bigint[])`.pipe(
+        Effect.flatMap(decodeDirectory),
+        Effect.orDie
+      )
+      return rows.map(toDirectoryEntry)
+    })
+
+    /**
+     * At most `limit` users (banned ones too) for `site`: the one whose email equals `query` first
+     * (case-insensitive, `users_email_lower_key`), then those whose name starts with it
+     * (case-insensitive, migrations/0015), by name and id.
+     */
+    const directorySearch = Effect.fn("Users.directorySearch")(function*(
+      query: string,
+      site: string | null,
+      limit: number
+    ) {
+      const rows = yield* sql`
+        SELECT ${directoryColumns(site)} FROM (
+          (SELECT id, 0 AS rank FROM users WHERE lower(email) = lower(${query}) LIMIT 1)
+          UNION ALL
+          (SELECT id, 1 AS rank FROM users WHERE lower(name) LIKE lower(${likeLiteral(query)}) || '%'
+           ORDER BY lower(name), id LIMIT ${limit})
+        ) m
+        JOIN users u ON u.id = m.id
+        ORDER BY m.rank, lower(u.name), u.id
+      `.pipe(Effect.flatMap(decodeDirectory), Effect.orDie)
+      const seen = new Set<number>()
+      return rows.map(toDirectoryEntry).filter((entry) => !seen.has(entry.id) && seen.add(entry.id)).slice(0, limit)
+    })
+
+    return {
+      create,
+      findById,
+      findByEmail,
+      rehashIfNeeded,
+      setBanned,
+      grantRole,
+      revokeRole,
+      siteRoles,
+      directoryByIds,
+      directorySearch
+    } as const
   }),
   dependencies: [Passwords.Default]
 }) {}

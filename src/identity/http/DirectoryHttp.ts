@@ -1,0 +1,45 @@
+/**
+ * Handlers of the `directory` group: each calls one `Directory` method and answers the envelope.
+ * The public answers may be cached briefly (RFC 9111 section 5.2.2.9); the user lookup never.
+ */
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Effect } from "effect"
+import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
+import { Directory, type DirectoryRefused } from "../directory/Directory.js"
+import { envelopeError, envelopeSuccess } from "./Responses.js"
+
+const PUBLIC_CACHE = { "cache-control": "public, max-age=60" }
+
+const refusal = (refused: DirectoryRefused) => Effect.succeed(envelopeError(refused.code, refused.headers))
+
+export const HttpDirectoryLive = HttpApiBuilder.group(IdentityApi, "directory", (handlers) =>
+  Effect.gen(function*() {
+    const directory = yield* Directory
+    const authorization = Effect.map(HttpServerRequest.HttpServerRequest, (request) => request.headers.authorization)
+
+    return handlers
+      .handle("clientInfo", ({ urlParams }) =>
+        directory.clientInfo(urlParams.client_id).pipe(
+          Effect.map((info) => envelopeSuccess(info, PUBLIC_CACHE)),
+          Effect.catchTag("DirectoryRefused", refusal)
+        ), runToCompletion)
+      .handle("ecosystem", () =>
+        Effect.map(directory.ecosystem(), (listing) => envelopeSuccess(listing, PUBLIC_CACHE)), runToCompletion)
+      .handle("usersBatch", ({ urlParams }) =>
+        Effect.flatMap(authorization, (header) =>
+          directory.usersBatch(header, urlParams.ids)).pipe(
+            Effect.map((batch) =>
+              envelopeSuccess(batch)
+            ),
+            Effect.catchTag("DirectoryRefused", refusal)
+          ), runToCompletion)
+      .handle("usersSearch", ({ urlParams }) =>
+        Effect.flatMap(authorization, (header) =>
+          directory.usersSearch(header, urlParams.q, urlParams.limit)).pipe(
+            Effect.map((found) =>
+              envelopeSuccess(found)
+            ),
+            Effect.catchTag("DirectoryRefused", refusal)
+          ), runToCompletion)
+  }))
