@@ -4,7 +4,7 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Redacted } from "effect"
-import type { Client } from "../identity/clients/Clients.js"
+import type { Client, ClientListing } from "../identity/clients/Clients.js"
 import { Clients } from "../identity/clients/Clients.js"
 import { SigningKeys } from "../identity/keys/SigningKeys.js"
 import { DEFAULT_CLIENT_SCOPES } from "../identity/oauth/Scopes.js"
@@ -137,8 +137,60 @@ const clientJson = (client: Client) => ({
   redirect_uris: client.redirectUris,
   auto_consent: client.autoConsent,
   site: client.site,
-  scopes: client.allowedScopes
+  scopes: client.allowedScopes,
+  name: client.name,
+  logo_url: client.logoUrl,
+  tagline: client.tagline,
+  homepage_url: client.homepageUrl,
+  display_order: client.displayOrder,
+  listed: client.listed
 })
+
+/** The application directory's fields (GET /oauth/client-info, /oauth/ecosystem), on create and update. */
+const listingOptions = {
+  name: Options.text("name").pipe(
+    Options.optional,
+    Options.withDescription("Name shown on the consent page and in the directory (1 to 128 characters)")
+  ),
+  logoUrl: Options.text("logo-url").pipe(
+    Options.optional,
+    Options.withDescription("Logo: https (or http on 127.0.0.1/localhost), at most 2048 characters; \"\" clears")
+  ),
+  tagline: Options.text("tagline").pipe(
+    Options.optional,
+    Options.withDescription("One line about the application (at most 200 characters)")
+  ),
+  homepageUrl: Options.text("homepage-url").pipe(
+    Options.optional,
+    Options.withDescription("The application's homepage: https (or http on 127.0.0.1/localhost); \"\" clears")
+  ),
+  displayOrder: Options.integer("display-order").pipe(
+    Options.optional,
+    Options.withDescription("Position in the directory (ascending, then client id; default 0)")
+  ),
+  listed: Options.boolean("listed").pipe(Options.withDescription("Show it in the public directory")),
+  unlisted: Options.boolean("unlisted").pipe(Options.withDescription("Leave it out of the public directory"))
+}
+
+const listingOf = (args: {
+  readonly name: Option.Option<string>
+  readonly logoUrl: Option.Option<string>
+  readonly tagline: Option.Option<string>
+  readonly homepageUrl: Option.Option<string>
+  readonly displayOrder: Option.Option<number>
+  readonly listed: boolean
+  readonly unlisted: boolean
+}) =>
+  args.listed && args.unlisted
+    ? fail("give --listed or --unlisted, not both")
+    : Effect.succeed<ClientListing>({
+      name: Option.getOrUndefined(args.name),
+      logoUrl: Option.getOrUndefined(args.logoUrl),
+      tagline: Option.getOrUndefined(args.tagline),
+      homepageUrl: Option.getOrUndefined(args.homepageUrl),
+      displayOrder: Option.getOrUndefined(args.displayOrder),
+      listed: args.listed ? true : args.unlisted ? false : undefined
+    })
 
 const clientCreate = Command.make("create", {
   clientId: clientIdOption,
@@ -150,8 +202,7 @@ const clientCreate = Command.make("create", {
     Options.repeated,
     Options.withDescription("Registered redirect URI, matched exactly (repeatable)")
   ),
-  name: Options.text("name").pipe(Options.optional, Options.withDescription("Name shown on the consent page")),
-  logoUrl: Options.text("logo-url").pipe(Options.optional, Options.withDescription("Logo shown on the consent page")),
+  ...listingOptions,
   autoConsent: Options.boolean("auto-consent").pipe(Options.withDescription("First-party: skip the consent page")),
   site: Options.text("site").pipe(
     Options.optional,
@@ -173,14 +224,19 @@ const clientCreate = Command.make("create", {
     const clients = yield* Clients
     if (args.isPublic && Option.isSome(args.secret)) return yield* fail("a --public client has no --secret")
     if (!args.isPublic && Option.isNone(args.secret)) return yield* fail("--secret is required (or use --public)")
+    const listing = yield* listingOf(args)
     const client = yield* clients.create({
       clientId: args.clientId,
-      name: Option.getOrElse(args.name, () => args.clientId),
+      name: listing.name ?? args.clientId,
       secret: Option.match(args.secret, { onNone: () => null, onSome: Redacted.value }),
       redirectUris: args.redirectUri,
       autoConsent: args.autoConsent,
       site: Option.getOrNull(args.site),
-      logoUrl: Option.getOrElse(args.logoUrl, () => ""),
+      logoUrl: listing.logoUrl ?? "",
+      tagline: listing.tagline,
+      homepageUrl: listing.homepageUrl,
+      displayOrder: listing.displayOrder,
+      listed: listing.listed,
       refreshTtlSeconds: Option.getOrNull(args.refreshTtl),
       contentLimit: args.contentLimit,
       allowedScopes: args.scope.length > 0 ? args.scope : undefined
@@ -196,21 +252,34 @@ const clientCreate = Command.make("create", {
 const clientUpdate = Command.make("update", {
   clientId: clientIdOption,
   scope: scopeOption,
+  ...listingOptions,
   json
 }, (args) =>
   Effect.gen(function*() {
     const clients = yield* Clients
-    if (args.scope.length === 0) return yield* fail("nothing to update: give the client's scopes with --scope")
-    const client = yield* clients.updateScopes(args.clientId, args.scope).pipe(
-      Effect.catchTag("ClientInputError", (e) => fail(e.message))
-    )
+    const listing = yield* listingOf(args)
+    if (args.scope.length === 0 && Object.values(listing).every((value) => value === undefined)) {
+      return yield* fail(
+        "nothing to update: give --scope, --name, --logo-url, --tagline, --homepage-url, --display-order, " +
+          "--listed or --unlisted"
+      )
+    }
+    const client = yield* clients.update(args.clientId, {
+      scopes: args.scope.length > 0 ? args.scope : undefined,
+      listing
+    }).pipe(Effect.catchTag("ClientInputError", (e) => fail(e.message)))
     yield* emit(
       args.json,
       clientJson(client),
-      `Client ${client.clientId} may now request: ${client.allowedScopes.join(" ")}. Servers apply it within ` +
-        "30 seconds; a refresh issues only allowed scopes."
+      `Updated client ${client.clientId} (scopes: ${client.allowedScopes.join(" ")}; ` +
+        `${client.listed ? `listed at ${client.displayOrder}` : "unlisted"}). Servers apply it within 30 seconds; ` +
+        "a refresh issues only allowed scopes."
     )
-  })).pipe(Command.withDescription("Change a registered OAuth client: the scopes it may request (--scope)"))
+  })).pipe(
+    Command.withDescription(
+      "Change a registered OAuth client: the scopes it may request (--scope replaces them) and its directory entry"
+    )
+  )
 
 export const clientCommand = Command.make("client").pipe(
   Command.withDescription("Manage OAuth clients"),

@@ -4,9 +4,11 @@
  * (src/identity/directory/Directory.ts).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import { Clients } from "../../src/identity/clients/Clients.js"
 import { Users } from "../../src/identity/users/Users.js"
+import { DatabaseUrl } from "../../src/platform/Database.js"
+import { runCli } from "../support/Cli.js"
 import type { TestClient } from "../support/IdentityServers.js"
 import {
   createClient,
@@ -213,6 +215,47 @@ describe("application directory and user lookup", () => {
         const badLimit = yield* getJson(`${issuer}/users/search?q=a&limit=101`, as(client))
         expect(badLimit.status).toBe(400)
       }))
+
+    it.effect(
+      "client create|update set the listing: --tagline, --homepage-url, --display-order, --listed/--unlisted; URLs must be https or loopback http",
+      () =>
+        Effect.gen(function*() {
+          const url = Redacted.value(yield* DatabaseUrl)
+          const cli = (args: ReadonlyArray<string>) => promise(() => runCli(args, { DATABASE_URL: url }))
+          const id = `cli-dir-${suffix()}`
+          const created = yield* cli([
+            ...["client", "create", "--client-id", id, "--public", "--redirect-uri", "https://a.example/cb"],
+            ...["--name", "Dir App", "--logo-url", "http://127.0.0.1:5173/logo.png", "--tagline", "Hello"],
+            ...["--homepage-url", "https://a.example/", "--display-order", "7", "--listed", "--json"]
+          ])
+          expect(created.code, created.stderr).toBe(0)
+          expect(JSON.parse(created.stdout)).toMatchObject({
+            client_id: id,
+            name: "Dir App",
+            logo_url: "http://127.0.0.1:5173/logo.png",
+            tagline: "Hello",
+            homepage_url: "https://a.example/",
+            display_order: 7,
+            listed: true
+          })
+          const updated = yield* cli(["client", "update", "--client-id", id, "--unlisted", "--tagline", "", "--json"])
+          expect(updated.code, updated.stderr).toBe(0)
+          expect(JSON.parse(updated.stdout)).toMatchObject({ listed: false, tagline: "", display_order: 7 })
+          for (
+            const args of [
+              ["--homepage-url", "http://a.example/"],
+              ["--logo-url", "javascript:alert(1)"],
+              ["--tagline", "x".repeat(201)],
+              ["--listed", "--unlisted"]
+            ]
+          ) {
+            const refused = yield* cli(["client", "update", "--client-id", id, ...args])
+            expect(refused.code).not.toBe(0)
+            expect(refused.stderr).toMatch(/^error: /m)
+          }
+        }),
+      { timeout: 120_000 }
+    )
 
     it.effect("the directory endpoints are in the identity OpenAPI document", () =>
       Effect.gen(function*() {
