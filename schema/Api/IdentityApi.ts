@@ -4,6 +4,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { HealthApi } from "./HealthApi.js"
 import { IdentityAuthApi } from "./IdentityAuthApi.js"
+import { IdentityDevApi } from "./IdentityDevApi.js"
 import { IdentityDirectoryApi } from "./IdentityDirectoryApi.js"
 import { IdentityDiscoveryApi } from "./IdentityDiscoveryApi.js"
 import { IdentityOAuthApi } from "./IdentityOAuthApi.js"
@@ -16,6 +17,7 @@ export class IdentityApi extends HttpApi.make("identity")
   .add(IdentityAuthApi)
   .add(IdentityDirectoryApi)
   .add(IdentityPagesApi)
+  .add(IdentityDevApi)
   .annotate(OpenApi.Title, "shiori identity provider")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(

@@ -12,6 +12,7 @@ import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListe
 import { withRequestId } from "../platform/RequestId.js"
 import { ExactSlashes } from "../platform/RouteTable.js"
 import { HttpAuthLive } from "./http/AuthHttp.js"
+import { HttpDevLive } from "./http/DevHttp.js"
 import { HttpDirectoryLive } from "./http/DirectoryHttp.js"
 import { HttpDiscoveryLive } from "./http/DiscoveryHttp.js"
 import { identityErrorMiddleware } from "./http/ErrorMiddleware.js"
@@ -31,7 +32,15 @@ const HttpHealthLive = HttpApiBuilder.group(
 )
 
 export const IdentityApiLive = HttpApiBuilder.api(IdentityApi).pipe(
-  Layer.provide([HttpHealthLive, HttpDiscoveryLive, HttpOAuthLive, HttpAuthLive, HttpDirectoryLive, HttpPagesLive]),
+  Layer.provide([
+    HttpHealthLive,
+    HttpDiscoveryLive,
+    HttpOAuthLive,
+    HttpAuthLive,
+    HttpDirectoryLive,
+    HttpPagesLive,
+    HttpDevLive
+  ]),
   Layer.provide(IdentityServicesLive)
 )
 

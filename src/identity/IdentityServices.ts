@@ -12,6 +12,9 @@ import { Directory } from "./directory/Directory.js"
 import { Csrf } from "./frontend/Csrf.js"
 import { IdentityConfig } from "./IdentityConfig.js"
 import { SigningKeys } from "./keys/SigningKeys.js"
+import { MailConfig } from "./mail/MailConfig.js"
+import { MailDelivery } from "./mail/MailDelivery.js"
+import { Mailer } from "./mail/Mailer.js"
 import { Authorize } from "./oauth/Authorize.js"
 import { Grants } from "./oauth/Grants.js"
 import { Logout } from "./oauth/Logout.js"
@@ -44,7 +47,9 @@ const Base = Layer.mergeAll(
   Grants.Default,
   TokenLiveness.Default,
   Csrf.Default,
-  RateLimiterFromConfig
+  RateLimiterFromConfig,
+  MailConfig.Default,
+  Mailer.Default
 )
 
 const Accounts = Layer.mergeAll(
@@ -63,5 +68,7 @@ export const IdentityServicesLive = Layer.mergeAll(
   Logout.Default,
   AddressLimits.Default,
   IdentityCleanup.Default,
-  Directory.Default
+  Directory.Default,
+  // The outbox's delivery worker runs as long as the server's stack (src/identity/mail/MailDelivery.ts).
+  MailDelivery.Default
 ).pipe(Layer.provideMerge(People))

@@ -117,7 +117,8 @@ describe("identity cleanup job", () => {
           sessions: 0,
           refreshFamilies: 0,
           refreshTokens: 0,
-          rateLimitBuckets: 0
+          rateLimitBuckets: 0,
+          mailOutbox: 0
         })
       }))
   })

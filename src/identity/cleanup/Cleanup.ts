@@ -10,7 +10,9 @@
  *   a rotated token is kept so that presenting it again revokes its family (RFC 9700 section
  *   4.14.2); a client holding a token that old lost it to the idle timeout anyway. Without an idle
  *   timeout they stay until their family dies;
- * - rate limit rows untouched for a day (every bucket is full by then, every backoff has forgotten).
+ * - rate limit rows untouched for a day (every bucket is full by then, every backoff has forgotten);
+ * - outbox mail sent or given up on (migrations/0014_mail_outbox.ts), kept meanwhile for the
+ *   development mailbox and for inspection.
  *
  * Dead rows are kept a day first: a replayed code within that day still revokes what it produced
  * (src/identity/oauth/Grants.ts `revokeCodeReplay`), and the day-old state can be inspected.
@@ -39,6 +41,7 @@ export interface CleanupCounts {
   readonly refreshFamilies: number
   readonly refreshTokens: number
   readonly rateLimitBuckets: number
+  readonly mailOutbox: number
 }
 
 export class IdentityCleanup extends Effect.Service<IdentityCleanup>()("identity/IdentityCleanup", {
@@ -124,6 +127,15 @@ export class IdentityCleanup extends Effect.Service<IdentityCleanup>()("identity
         ) RETURNING 1
       `
     )
+    const mailOutbox = drain(() =>
+      sql`
+        DELETE FROM mail_outbox WHERE id IN (
+          SELECT id FROM mail_outbox
+          WHERE (sent_at IS NOT NULL OR failed_at IS NOT NULL) AND coalesce(sent_at, failed_at) < ${retention}
+          LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+        ) RETURNING 1
+      `
+    )
 
     /** One pass over every kind of row; safe to run in several processes at once. */
     const run = Effect.fn("IdentityCleanup.run")(function*() {
@@ -132,7 +144,8 @@ export class IdentityCleanup extends Effect.Service<IdentityCleanup>()("identity
         sessions: yield* sessions,
         refreshTokens: (yield* tokensOfDeadFamilies) + (yield* rotatedTokens),
         refreshFamilies: yield* refreshFamilies,
-        rateLimitBuckets: yield* rateLimitBuckets
+        rateLimitBuckets: yield* rateLimitBuckets,
+        mailOutbox: yield* mailOutbox
       }
       const total = Object.values(counts).reduce((sum, n) => sum + n, 0)
       if (total > 0) yield* Effect.logInfo("identity cleanup deleted rows").pipe(Effect.annotateLogs({ ...counts }))

@@ -159,6 +159,51 @@ export const errorPage = (ctx: PageContext, input: {
 <p class="muted">Error code ${input.code}. If you followed a link from another site, tell that site; you can close this page.</p>`
   )
 
+export interface MailboxLine {
+  readonly to: string
+  readonly subject: string
+  readonly text: string
+  readonly html: string | null
+  readonly createdAt: string
+}
+
+/**
+ * The development mailbox (src/identity/http/DevHttp.ts). Bodies are shown as text, the HTML
+ * alternative as its source: nothing of a message is rendered as markup of this page.
+ */
+export const devMailboxPage = (ctx: PageContext, input: {
+  readonly to: string
+  readonly messages: ReadonlyArray<MailboxLine>
+}): string =>
+  layout(
+    ctx,
+    "Development mailbox",
+    html`<h1>Development mailbox</h1>
+<p class="muted">What this server queued for mailing, oldest first. Shown only in development.</p>
+<form method="get" action="${ctx.basePath}/ui/dev/mailbox">
+<p><label for="to">Address</label>
+<input id="to" name="to" type="email" value="${input.to}"></p>
+<p><button type="submit">Show</button></p>
+</form>
+${
+      input.messages.length === 0
+        ? html`<p>No messages${input.to === "" ? "" : html` for <strong>${input.to}</strong>`}.</p>`
+        : input.messages.map((message) =>
+          html`<article class="mail">
+<h2>${message.subject}</h2>
+<p class="muted">To ${message.to}, <time datetime="${message.createdAt}">${message.createdAt}</time></p>
+<pre>${message.text}</pre>
+${
+            message.html === null
+              ? ""
+              : html`<details><summary>HTML version</summary><pre>${message.html}</pre></details>`
+          }
+</article>
+`
+        )
+    }`
+  )
+
 export const STYLESHEET = `:root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
 body { margin: 0; padding: 2rem 1rem; background: Canvas; color: CanvasText; }
 .card { max-width: 28rem; margin: 0 auto; padding: 1.5rem 2rem; border: 1px solid GrayText; border-radius: 0.75rem; }
@@ -176,4 +221,6 @@ button.secondary, .button.secondary { background: transparent; color: inherit; b
 .scope { font-family: ui-monospace, monospace; font-size: 0.9em; }
 .logo { display: block; margin-bottom: 1rem; border-radius: 0.5rem; }
 .muted { color: GrayText; font-size: 0.9rem; }
+.mail { border-top: 1px solid GrayText; }
+.mail pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 `

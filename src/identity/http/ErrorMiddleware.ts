@@ -58,6 +58,13 @@ const answer = (
   return HttpServerResponse.setStatus(envelopeError(failure.envelope, headers), failure.status)
 }
 
+/**
+ * What an unknown path answers, in its shape. Routes that exist only where enabled (the development
+ * mailbox, src/identity/http/DevHttp.ts) answer it too, so nothing tells them apart from no route.
+ */
+export const routeNotFound = (request: HttpServerRequest.HttpServerRequest) =>
+  answer(request, { status: 404, oauth: "invalid_request", envelope: "NOT_FOUND" }, "No resource here.")
+
 /** The authorization request's routes: their malformed requests are 15007, as the service's own. */
 const isAuthorizationRequest = (path: string) =>
   path === `${BASE_PATH}/oauth/authorize` || path === `${BASE_PATH}/ui/consent`
@@ -98,13 +105,7 @@ export const identityErrorMiddleware = HttpApiBuilder.middleware(Effect.map(iden
             } as const
             return answer(request, invalid, "A parameter is missing, repeated, malformed or too long.")
           }
-          if (tag === "RouteNotFound") {
-            return answer(
-              request,
-              { status: 404, oauth: "invalid_request", envelope: "NOT_FOUND" },
-              "No resource here."
-            )
-          }
+          if (tag === "RouteNotFound") return routeNotFound(request)
           if (tag === "RequestError") {
             if (isBodyTooLarge(squashed)) return tooLarge(request)
             return answer(

@@ -1,0 +1,33 @@
+/**
+ * The development mailbox (src/identity/http/DevHttp.ts): what the provider mailed, read back from
+ * its outbox, for a developer without an SMTP server. It answers only where it is enabled
+ * (src/identity/mail/MailConfig.ts); elsewhere both paths are 404 like any unknown path.
+ */
+import { Schema } from "effect"
+import { Envelope } from "./Envelope.js"
+import { Bounded, MaxLength } from "./Limits.js"
+
+export const DevMailboxParams = Schema.Struct({
+  to: Schema.optional(Bounded(MaxLength.email)).annotations({
+    description: "The recipient's address (case-insensitive). Without it: every recipient's messages."
+  })
+}).annotations({ identifier: "DevMailboxParams" })
+export type DevMailboxParams = typeof DevMailboxParams.Type
+
+export class DevMailboxMessage extends Schema.Class<DevMailboxMessage>("DevMailboxMessage")({
+  to: Schema.String,
+  subject: Schema.String,
+  text: Schema.String.annotations({ description: "The plain-text body." }),
+  html: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+    description: "The HTML alternative, when the message has one."
+  }),
+  created_at: Schema.String.annotations({ description: "When the message was queued (RFC 3339, UTC)." })
+}, { description: "One message of the outbox, sent or not." }) {}
+
+export const DevMailbox = Schema.Struct({
+  items: Schema.Array(DevMailboxMessage).annotations({
+    description: "Oldest first; the newest 100 at most."
+  })
+}).annotations({ identifier: "DevMailbox" })
+
+export const DevMailboxResponse = Envelope(DevMailbox)

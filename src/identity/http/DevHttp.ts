@@ -1,0 +1,56 @@
+/**
+ * Handlers of the `dev` group: the development mailbox (schema/Api/IdentityDevApi.ts), the outbox
+ * read back (src/identity/mail/Mailer.ts) as the envelope and as a page. Where it is not enabled
+ * (src/identity/mail/MailConfig.ts) both answer exactly what an unknown path answers.
+ */
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Effect } from "effect"
+import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import { DevMailboxMessage } from "../../../schema/Identity/DevMailbox.js"
+import type { DevMailboxParams } from "../../../schema/Identity/DevMailbox.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
+import { devMailboxPage } from "../frontend/Pages.js"
+import { IdentityConfig } from "../IdentityConfig.js"
+import { MailConfig } from "../mail/MailConfig.js"
+import { Mailer } from "../mail/Mailer.js"
+import { routeNotFound } from "./ErrorMiddleware.js"
+import { envelopeSuccess, page } from "./Responses.js"
+
+export const HttpDevLive = HttpApiBuilder.group(IdentityApi, "dev", (handlers) =>
+  Effect.gen(function*() {
+    const config = yield* IdentityConfig
+    const mail = yield* MailConfig
+    const mailer = yield* Mailer
+    const ctx = { basePath: config.basePath }
+
+    /** `answer` where the mailbox is enabled, the unknown-path answer elsewhere. */
+    const enabled = <A>(answer: Effect.Effect<A>) =>
+      mail.devMailbox ? answer : Effect.map(HttpServerRequest.HttpServerRequest, routeNotFound)
+
+    return handlers
+      .handle("mailbox", ({ urlParams }: { readonly urlParams: DevMailboxParams }) =>
+        enabled(Effect.map(mailer.mailbox(urlParams.to), (messages) =>
+          envelopeSuccess({
+            items: messages.map((message) =>
+              new DevMailboxMessage({
+                to: message.to,
+                subject: message.subject,
+                text: message.text,
+                ...(message.html === null ? {} : { html: message.html }),
+                created_at: message.createdAt.toISOString()
+              })
+            )
+          }))), runToCompletion)
+      .handle("mailboxPage", ({ urlParams }: { readonly urlParams: DevMailboxParams }) =>
+        enabled(Effect.map(mailer.mailbox(urlParams.to), (messages) =>
+          page(devMailboxPage(ctx, {
+            to: urlParams.to ?? "",
+            messages: messages.map((message) => ({
+              to: message.to,
+              subject: message.subject,
+              text: message.text,
+              html: message.html,
+              createdAt: message.createdAt.toISOString()
+            }))
+          })))), runToCompletion)
+  }))
