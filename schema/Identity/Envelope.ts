@@ -1,6 +1,6 @@
 /**
  * The `{code, message, data}` envelope of the non-protocol identity endpoints (SPEC 4.2, 7.2) and
- * the closed registry of its error codes (DECISIONS 10). `code` 0 is success; clients check the
+ * the closed registry of its error codes. `code` 0 is success; clients check the
  * HTTP status first and then `code`. The README's identity section is generated from
  * `EnvelopeCodes`, so every meaning is written once, here.
  */
@@ -44,31 +44,41 @@ export const EnvelopeCodes = {
     "The emailed verification code is wrong, used or expired. Request a new one."
   ),
   EMAIL_TAKEN: entry(10006, 409, "Email already registered", "Another account uses this email address."),
-  WRONG_CREDENTIALS: entry(
+  WEAK_PASSWORD: entry(
     10010,
-    401,
-    "Wrong email or password",
-    "Sign-in failed. The same code answers an unknown email, so accounts cannot be enumerated."
+    400,
+    "Password too weak",
+    "The new password is shorter than 8 or longer than 1024 characters, is one of the most common passwords, " +
+      "or contains the account's email address or name."
   ),
-  ACCOUNT_BANNED: entry(10011, 403, "Account banned", "The account is banned; signing in and tokens are refused."),
+  WRONG_PASSWORD: entry(
+    10011,
+    401,
+    "Wrong password",
+    "The password is wrong: at sign-in (an unknown email gets the same answer, so accounts cannot be enumerated), " +
+      "or the `current_password` of a password change."
+  ),
   TOO_MANY_ATTEMPTS: entry(
     10012,
     429,
     "Too many attempts",
-    "Sign-in or code sending is throttled per address, per account and address, and by growing delays per " +
+    "Too many guesses: an emailed code takes 5 tries and is then spent (ask for a new one); sign-in and " +
+      "second-factor codes are throttled per address, per account and address, and by growing delays per " +
       "account (never a lockout). Wait as `Retry-After` says."
   ),
-  WEAK_PASSWORD: entry(
+  CODE_REQUESTED_TOO_SOON: entry(
     10013,
-    400,
-    "Password not acceptable",
-    "The new password is too short or too long, or the current password given for a change is wrong."
+    429,
+    "Code requested too soon",
+    "A code was sent to this address, or from this client address, too recently. Wait as `Retry-After` says."
   ),
   REAUTHENTICATION_REQUIRED: entry(
     10016,
     401,
     "Sign in again",
-    "An administrator switching accounts must sign in again before continuing."
+    "Changing the email, the password or the second factor needs a sign-in younger than 10 minutes (RFC 9470: " +
+      "`WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", max_age=600`); also an administrator " +
+      "switching accounts. Refreshing does not help: sign in again."
   ),
   // 15xxx OAuth and client errors on envelope endpoints and the sign-in pages
   UNKNOWN_CLIENT: entry(15001, 404, "Unknown client", "`client_id` is not a registered client. Never redirects."),
@@ -83,7 +93,7 @@ export const EnvelopeCodes = {
     15004,
     400,
     "Logout redirect not allowed",
-    "The origin of `redirect` matches no registered redirect URI of `client_id` (DECISIONS 8). Never redirects."
+    "The origin of `redirect` matches no registered redirect URI of `client_id`. Never redirects."
   ),
   UNSUPPORTED_RESPONSE_TYPE: entry(15005, 400, "Unsupported response_type", "`response_type` must be `code`."),
   INVALID_PKCE: entry(
@@ -118,29 +128,36 @@ export const EnvelopeCodes = {
     "The client may not use this operation (for example a public client calling a back-channel endpoint)."
   ),
   // 17xxx creator applications
-  APPLICATION_PENDING: entry(
+  ALREADY_APPLIED: entry(
     17001,
     409,
-    "Application already pending",
+    "Already applied",
+    "A declined application may be followed by a new one 30 days after its decision. Wait as `Retry-After` says."
+  ),
+  APPLICATION_PENDING: entry(
+    17002,
+    409,
+    "Application still pending",
     "The user already has an undecided application."
   ),
-  ALREADY_CREATOR: entry(17002, 409, "Already a creator", "The user already holds the `creator` role."),
-  APPLICATION_NOT_FOUND: entry(17003, 404, "Application not found", "No such creator application."),
-  APPLICATION_ALREADY_DECIDED: entry(
-    17004,
-    409,
-    "Application already decided",
-    "The application was already approved or declined."
-  ),
+  ALREADY_CREATOR: entry(17003, 409, "Already a creator", "The user already holds the `creator` role."),
   APPLICATION_INVALID: entry(
-    17005,
+    17004,
     400,
-    "Application invalid",
-    "A field of the application is missing or too long."
+    "Statement invalid",
+    "The statement is missing, shorter than 20 or longer than 4000 characters, or `portfolio_url` is not an " +
+      "http(s) URL of at most 2048 characters."
   ),
+  APPLICATION_NOT_FOUND: entry(17005, 404, "No such application", "No creator application has this id."),
   // Generic envelope failures outside the SPEC ranges
   INVALID_REQUEST: entry(40001, 400, "Invalid request", "The body or a parameter failed validation."),
   PERMISSION_DENIED: entry(40301, 403, "Permission denied", "The signed-in user lacks the role this operation needs."),
+  ACCOUNT_BANNED: entry(
+    40302,
+    403,
+    "Account banned",
+    "The account is banned: sign-in (after a correct password only), its tokens and its sessions are refused."
+  ),
   NOT_FOUND: entry(40401, 404, "Not found", "The addressed resource does not exist."),
   PAYLOAD_TOO_LARGE: entry(
     41301,

@@ -13,7 +13,7 @@ import { LoginResponse } from "../../schema/Identity/Login.js"
 
 const codes = Object.values(EnvelopeCodes).map((entry) => entry.code)
 
-describe("Envelope codes (SPEC 7.2, DECISIONS 10)", () => {
+describe("Envelope codes (SPEC 7.2)", () => {
   it("registers each code once", () => {
     expect(new Set(codes).size).toBe(codes.length)
   })
@@ -41,11 +41,11 @@ describe("Envelope codes (SPEC 7.2, DECISIONS 10)", () => {
       )
       expect(ok.code).toBe(0)
       expect(ok.data.expires_in).toBe(900)
-      const { body, status } = envelopeFailure("WRONG_CREDENTIALS")
+      const { body, status } = envelopeFailure("WRONG_PASSWORD")
       expect(status).toBe(401)
       expect(yield* Schema.encode(EnvelopeFailure)(body)).toEqual({
-        code: 10010,
-        message: "Wrong email or password",
+        code: 10011,
+        message: "Wrong password",
         data: null
       })
       const notOk = yield* Effect.either(

@@ -67,7 +67,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         expect(cookie).not.toMatch(/Secure/i)
       }))
 
-    it.effect("email is matched case-insensitively; the same answer for a wrong password and an unknown email (10010)", () =>
+    it.effect("email is matched case-insensitively; the same answer for a wrong password and an unknown email (10011)", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser()
@@ -75,14 +75,14 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         expect(upper.res.status).toBe(200)
         const wrong = yield* postLogin(identity, { email: user.email, password: "not-the-password" })
         expect(wrong.res.status).toBe(401)
-        expect(wrong.body).toEqual({ code: 10010, message: "Wrong email or password", data: null })
+        expect(wrong.body).toEqual({ code: 10011, message: "Wrong password", data: null })
         expect(wrong.res.headers.get("set-cookie")).toBeNull()
         const unknown = yield* postLogin(identity, { email: "nobody@example.com", password: "whatever" })
         expect(unknown.res.status).toBe(401)
         expect(unknown.body).toEqual(wrong.body)
       }))
 
-    it.effect("SPEC 5: a banned account is HTTP 403 (10011), and its tokens and sessions die", () =>
+    it.effect("SPEC 5: a banned account is HTTP 403 (40302), and its tokens and sessions die", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser()
@@ -90,7 +90,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         yield* Effect.flatMap(Users, (users) => users.setBanned(user.id, true))
         const { res, body } = yield* postLogin(identity, { email: user.email, password: user.password })
         expect(res.status).toBe(403)
-        expect(body).toEqual({ code: 10011, message: "Account banned", data: null })
+        expect(body).toEqual({ code: 40302, message: "Account banned", data: null })
         const me = yield* Effect.promise(() =>
           fetch(`${identity}/api/v1/auth/me`, { headers: { authorization: `Bearer ${before.accessToken}` } })
         )
@@ -98,7 +98,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         expect((yield* Effect.promise(() => me.json())).code).toBe(10002)
         // A wrong password on a banned account still says only "wrong credentials".
         const guess = yield* postLogin(identity, { email: user.email, password: "guess" })
-        expect(guess.body.code).toBe(10010)
+        expect(guess.body.code).toBe(10011)
       }))
 
     it.effect("brute force on one account from one address gets 429 (10012) with Retry-After; not elsewhere", () =>

@@ -35,7 +35,7 @@ import { Tokens } from "../tokens/Tokens.js"
 import { Users } from "../users/Users.js"
 
 export class LoginFailed extends Data.TaggedError("LoginFailed")<{
-  readonly code: Extract<EnvelopeCodeName, "WRONG_CREDENTIALS" | "ACCOUNT_BANNED" | "TOO_MANY_ATTEMPTS">
+  readonly code: Extract<EnvelopeCodeName, "WRONG_PASSWORD" | "ACCOUNT_BANNED" | "TOO_MANY_ATTEMPTS">
   readonly retryAfterSeconds?: number
 }> {}
 
@@ -77,7 +77,7 @@ export class Login extends Effect.Service<Login>()("identity/Login", {
       }
       const found = yield* users.findByEmail(account)
       const ok = yield* passwords.verify(input.password, Option.isSome(found) ? found.value.passwordHash : null)
-      if (!ok || Option.isNone(found)) return yield* new LoginFailed({ code: "WRONG_CREDENTIALS" })
+      if (!ok || Option.isNone(found)) return yield* new LoginFailed({ code: "WRONG_PASSWORD" })
       yield* limiter.succeeded(attempt)
       const user = found.value
       if (user.banned) return yield* new LoginFailed({ code: "ACCOUNT_BANNED" })

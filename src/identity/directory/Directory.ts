@@ -11,7 +11,7 @@
  *   Banned users are answered like any other: a site still shows who wrote what it keeps, and the
  *   ban concerns signing in, not the account's existence.
  */
-import { Cache, Data, Duration, Effect, Option } from "effect"
+import { Cache, Duration, Effect, Option } from "effect"
 import {
   ClientInfo,
   DirectoryUser,
@@ -21,22 +21,14 @@ import {
   UserBatch,
   UserSearch
 } from "../../../schema/Identity/Directory.js"
-import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { Subject, UserId } from "../../../schema/Identity/User.js"
 import type { Client } from "../clients/Clients.js"
 import { Clients } from "../clients/Clients.js"
 import { authenticateBasic } from "../oauth/ClientAuthentication.js"
 import type { DirectoryEntry } from "../users/Users.js"
 import { Users } from "../users/Users.js"
+import { refused } from "../Refused.js"
 
-/** A refused directory request: the envelope code and the headers that go with it. */
-export class DirectoryRefused extends Data.TaggedError("DirectoryRefused")<{
-  readonly code: EnvelopeCodeName
-  readonly headers: Readonly<Record<string, string>>
-}> {}
-
-const refused = (code: EnvelopeCodeName, headers: Readonly<Record<string, string>> = {}) =>
-  new DirectoryRefused({ code, headers })
 
 const ECOSYSTEM_TTL = Duration.seconds(10)
 

@@ -6,12 +6,10 @@ import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
-import { Directory, type DirectoryRefused } from "../directory/Directory.js"
-import { envelopeError, envelopeSuccess } from "./Responses.js"
+import { Directory } from "../directory/Directory.js"
+import { envelopeSuccess, refusal } from "./Responses.js"
 
 const PUBLIC_CACHE = { "cache-control": "public, max-age=60" }
-
-const refusal = (refused: DirectoryRefused) => Effect.succeed(envelopeError(refused.code, refused.headers))
 
 export const HttpDirectoryLive = HttpApiBuilder.group(IdentityApi, "directory", (handlers) =>
   Effect.gen(function*() {
@@ -22,7 +20,7 @@ export const HttpDirectoryLive = HttpApiBuilder.group(IdentityApi, "directory", 
       .handle("clientInfo", ({ urlParams }) =>
         directory.clientInfo(urlParams.client_id).pipe(
           Effect.map((info) => envelopeSuccess(info, PUBLIC_CACHE)),
-          Effect.catchTag("DirectoryRefused", refusal)
+          Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("ecosystem", () =>
         Effect.map(directory.ecosystem(), (listing) => envelopeSuccess(listing, PUBLIC_CACHE)), runToCompletion)
@@ -32,7 +30,7 @@ export const HttpDirectoryLive = HttpApiBuilder.group(IdentityApi, "directory", 
             Effect.map((batch) =>
               envelopeSuccess(batch)
             ),
-            Effect.catchTag("DirectoryRefused", refusal)
+            Effect.catchTag("Refused", refusal)
           ), runToCompletion)
       .handle("usersSearch", ({ urlParams }) =>
         Effect.flatMap(authorization, (header) =>
@@ -40,6 +38,6 @@ export const HttpDirectoryLive = HttpApiBuilder.group(IdentityApi, "directory", 
             Effect.map((found) =>
               envelopeSuccess(found)
             ),
-            Effect.catchTag("DirectoryRefused", refusal)
+            Effect.catchTag("Refused", refusal)
           ), runToCompletion)
   }))

@@ -32,7 +32,7 @@ import { page, redirectTo } from "./Responses.js"
 type Response = Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>
 
 const LOGIN_MESSAGES = {
-  WRONG_CREDENTIALS: "The email or password is not right.",
+  WRONG_PASSWORD: "The email or password is not right.",
   ACCOUNT_BANNED: "This account is banned.",
   TOO_MANY_ATTEMPTS: "Too many attempts. Wait a little, then try again."
 } as const

@@ -4,8 +4,10 @@
  */
 import type { HttpServerRequest } from "@effect/platform"
 import { HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { envelopeFailure, envelopeOk } from "../../../schema/Identity/Envelope.js"
+import type { Refused } from "../Refused.js"
 
 /** Routes are declared under `/api/v1`; pages link to their assets there. */
 export const BASE_PATH = "/api/v1"
@@ -17,6 +19,9 @@ export const envelopeError = (
   const { body, status } = envelopeFailure(name)
   return HttpServerResponse.unsafeJson(body, { status, headers: { "cache-control": "no-store", ...headers } })
 }
+
+/** The envelope answer to a service's refusal. */
+export const refusal = (refused: Refused) => Effect.succeed(envelopeError(refused.code, refused.headers))
 
 export const envelopeSuccess = <A>(data: A, headers: Readonly<Record<string, string>> = {}) =>
   HttpServerResponse.unsafeJson(envelopeOk(data), { headers: { "cache-control": "no-store", ...headers } })

@@ -92,6 +92,14 @@ export class Sessions extends Effect.Service<Sessions>()("identity/Sessions", {
       }).pipe(sql.withTransaction, Effect.orDie)
     })
 
+    /** Whether the session's sign-in happened less than `seconds` ago, on the database's clock. */
+    const signedInWithin = Effect.fn("Sessions.signedInWithin")(function*(id: string, seconds: number) {
+      const rows = yield* sql`
+        SELECT 1 FROM sessions WHERE id = ${id} AND auth_time > now() - make_interval(secs => ${seconds})
+      `.pipe(Effect.orDie)
+      return rows.length > 0
+    })
+
     const cookieName = config.cookies.session
     const cookieOptions = {
       path: config.cookies.path,
@@ -112,7 +120,17 @@ export class Sessions extends Effect.Service<Sessions>()("identity/Sessions", {
 
     const fromRequest = (request: HttpServerRequest.HttpServerRequest) => fromCookie(request.cookies[cookieName])
 
-    return { create, fromCookie, fromSid, fromRequest, end, setCookie, clearCookie, cookieOptions } as const
+    return {
+      create,
+      fromCookie,
+      fromSid,
+      fromRequest,
+      signedInWithin,
+      end,
+      setCookie,
+      clearCookie,
+      cookieOptions
+    } as const
   }),
   dependencies: [IdentityConfig.Default]
 }) {}
