@@ -7,6 +7,8 @@
  *   million codes). A code lives 10 minutes and takes 5 tries; asking again replaces the older code
  *   for the same purpose, address and account. `email` is kept lower-case.
  * - `users.password_changed_at`: when the password last changed (the account page shows it).
+ * - `users.totp_enabled_at`: when a second factor was confirmed, null without one (`two_factor` on
+ *   `GET /auth/me`); the factor itself is kept by migrations/0018.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -34,5 +36,5 @@ export default Effect.gen(function*() {
   `
   yield* sql`CREATE INDEX email_codes_expires_at_idx ON email_codes (expires_at)`
 
-  yield* sql`ALTER TABLE users ADD COLUMN password_changed_at timestamptz`
+  yield* sql`ALTER TABLE users ADD COLUMN password_changed_at timestamptz, ADD COLUMN totp_enabled_at timestamptz`
 })
