@@ -15,6 +15,8 @@ let end = start
 while (readme.startsWith("| ", end)) end = readme.indexOf("\n", end) + 1
 const rows = Object.values(EnvelopeCodes)
   .sort((a, b) => a.code - b.code)
-  .map((entry) => `| ${entry.code} | ${entry.status} | ${entry.message} | ${entry.description.replace(/\|/g, "\\|")} |\n`)
+  .map((entry) =>
+    `| ${entry.code} | ${entry.status} | ${entry.message} | ${entry.description.replace(/\|/g, "\\|")} |\n`
+  )
   .join("")
 Fs.writeFileSync(path, readme.slice(0, start) + rows + readme.slice(end))

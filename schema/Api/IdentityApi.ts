@@ -3,6 +3,7 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { HealthApi } from "./HealthApi.js"
+import { IdentityAccountApi } from "./IdentityAccountApi.js"
 import { IdentityAuthApi } from "./IdentityAuthApi.js"
 import { IdentityDevApi } from "./IdentityDevApi.js"
 import { IdentityDirectoryApi } from "./IdentityDirectoryApi.js"
@@ -15,6 +16,7 @@ export class IdentityApi extends HttpApi.make("identity")
   .add(IdentityDiscoveryApi)
   .add(IdentityOAuthApi)
   .add(IdentityAuthApi)
+  .add(IdentityAccountApi)
   .add(IdentityDirectoryApi)
   .add(IdentityPagesApi)
   .add(IdentityDevApi)

@@ -4,7 +4,6 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { LoginRequest, LoginResponse } from "../Identity/Login.js"
-import { MeResponse } from "../Identity/Me.js"
 import { envelopeError } from "./IdentityErrors.js"
 
 export class IdentityAuthApi extends HttpApiGroup.make("auth")
@@ -25,16 +24,6 @@ export class IdentityAuthApi extends HttpApiGroup.make("auth")
           "Only `application/json` bodies are accepted (a cross-site form cannot sign a browser in)."
       )
   )
-  .add(
-    HttpApiEndpoint.get("me", "/api/v1/auth/me")
-      .addSuccess(MeResponse)
-      .addError(envelopeError(401, "10001 token missing, 10002 token invalid or revoked, 10003 token expired."))
-      .annotate(OpenApi.Summary, "The signed-in user")
-      .annotate(
-        OpenApi.Description,
-        "`Authorization: Bearer <access token from /auth/login>`. The user's own account in the envelope."
-      )
-  )
-  .annotate(OpenApi.Title, "Accounts")
-  .annotate(OpenApi.Description, "Envelope endpoints for the signed-in user.")
+  .annotate(OpenApi.Title, "Sign-in")
+  .annotate(OpenApi.Description, "Password sign-in for the provider's own front end and first-party apps.")
 {}

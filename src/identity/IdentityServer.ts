@@ -11,6 +11,7 @@ import { healthHandlers } from "../platform/Health.js"
 import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListener.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { ExactSlashes } from "../platform/RouteTable.js"
+import { HttpAccountLive } from "./http/AccountHttp.js"
 import { HttpAuthLive } from "./http/AuthHttp.js"
 import { HttpDevLive } from "./http/DevHttp.js"
 import { HttpDirectoryLive } from "./http/DirectoryHttp.js"
@@ -37,6 +38,7 @@ export const IdentityApiLive = HttpApiBuilder.api(IdentityApi).pipe(
     HttpDiscoveryLive,
     HttpOAuthLive,
     HttpAuthLive,
+    HttpAccountLive,
     HttpDirectoryLive,
     HttpPagesLive,
     HttpDevLive

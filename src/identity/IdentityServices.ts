@@ -3,6 +3,8 @@
  * `AppSecret` from the composition root.
  */
 import { Config, Effect, Layer } from "effect"
+import { Account } from "./account/Account.js"
+import { EmailCodes } from "./account/EmailCodes.js"
 import { EndUsers } from "./auth/EndUsers.js"
 import { Login } from "./auth/Login.js"
 import { IdentityCleanup } from "./cleanup/Cleanup.js"
@@ -69,6 +71,7 @@ export const IdentityServicesLive = Layer.mergeAll(
   AddressLimits.Default,
   IdentityCleanup.Default,
   Directory.Default,
+  Account.Default.pipe(Layer.provide(EmailCodes.Default)),
   // The outbox's delivery worker runs as long as the server's stack (src/identity/mail/MailDelivery.ts).
   MailDelivery.Default
 ).pipe(Layer.provideMerge(People))

@@ -1,0 +1,145 @@
+/**
+ * Self-service account endpoints of the identity provider. They answer the `{code, message, data}`
+ * envelope (codes in the README's identity section) and take the user's Bearer token from
+ * `POST /auth/login` or `POST /auth/register`, except the two registration calls, which take none.
+ */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { LoginResponse } from "../Identity/Login.js"
+import {
+  AccountSessionsResponse,
+  ChangeEmailRequest,
+  ChangePasswordRequest,
+  CodeSentResponse,
+  Done,
+  MeResponse,
+  RegisterRequest,
+  SendCodeRequest,
+  SessionIdParam,
+  UpdateMeRequest
+} from "../Identity/Me.js"
+import { envelopeError } from "./IdentityErrors.js"
+
+const tokenErrors = envelopeError(401, "10001 token missing, 10002 token invalid or its session ended, 10003 expired.")
+const recent = envelopeError(
+  401,
+  "10001/10002/10003 token problems; 10016 the sign-in is older than 10 minutes " +
+    "(`WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", max_age=600`, RFC 9470)."
+)
+const tooSoon = envelopeError(
+  429,
+  "10013: a code was sent to this address (or from this client address) too recently; `Retry-After`."
+)
+
+export class IdentityAccountApi extends HttpApiGroup.make("account")
+  .add(
+    HttpApiEndpoint.get("me", "/api/v1/auth/me")
+      .addSuccess(MeResponse)
+      .addError(tokenErrors)
+      .annotate(OpenApi.Summary, "The signed-in user")
+      .annotate(OpenApi.Description, "The user's own account, with the email address.")
+  )
+  .add(
+    HttpApiEndpoint.patch("updateMe", "/api/v1/auth/me")
+      .setPayload(UpdateMeRequest)
+      .addSuccess(MeResponse)
+      .addError(
+        envelopeError(400, "40001: a field is not a string of the allowed length (name 1 to 64, bio up to 1000).")
+      )
+      .addError(tokenErrors)
+      .annotate(OpenApi.Summary, "Change the display name or bio")
+      .annotate(OpenApi.Description, "Display fields only; absent fields stay. Answers the updated account.")
+  )
+  .add(
+    HttpApiEndpoint.post("sendEmailCode", "/api/v1/auth/email/send-code")
+      .setPayload(SendCodeRequest)
+      .addSuccess(CodeSentResponse)
+      .addError(envelopeError(400, "40001: `email` is not an email address."))
+      .addError(recent)
+      .addError(tooSoon)
+      .annotate(OpenApi.Summary, "Mail a code to a new address")
+      .annotate(
+        OpenApi.Description,
+        "Mails a 6-digit code to `email`, valid 10 minutes for 5 tries; asking again replaces it. At most one a " +
+          "minute and five an hour per address. Needs a sign-in younger than 10 minutes."
+      )
+  )
+  .add(
+    HttpApiEndpoint.put("changeEmail", "/api/v1/auth/email")
+      .setPayload(ChangeEmailRequest)
+      .addSuccess(MeResponse)
+      .addError(envelopeError(400, "10004: the code is wrong, used or expired; 40001: malformed body."))
+      .addError(recent)
+      .addError(envelopeError(409, "10006: another account uses this address."))
+      .addError(envelopeError(429, "10012: the code took 5 wrong tries and is spent; ask for a new one."))
+      .annotate(OpenApi.Summary, "Change the email address")
+      .annotate(
+        OpenApi.Description,
+        "Moves the account to `email`, proven by the code mailed to it; the address counts as verified and the old " +
+          "address is told. Needs a sign-in younger than 10 minutes."
+      )
+  )
+  .add(
+    HttpApiEndpoint.put("changePassword", "/api/v1/auth/password")
+      .setPayload(ChangePasswordRequest)
+      .addSuccess(Done)
+      .addError(envelopeError(400, "10010: the new password is too weak; 40001: malformed body."))
+      .addError(envelopeError(401, "10011: `current_password` is wrong; 10001/10002/10003/10016 as above."))
+      .addError(envelopeError(429, "10012: too many wrong current passwords for this account; `Retry-After`."))
+      .annotate(OpenApi.Summary, "Change the password")
+      .annotate(
+        OpenApi.Description,
+        "Ends every other session of the account and revokes every refresh token it has at any client (they get " +
+          "`invalid_grant`); the session making the change stays. The account's address is told. Needs a sign-in " +
+          "younger than 10 minutes."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("sessions", "/api/v1/auth/sessions")
+      .addSuccess(AccountSessionsResponse)
+      .addError(tokenErrors)
+      .annotate(OpenApi.Summary, "The account's live sessions")
+      .annotate(OpenApi.Description, "Live sign-ins of the account, newest first; `current` marks this request's.")
+  )
+  .add(
+    HttpApiEndpoint.del("endSession", "/api/v1/auth/sessions/:id")
+      .setPath(SessionIdParam)
+      .addSuccess(Done)
+      .addError(tokenErrors)
+      .addError(envelopeError(404, "40401: no live session of this account has this id."))
+      .annotate(OpenApi.Summary, "End a session")
+      .annotate(
+        OpenApi.Description,
+        "Signs that session out and revokes the refresh tokens that relying parties got through it."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("sendRegistrationCode", "/api/v1/auth/register/send-code")
+      .setPayload(SendCodeRequest)
+      .addSuccess(CodeSentResponse)
+      .addError(envelopeError(400, "40001: `email` is not an email address."))
+      .addError(tooSoon)
+      .annotate(OpenApi.Summary, "Mail a registration code")
+      .annotate(
+        OpenApi.Description,
+        "No authentication. Answers the same whether or not the address has an account: a new address gets a " +
+          "6-digit code (10 minutes, 5 tries), a known one a mail saying someone tried to register it."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("register", "/api/v1/auth/register")
+      .setPayload(RegisterRequest)
+      .addSuccess(LoginResponse)
+      .addError(envelopeError(400, "10004: the code is wrong, used or expired; 10010: the password is too weak."))
+      .addError(envelopeError(409, "10006: the address was registered meanwhile."))
+      .addError(envelopeError(429, "10012: the code took 5 wrong tries and is spent."))
+      .annotate(OpenApi.Summary, "Create an account and sign in")
+      .annotate(
+        OpenApi.Description,
+        "Creates the account (its address verified by the code) and signs it in like `POST /auth/login`: the access " +
+          "token in `data`, and the session cookie that keeps the browser signed in (HttpOnly, SameSite=Lax, " +
+          "path-scoped to the issuer; `__Host-` and Secure over https). Only `application/json` bodies."
+      )
+  )
+  .annotate(OpenApi.Title, "Accounts")
+  .annotate(OpenApi.Description, "Envelope endpoints for the signed-in user, and registration.")
+{}

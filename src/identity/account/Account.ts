@@ -1,0 +1,340 @@
+/**
+ * The self-service account: the owner's view of it, display fields, the email address, the
+ * password, the live sessions, and registration. Each operation is one transaction; the mail it
+ * sends is queued in that transaction (src/identity/mail/Mailer.ts), so it goes out exactly when the
+ * change is committed.
+ *
+ * Changing the email or the password needs a sign-in younger than 10 minutes
+ * (src/identity/auth/SignedIn.ts `requireRecentSignIn`, applied by the handlers). A password change
+ * ends every other session of the account and revokes every refresh family, so whoever held an old
+ * session or a relying party's refresh token must sign in with the new password.
+ *
+ * Registration never tells whether an address has an account: asking for a code answers the same,
+ * meets the same limits and does the same work either way; a known address gets a mail saying
+ * someone tried to register it instead of the code.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import {
+  AccountSession,
+  AccountSessions,
+  CodeSent,
+  Me,
+  ProfileLength
+} from "../../../schema/Identity/Me.js"
+import { GrantedRole, Subject, UserId } from "../../../schema/Identity/User.js"
+import type { EndUser } from "../auth/EndUsers.js"
+import { FIRST_PARTY_CLIENT_ID } from "../clients/Clients.js"
+import { Passwords } from "../crypto/Passwords.js"
+import { escapeHtml } from "../frontend/Html.js"
+import { IdentityConfig } from "../IdentityConfig.js"
+import { Mailer } from "../mail/Mailer.js"
+import type { BucketPolicy } from "../ratelimit/RateLimiter.js"
+import { RateLimiter } from "../ratelimit/RateLimiter.js"
+import { refused, retryAfter } from "../Refused.js"
+import { Sessions } from "../sessions/Sessions.js"
+import { Tokens } from "../tokens/Tokens.js"
+import { Users } from "../users/Users.js"
+import { CODE_TTL_SECONDS, EmailCodes } from "./EmailCodes.js"
+import { weakPasswordReason } from "./PasswordPolicy.js"
+
+/** Wrong current passwords per account before a change is refused for a while (429 10012). */
+const currentPasswordGuesses: BucketPolicy = { capacity: 5, refillPerSecond: 1 / 60 }
+
+const seconds = (date: Date) => Math.floor(date.getTime() / 1000)
+
+const MeRow = Schema.Struct({
+  id: Schema.Union(Schema.Number, Schema.NumberFromString),
+  sub: Schema.String,
+  email: Schema.String,
+  email_verified: Schema.Boolean,
+  name: Schema.String,
+  picture: Schema.String,
+  bio: Schema.String,
+  roles: Schema.Array(GrantedRole),
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf,
+  two_factor: Schema.Boolean
+})
+const decodeMe = Schema.decodeUnknown(Schema.Array(MeRow))
+
+const SessionRow = Schema.Struct({
+  sid: Schema.String,
+  current: Schema.Boolean,
+  created_at: Schema.DateFromSelf,
+  auth_time: Schema.DateFromSelf,
+  expires_at: Schema.DateFromSelf,
+  user_agent: Schema.String,
+  ip: Schema.String
+})
+const decodeSessions = Schema.decodeUnknown(Schema.Array(SessionRow))
+
+/** Where the request came from, recorded on a new session. */
+export interface ClientInfo {
+  readonly ip: string
+  readonly userAgent: string
+}
+
+const codeMail = (code: string, purpose: string) => ({
+  subject: `Your shiori code: ${code}`,
+  text: `Your code to ${purpose} is ${code}.\n\nIt is valid for 10 minutes. If you did not ask for it, ignore this mail.\n`,
+  html: `<p>Your code to ${purpose} is <strong>${code}</strong>.</p>` +
+    `<p>It is valid for 10 minutes. If you did not ask for it, ignore this mail.</p>`
+})
+
+export class Account extends Effect.Service<Account>()("identity/Account", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* IdentityConfig
+    const codes = yield* EmailCodes
+    const mailer = yield* Mailer
+    const passwords = yield* Passwords
+    const users = yield* Users
+    const sessions = yield* Sessions
+    const tokens = yield* Tokens
+    const limiter = yield* RateLimiter
+
+    const me = Effect.fn("Account.me")(function*(userId: number) {
+      const rows = yield* sql`
+        SELECT id, sub, email, email_verified, name, picture, bio, roles, created_at, updated_at,
+               totp_enabled_at IS NOT NULL AS two_factor
+        FROM users WHERE id = ${userId}
+      `.pipe(Effect.flatMap(decodeMe), Effect.orDie)
+      const row = rows[0]
+      if (row === undefined) return yield* refused("TOKEN_INVALID")
+      return new Me({
+        id: UserId.make(row.id),
+        sub: Subject.make(row.sub),
+        email: row.email,
+        email_verified: row.email_verified,
+        name: row.name,
+        picture: row.picture,
+        bio: row.bio,
+        roles: row.roles,
+        created_at: seconds(row.created_at),
+        updated_at: seconds(row.updated_at),
+        two_factor: row.two_factor
+      })
+    })
+
+    /** Display fields only; a name is trimmed and may not be blank. */
+    const updateProfile = Effect.fn("Account.updateProfile")(function*(
+      endUser: EndUser,
+      change: { readonly name?: string | undefined; readonly bio?: string | undefined }
+    ) {
+      const name = change.name?.trim()
+      if (name !== undefined && (name.length === 0 || name.length > ProfileLength.name)) {
+        return yield* refused("INVALID_REQUEST")
+      }
+      const bio = change.bio?.trim()
+      if (name !== undefined || bio !== undefined) {
+        yield* sql`
+          UPDATE users SET name = coalesce(${name ?? null}, name), bio = coalesce(${bio ?? null}, bio),
+                           updated_at = now()
+          WHERE id = ${endUser.user.id}
+        `.pipe(Effect.orDie)
+      }
+      return yield* me(endUser.user.id)
+    })
+
+    const sendEmailChangeCode = Effect.fn("Account.sendEmailChangeCode")(function*(
+      endUser: EndUser,
+      email: string,
+      ip: string
+    ) {
+      yield* codes.admitSend(email, ip)
+      yield* Effect.gen(function*() {
+        const code = yield* codes.issue("email_change", email, endUser.user.id)
+        yield* mailer.send({ to: email, ...codeMail(code, "confirm this address for your shiori account") })
+      }).pipe(sql.withTransaction, Effect.orDie)
+      return new CodeSent({ expires_in: CODE_TTL_SECONDS })
+    })
+
+    /** Moves the account to `email` (proven by its code); the old address is told. 409 10006 when taken. */
+    const changeEmail = Effect.fn("Account.changeEmail")(function*(endUser: EndUser, email: string, code: string) {
+      const codeId = yield* codes.verify("email_change", email, endUser.user.id, code)
+      const previous = endUser.user.email
+      const taken = yield* Effect.gen(function*() {
+        yield* codes.markUsed(codeId)
+        const rows = yield* sql`
+          UPDATE users SET email = ${email}, email_verified = true, updated_at = now()
+          WHERE id = ${endUser.user.id}
+            AND NOT EXISTS (SELECT 1 FROM users o WHERE lower(o.email) = lower(${email}) AND o.id <> ${endUser.user.id})
+          RETURNING id
+        `.pipe(Effect.orDie)
+        if (rows.length === 0) return true
+        if (previous.toLowerCase() !== email.toLowerCase()) {
+          yield* mailer.send({
+            to: previous,
+            subject: "Your shiori email address was changed",
+            text: `The email address of your shiori account was changed to ${email}.\n\n` +
+              "If you did not do this, reply to this mail at once.\n",
+            html: `<p>The email address of your shiori account was changed to ${escapeHtml(email)}.</p>` +
+              "<p>If you did not do this, reply to this mail at once.</p>"
+          })
+        }
+        return false
+      }).pipe(
+        sql.withTransaction,
+        // A concurrent registration or change may take the address between the check and the write.
+        Effect.catchTag("SqlError", (error) =>
+          isUniqueViolation(error) ? Effect.succeed(true) : Effect.die(error))
+      )
+      if (taken) return yield* refused("EMAIL_TAKEN")
+      return yield* me(endUser.user.id)
+    })
+
+    /**
+     * Replaces the password, ends every other session of the account and revokes every refresh
+     * family (their refresh tokens then get `invalid_grant`). The session making the change stays.
+     */
+    const changePassword = Effect.fn("Account.changePassword")(function*(
+      endUser: EndUser,
+      current: string,
+      next: string
+    ) {
+      const guesses = yield* limiter.take(`password-change:${endUser.user.id}`, currentPasswordGuesses)
+      if (!guesses.allowed) return yield* refused("TOO_MANY_ATTEMPTS", retryAfter(guesses.retryAfterSeconds))
+      const user = yield* users.findById(endUser.user.id)
+      if (Option.isNone(user)) return yield* refused("TOKEN_INVALID")
+      if (!(yield* passwords.verify(current, user.value.passwordHash))) return yield* refused("WRONG_PASSWORD")
+      if (weakPasswordReason(next, user.value) !== undefined) return yield* refused("WEAK_PASSWORD")
+      const hash = yield* passwords.hash(next)
+      yield* Effect.gen(function*() {
+        yield* sql`
+          UPDATE users SET password_hash = ${hash}, password_changed_at = now(), updated_at = now()
+          WHERE id = ${user.value.id}
+        `
+        yield* sql`
+          UPDATE sessions SET ended_at = now()
+          WHERE user_id = ${user.value.id} AND ended_at IS NULL AND id <> ${endUser.session.id}
+        `
+        yield* sql`
+          UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'password_changed'
+          WHERE user_id = ${user.value.id} AND revoked_at IS NULL
+        `
+        yield* mailer.send({
+          to: user.value.email,
+          subject: "Your shiori password was changed",
+          text: "The password of your shiori account was changed, and every other sign-in was ended.\n\n" +
+            "If you did not do this, reply to this mail at once.\n",
+          html: "<p>The password of your shiori account was changed, and every other sign-in was ended.</p>" +
+            "<p>If you did not do this, reply to this mail at once.</p>"
+        })
+      }).pipe(sql.withTransaction, Effect.orDie)
+    })
+
+    const listSessions = Effect.fn("Account.listSessions")(function*(endUser: EndUser) {
+      const rows = yield* sql`
+        SELECT sid::text AS sid, id = ${endUser.session.id} AS current, created_at, auth_time, expires_at,
+               user_agent, ip
+        FROM sessions
+        WHERE user_id = ${endUser.user.id} AND ended_at IS NULL AND expires_at > now()
+        ORDER BY created_at DESC, sid
+      `.pipe(Effect.flatMap(decodeSessions), Effect.orDie)
+      return new AccountSessions({
+        items: rows.map((row) =>
+          new AccountSession({
+            id: row.sid,
+            current: row.current,
+            created_at: seconds(row.created_at),
+            auth_time: seconds(row.auth_time),
+            expires_at: seconds(row.expires_at),
+            user_agent: row.user_agent,
+            ip: row.ip
+          })
+        )
+      })
+    })
+
+    /** Ends one live session of the account (and its refresh families); 404 40401 for any other id. */
+    const endSession = Effect.fn("Account.endSession")(function*(endUser: EndUser, sid: string) {
+      const session = yield* sessions.fromSid(sid)
+      if (Option.isNone(session) || session.value.userId !== endUser.user.id) return yield* refused("NOT_FOUND")
+      yield* sessions.end(session.value.id)
+    })
+
+    const sendRegistrationCode = Effect.fn("Account.sendRegistrationCode")(function*(email: string, ip: string) {
+      yield* codes.admitSend(email, ip)
+      yield* Effect.gen(function*() {
+        const existing = yield* users.findByEmail(email)
+        // A code either way, so both answers cost the same work; a known address never sees it.
+        const code = yield* codes.issue("register", email, null)
+        if (Option.isSome(existing)) {
+          yield* mailer.send({
+            to: existing.value.email,
+            subject: "Someone tried to register your address at shiori",
+            text: "Someone asked to register a new shiori account with this address, which already has one.\n\n" +
+              "If it was you, sign in instead. Otherwise, ignore this mail.\n",
+            html: "<p>Someone asked to register a new shiori account with this address, which already has one.</p>" +
+              "<p>If it was you, sign in instead. Otherwise, ignore this mail.</p>"
+          })
+          return
+        }
+        yield* mailer.send({ to: email, ...codeMail(code, "create your shiori account") })
+      }).pipe(sql.withTransaction, Effect.orDie)
+      return new CodeSent({ expires_in: CODE_TTL_SECONDS })
+    })
+
+    /**
+     * Creates the account (its address proven by the code) and signs it in: a session and an
+     * access token bound to it, like a password sign-in.
+     */
+    const register = Effect.fn("Account.register")(function*(
+      input: { readonly email: string; readonly code: string; readonly password: string; readonly name: string },
+      client: ClientInfo
+    ) {
+      const name = input.name.trim()
+      if (name.length === 0) return yield* refused("INVALID_REQUEST")
+      if (weakPasswordReason(input.password, { email: input.email, name }) !== undefined) {
+        return yield* refused("WEAK_PASSWORD")
+      }
+      const codeId = yield* codes.verify("register", input.email, null, input.code)
+      const created = yield* Effect.gen(function*() {
+        yield* codes.markUsed(codeId)
+        return yield* users.create({
+          email: input.email,
+          password: input.password,
+          name,
+          roles: [],
+          emailVerified: true
+        })
+      }).pipe(
+        sql.withTransaction,
+        Effect.catchTags({
+          UserInputError: () => refused("EMAIL_TAKEN"),
+          SqlError: (error) => Effect.die(error)
+        })
+      )
+      const { cookie, session } = yield* sessions.create(created.id, client)
+      const user = yield* users.findById(created.id)
+      const access = yield* tokens.issueAccessToken({
+        sub: created.sub,
+        uid: created.id,
+        clientId: FIRST_PARTY_CLIENT_ID,
+        audience: config.issuer,
+        scopes: [],
+        roles: Option.isSome(user) ? user.value.roles : [],
+        siteRoles: [],
+        sessionId: session.sid,
+        authTime: seconds(session.authTime)
+      })
+      return { cookie, access }
+    })
+
+    return {
+      me,
+      updateProfile,
+      sendEmailChangeCode,
+      changeEmail,
+      changePassword,
+      listSessions,
+      endSession,
+      sendRegistrationCode,
+      register
+    } as const
+  })
+}) {}
+
+const isUniqueViolation = (error: { readonly cause?: unknown }) =>
+  typeof error.cause === "object" && error.cause !== null && (error.cause as { code?: unknown }).code === "23505"

@@ -1,0 +1,95 @@
+/**
+ * Handlers of the `account` group: each finds the signed-in user (src/identity/auth/SignedIn.ts),
+ * checks a recent sign-in where the change is sensitive, calls one `Account` method and answers
+ * the envelope; a refusal becomes its envelope code.
+ */
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Effect } from "effect"
+import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
+import { Account } from "../account/Account.js"
+import { requireRecentSignIn, signedInUser } from "../auth/SignedIn.js"
+import { IdentityConfig } from "../IdentityConfig.js"
+import { Sessions } from "../sessions/Sessions.js"
+import { clientAddress } from "./ClientAddress.js"
+import { envelopeError, envelopeSuccess, refusal } from "./Responses.js"
+
+export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (handlers) =>
+  Effect.gen(function*() {
+    const config = yield* IdentityConfig
+    const account = yield* Account
+    const sessions = yield* Sessions
+    const address = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+      clientAddress(request, config.trustedProxies))
+    const recentUser = Effect.tap(signedInUser, requireRecentSignIn)
+
+    return handlers
+      .handle("me", () =>
+        signedInUser.pipe(
+          Effect.flatMap((endUser) =>
+            account.me(endUser.user.id)
+          ),
+          Effect.map((me) => envelopeSuccess(me)),
+          Effect.catchTag("Refused", refusal)
+        ), runToCompletion)
+      .handle("updateMe", ({ payload }) =>
+        signedInUser.pipe(
+          Effect.flatMap((endUser) => account.updateProfile(endUser, payload)),
+          Effect.map((me) => envelopeSuccess(me)),
+          Effect.catchTag("Refused", refusal)
+        ), runToCompletion)
+      .handle("sendEmailCode", ({ payload }) =>
+        Effect.all([recentUser, address]).pipe(
+          Effect.flatMap(([endUser, ip]) => account.sendEmailChangeCode(endUser, payload.email, ip)),
+          Effect.map((sent) => envelopeSuccess(sent)),
+          Effect.catchTag("Refused", refusal)
+        ), runToCompletion)
+      .handle("changeEmail", ({ payload }) =>
+        recentUser.pipe(
+          Effect.flatMap((endUser) => account.changeEmail(endUser, payload.email, payload.code)),
+          Effect.map((me) => envelopeSuccess(me)),
+          Effect.catchTag("Refused", refusal)
+        ), runToCompletion)
+      .handle("changePassword", ({ payload }) =>
+        recentUser.pipe(
+          Effect.flatMap((endUser) => account.changePassword(endUser, payload.current_password, payload.new_password)),
+          Effect.as(envelopeSuccess(null)),
+          Effect.catchTag("Refused", refusal)
+        ), runToCompletion)
+      .handle("sessions", () =>
+        signedInUser.pipe(
+          Effect.flatMap(account.listSessions),
+          Effect.map((list) => envelopeSuccess(list)),
+          Effect.catchTag("Refused", refusal)
+        ), runToCompletion)
+      .handle("endSession", ({ path }) =>
+        signedInUser.pipe(
+          Effect.flatMap((endUser) => account.endSession(endUser, path.id)),
+          Effect.as(envelopeSuccess(null)),
+          Effect.catchTag("Refused", refusal)
+        ), runToCompletion)
+      .handle("sendRegistrationCode", ({ payload }) =>
+        address.pipe(
+          Effect.flatMap((ip) => account.sendRegistrationCode(payload.email, ip)),
+          Effect.map((sent) => envelopeSuccess(sent)),
+          Effect.catchTag("Refused", refusal)
+        ), runToCompletion)
+      .handle("register", ({ payload }) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          // As at sign-in: a cross-site HTML form cannot post JSON, so it cannot sign a browser in.
+          if (!(request.headers["content-type"] ?? "").toLowerCase().includes("application/json")) {
+            return envelopeError("INVALID_REQUEST")
+          }
+          const ip = clientAddress(request, config.trustedProxies)
+          return yield* account.register(payload, { ip, userAgent: request.headers["user-agent"] ?? "" }).pipe(
+            Effect.map(({ access, cookie }) =>
+              sessions.setCookie(
+                envelopeSuccess({ access_token: access.token, token_type: "Bearer", expires_in: access.expiresIn }),
+                cookie
+              )
+            ),
+            Effect.catchTag("Refused", refusal)
+          )
+        }), runToCompletion)
+  }))

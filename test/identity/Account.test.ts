@@ -1,0 +1,457 @@
+/**
+ * Self-service accounts through real HTTP (SPEC 4.2 "other identity endpoints", SPEC 5): the
+ * account, display fields, email change, password change, sessions, and registration that signs
+ * the new user in, with their envelope codes; emailed codes read from the development mailbox.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Jose from "jose"
+import {
+  createClient,
+  createUser,
+  IdentityServers,
+  IdentityTestEnv,
+  login,
+  refreshRequest,
+  serverLayerOptions,
+  tokensFor
+} from "../support/IdentityServers.js"
+
+const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
+
+const Env = IdentityTestEnv()
+
+interface Answer {
+  readonly status: number
+  readonly body: any
+  readonly headers: Headers
+}
+
+const call = (
+  identity: string,
+  method: string,
+  path: string,
+  options: { readonly token?: string; readonly body?: unknown; readonly headers?: Record<string, string> } = {}
+) =>
+  promise(async (): Promise<Answer> => {
+    const res = await fetch(`${identity}/api/v1${path}`, {
+      method,
+      headers: {
+        ...(options.body === undefined ? {} : { "content-type": "application/json" }),
+        ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+        ...options.headers
+      },
+      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) })
+    })
+    return { status: res.status, body: await res.json(), headers: res.headers }
+  })
+
+/** The messages the development mailbox holds for `to`, oldest first. */
+const mailTo = (identity: string, to: string) =>
+  promise(async () => {
+    const res = await fetch(`${identity}/api/v1/dev/mailbox?to=${encodeURIComponent(to)}`)
+    const body = await res.json() as any
+    return body.data.items as Array<{ subject: string; text: string; html?: string }>
+  })
+
+const lastCode = (identity: string, to: string) =>
+  Effect.map(mailTo(identity, to), (items) => {
+    const match = /\b([0-9]{6})\b/.exec(items.at(-1)?.text ?? "")
+    if (match === null) throw new Error(`no code mailed to ${to}`)
+    return match[1]!
+  })
+
+let counter = 0
+const freshEmail = () => `new_${Date.now().toString(36)}_${counter++}@example.com`
+
+/** Makes the session behind `token` look signed in 11 minutes ago. */
+const ageSignIn = (token: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const sid = Jose.decodeJwt(token).sid as string
+    yield* sql`UPDATE sessions SET auth_time = now() - interval '11 minutes' WHERE sid = ${sid}`
+  })
+
+describe("Self-service account endpoints", () => {
+  it.layer(Env, serverLayerOptions)((it) => {
+    it.effect("SPEC 4.2: GET /auth/me is the owner's account; PATCH changes the display fields only", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser({ name: "Rin" })
+        const { accessToken } = yield* promise(() => login(identity, user))
+        const me = yield* call(identity, "GET", "/auth/me", { token: accessToken })
+        expect(me.status).toBe(200)
+        expect(me.body).toEqual({
+          code: 0,
+          message: "ok",
+          data: {
+            id: user.id,
+            sub: user.sub,
+            email: user.email,
+            email_verified: true,
+            name: "Rin",
+            picture: "",
+            bio: "",
+            roles: [],
+            created_at: expect.any(Number),
+            updated_at: expect.any(Number),
+            two_factor: false
+          }
+        })
+        const patched = yield* call(identity, "PATCH", "/auth/me", {
+          token: accessToken,
+          body: { name: "  Rin Tohsaka ", bio: "Reads mysteries." }
+        })
+        expect(patched.status).toBe(200)
+        expect(patched.body.data).toMatchObject({ name: "Rin Tohsaka", bio: "Reads mysteries.", email: user.email })
+        // Absent fields stay; an empty name or an unknown field type is 400 40001.
+        const bioOnly = yield* call(identity, "PATCH", "/auth/me", { token: accessToken, body: { bio: "" } })
+        expect(bioOnly.body.data).toMatchObject({ name: "Rin Tohsaka", bio: "" })
+        for (const body of [{ name: "   " }, { name: "x".repeat(65) }, { bio: 3 }, { name: null }]) {
+          const bad = yield* call(identity, "PATCH", "/auth/me", { token: accessToken, body })
+          expect({ body, status: bad.status, code: bad.body.code }).toEqual({ body, status: 400, code: 40001 })
+        }
+      }))
+
+    it.effect("SPEC 5: self-service endpoints answer 401 10001/10002 without a valid Bearer token", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        for (const [method, path] of [["GET", "/auth/me"], ["GET", "/auth/sessions"], ["PATCH", "/auth/me"]] as const) {
+          const body = method === "PATCH" ? { bio: "x" } : undefined
+          const missing = yield* call(identity, method, path, { body })
+          expect(missing.status).toBe(401)
+          expect(missing.body).toEqual({ code: 10001, message: "Token missing", data: null })
+          expect(missing.headers.get("www-authenticate")).toMatch(/^Bearer realm="shiori"/)
+          const invalid = yield* call(identity, method, path, { body, token: "not-a-jwt" })
+          expect(invalid.status).toBe(401)
+          expect(invalid.body.code).toBe(10002)
+        }
+      }))
+
+    it.effect("SPEC 4.2: PUT /auth/email moves the account with the code mailed to the new address; the old one is told", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser()
+        const { accessToken } = yield* promise(() => login(identity, user))
+        const target = freshEmail()
+        const sent = yield* call(identity, "POST", "/auth/email/send-code", {
+          token: accessToken,
+          body: { email: target }
+        })
+        expect(sent).toMatchObject({ status: 200, body: { code: 0, data: { expires_in: 600 } } })
+        const code = yield* lastCode(identity, target)
+        const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, "0")
+        const refused = yield* call(identity, "PUT", "/auth/email", {
+          token: accessToken,
+          body: { email: target, code: wrong }
+        })
+        expect(refused.status).toBe(400)
+        expect(refused.body).toEqual({ code: 10004, message: "Verification code invalid", data: null })
+        const moved = yield* call(identity, "PUT", "/auth/email", { token: accessToken, body: { email: target, code } })
+        expect(moved.status).toBe(200)
+        expect(moved.body.data).toMatchObject({ email: target, email_verified: true })
+        // A code is used once.
+        const again = yield* call(identity, "PUT", "/auth/email", { token: accessToken, body: { email: target, code } })
+        expect(again.body.code).toBe(10004)
+        const told = yield* mailTo(identity, user.email)
+        expect(told.at(-1)!.subject).toMatch(/email address was changed/)
+        // The new address signs in; the old one no longer does.
+        yield* promise(() => login(identity, { email: target, password: user.password }))
+        const old = yield* call(identity, "POST", "/auth/login", {
+          body: { email: user.email, password: user.password }
+        })
+        expect(old.body.code).toBe(10011)
+      }))
+
+    it.effect("SPEC 4.2: PUT /auth/email to an address another account uses is 409 10006", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser()
+        const other = yield* createUser()
+        const { accessToken } = yield* promise(() => login(identity, user))
+        yield* call(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: other.email } })
+        const code = yield* lastCode(identity, other.email)
+        const taken = yield* call(identity, "PUT", "/auth/email", {
+          token: accessToken,
+          body: { email: other.email, code }
+        })
+        expect(taken.status).toBe(409)
+        expect(taken.body).toEqual({ code: 10006, message: "Email already registered", data: null })
+      }))
+
+    it.effect("an emailed code takes 5 tries, then 429 10012 even for the right code", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser()
+        const { accessToken } = yield* promise(() => login(identity, user))
+        const target = freshEmail()
+        yield* call(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: target } })
+        const code = yield* lastCode(identity, target)
+        const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, "0")
+        const codes: Array<number> = []
+        for (let i = 0; i < 5; i++) {
+          codes.push(
+            (yield* call(identity, "PUT", "/auth/email", { token: accessToken, body: { email: target, code: wrong } }))
+              .body.code
+          )
+        }
+        expect(codes).toEqual([10004, 10004, 10004, 10004, 10012])
+        const right = yield* call(identity, "PUT", "/auth/email", { token: accessToken, body: { email: target, code } })
+        expect(right.status).toBe(429)
+        expect(right.body.code).toBe(10012)
+      }))
+
+    it.effect("RFC 9470: email and password changes need a sign-in younger than 10 minutes (401 10016)", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser()
+        const { accessToken } = yield* promise(() => login(identity, user))
+        yield* ageSignIn(accessToken)
+        const email = yield* call(identity, "POST", "/auth/email/send-code", {
+          token: accessToken,
+          body: { email: freshEmail() }
+        })
+        expect(email.status).toBe(401)
+        expect(email.body).toEqual({ code: 10016, message: "Sign in again", data: null })
+        expect(email.headers.get("www-authenticate")).toMatch(/error="insufficient_user_authentication".*max_age=600/)
+        const password = yield* call(identity, "PUT", "/auth/password", {
+          token: accessToken,
+          body: { current_password: user.password, new_password: "a brand new passphrase" }
+        })
+        expect(password.body.code).toBe(10016)
+        // Reading and display fields do not need it.
+        expect((yield* call(identity, "GET", "/auth/me", { token: accessToken })).status).toBe(200)
+      }))
+
+    it.effect("SPEC 4.2: PUT /auth/password checks the current password (10011) and the new one (10010)", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser({ name: "Sakura Kinomoto" })
+        const { accessToken } = yield* promise(() => login(identity, user))
+        const change = (current_password: string, new_password: string) =>
+          call(identity, "PUT", "/auth/password", { token: accessToken, body: { current_password, new_password } })
+        const wrong = yield* change("not my password", "a brand new passphrase")
+        expect(wrong.status).toBe(401)
+        expect(wrong.body).toEqual({ code: 10011, message: "Wrong password", data: null })
+        for (const weak of ["short", "password123", "sakura kinomoto!", `${user.email.split("@")[0]}99`]) {
+          const refused = yield* change(user.password, weak)
+          expect({ weak, status: refused.status, code: refused.body.code }).toEqual({ weak, status: 400, code: 10010 })
+        }
+      }))
+
+    it.effect("SPEC 4.2: a password change ends every other session and refresh family (invalid_grant); this one stays", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser()
+        const client = yield* createClient()
+        const here = yield* promise(() => login(identity, user))
+        const elsewhere = yield* promise(() => login(identity, user))
+        const rpTokens = yield* promise(() => tokensFor(identity, client, elsewhere, "openid offline_access"))
+        const ownTokens = yield* promise(() => tokensFor(identity, client, here, "openid offline_access"))
+        const changed = yield* call(identity, "PUT", "/auth/password", {
+          token: here.accessToken,
+          body: { current_password: user.password, new_password: "correct horse battery staple" }
+        })
+        expect(changed.status).toBe(200)
+        expect(changed.body).toEqual({ code: 0, message: "ok", data: null })
+        // The other browser's session and its token are dead; this one lives.
+        expect((yield* call(identity, "GET", "/auth/me", { token: elsewhere.accessToken })).body.code).toBe(10002)
+        expect((yield* call(identity, "GET", "/auth/me", { token: here.accessToken })).status).toBe(200)
+        // Every refresh family is revoked, including the ones issued through this session.
+        for (const refreshToken of [rpTokens.refresh_token, ownTokens.refresh_token]) {
+          const refreshed = yield* promise(() => refreshRequest(identity, client, refreshToken))
+          expect(refreshed.status).toBe(400)
+          expect(refreshed.body.error).toBe("invalid_grant")
+        }
+        // The new password signs in, the old one does not; the owner was told.
+        yield* promise(() => login(identity, { email: user.email, password: "correct horse battery staple" }))
+        const old = yield* call(identity, "POST", "/auth/login", {
+          body: { email: user.email, password: user.password }
+        })
+        expect(old.body.code).toBe(10011)
+        expect((yield* mailTo(identity, user.email)).at(-1)!.subject).toMatch(/password was changed/)
+      }))
+
+    it.effect("SPEC 4.2: GET /auth/sessions lists live sessions; DELETE /auth/sessions/{id} ends one of the account's own", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const user = yield* createUser()
+        const stranger = yield* createUser()
+        const first = yield* promise(() => login(identity, user))
+        const second = yield* promise(() => login(identity, user))
+        const theirs = yield* promise(() => login(identity, stranger))
+        const listed = yield* call(identity, "GET", "/auth/sessions", { token: first.accessToken })
+        expect(listed.status).toBe(200)
+        const items = listed.body.data.items as Array<any>
+        expect(items).toHaveLength(2)
+        const current = items.find((item) => item.current)
+        expect(current.id).toBe(Jose.decodeJwt(first.accessToken).sid)
+        expect(items[0]).toEqual({
+          id: expect.any(String),
+          current: expect.any(Boolean),
+          created_at: expect.any(Number),
+          auth_time: expect.any(Number),
+          expires_at: expect.any(Number),
+          user_agent: expect.any(String),
+          ip: "127.0.0.1"
+        })
+        // Another account's session is not found, whatever its id.
+        const foreign = Jose.decodeJwt(theirs.accessToken).sid as string
+        const notMine = yield* call(identity, "DELETE", `/auth/sessions/${foreign}`, { token: first.accessToken })
+        expect(notMine.status).toBe(404)
+        expect(notMine.body.code).toBe(40401)
+        expect((yield* call(identity, "GET", "/auth/me", { token: theirs.accessToken })).status).toBe(200)
+        const other = Jose.decodeJwt(second.accessToken).sid as string
+        const ended = yield* call(identity, "DELETE", `/auth/sessions/${other}`, { token: first.accessToken })
+        expect(ended.body).toEqual({ code: 0, message: "ok", data: null })
+        expect((yield* call(identity, "GET", "/auth/me", { token: second.accessToken })).body.code).toBe(10002)
+        const after = yield* call(identity, "GET", "/auth/sessions", { token: first.accessToken })
+        expect(after.body.data.items).toHaveLength(1)
+      }))
+
+    it.effect("SPEC 4.2: POST /auth/register signs the new user in: access token in data, session cookie set", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const email = freshEmail()
+        const sent = yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })
+        expect(sent.body).toEqual({ code: 0, message: "ok", data: { expires_in: 600 } })
+        const code = yield* lastCode(identity, email)
+        const mail = (yield* mailTo(identity, email)).at(-1)!
+        expect(mail.html).toContain(code)
+        const res = yield* promise(() =>
+          fetch(`${identity}/api/v1/auth/register`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ email, code, password: "a long enough passphrase", name: "Nadeko" })
+          })
+        )
+        const body = yield* promise(() => res.json() as Promise<any>)
+        expect(res.status).toBe(200)
+        expect(body).toEqual({
+          code: 0,
+          message: "ok",
+          data: { access_token: expect.any(String), token_type: "Bearer", expires_in: 900 }
+        })
+        const cookie = res.headers.get("set-cookie") ?? ""
+        expect(cookie).toMatch(/^shiori_session=[A-Za-z0-9_-]{43};/)
+        expect(cookie).toMatch(/HttpOnly/i)
+        expect(cookie).toMatch(/SameSite=Lax/i)
+        expect(cookie).toMatch(/Path=\/api\/v1/)
+        expect(Jose.decodeJwt(body.data.access_token)).toMatchObject({ iss: issuer })
+        const me = yield* call(identity, "GET", "/auth/me", { token: body.data.access_token })
+        expect(me.body.data).toMatchObject({ email, name: "Nadeko", email_verified: true, roles: [] })
+        // The code is spent and the address is taken.
+        const again = yield* call(identity, "POST", "/auth/register", {
+          body: { email, code, password: "a long enough passphrase", name: "Nadeko" }
+        })
+        expect(again.body.code).toBe(10004)
+      }))
+
+    it.effect("SPEC 4.2: registration refuses a weak password (10010) before spending the code, and a non-JSON body", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const email = freshEmail()
+        yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })
+        const code = yield* lastCode(identity, email)
+        const weak = yield* call(identity, "POST", "/auth/register", {
+          body: { email, code, password: "12345678", name: "Weak" }
+        })
+        expect(weak.status).toBe(400)
+        expect(weak.body.code).toBe(10010)
+        const form = yield* promise(() =>
+          fetch(`${identity}/api/v1/auth/register`, {
+            method: "POST",
+            headers: { "content-type": "text/plain" },
+            body: JSON.stringify({ email, code, password: "a long enough passphrase", name: "Form" })
+          })
+        )
+        expect(form.status).toBe(400)
+        const ok = yield* call(identity, "POST", "/auth/register", {
+          body: { email, code, password: "a long enough passphrase", name: "Strong" }
+        })
+        expect(ok.status).toBe(200)
+      }))
+
+    it.effect("no account enumeration: register/send-code answers a known address exactly like an unknown one, and mails its owner", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const known = yield* createUser()
+        const unknown = freshEmail()
+        const a = yield* call(identity, "POST", "/auth/register/send-code", { body: { email: known.email } })
+        const b = yield* call(identity, "POST", "/auth/register/send-code", { body: { email: unknown } })
+        expect(a.status).toBe(b.status)
+        expect(a.body).toEqual(b.body)
+        for (const header of ["content-type", "content-length", "cache-control", "set-cookie", "retry-after"]) {
+          expect(a.headers.get(header)).toBe(b.headers.get(header))
+        }
+        const warned = (yield* mailTo(identity, known.email)).at(-1)!
+        expect(warned.subject).toMatch(/tried to register/)
+        expect(warned.text).not.toMatch(/\b[0-9]{6}\b/)
+        // Timing class: both paths do the same work, one code row and one mail row (no password
+        // hashing, no SMTP wait), so neither is measurably slower.
+        const sql = yield* SqlClient.SqlClient
+        const rowsFor = (email: string) =>
+          sql`SELECT (SELECT count(*)::int FROM email_codes WHERE email = lower(${email})) AS codes,
+                     (SELECT count(*)::int FROM mail_outbox WHERE lower(to_address) = lower(${email})) AS mails`
+        expect((yield* rowsFor(known.email))[0]).toEqual((yield* rowsFor(unknown))[0])
+        expect((yield* rowsFor(known.email))[0]).toEqual({ codes: 1, mails: 1 })
+        // The code made for a known address is never mailed, so registration there fails like a wrong code.
+        const guess = yield* call(identity, "POST", "/auth/register", {
+          body: { email: known.email, code: "000000", password: "a long enough passphrase", name: "X" }
+        })
+        expect(guess.body.code).toBe(10004)
+      }))
+
+    it.effect("send-code is limited per address: a second code within a minute is 429 10013 with Retry-After", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const email = freshEmail()
+        expect((yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })).status).toBe(200)
+        const again = yield* call(identity, "POST", "/auth/register/send-code", {
+          body: { email: email.toUpperCase() }
+        })
+        expect(again.status).toBe(429)
+        expect(again.body).toEqual({ code: 10013, message: "Code requested too soon", data: null })
+        expect(Number(again.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+      }))
+
+    it.effect("racing registrations with one code create exactly one account", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const email = freshEmail()
+        yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })
+        const code = yield* lastCode(identity, email)
+        const answers = yield* Effect.all(
+          Array.from({ length: 8 }, (_, i) =>
+            call(identity, "POST", "/auth/register", {
+              body: { email, code, password: "a long enough passphrase", name: `Racer ${i}` }
+            })),
+          { concurrency: "unbounded" }
+        )
+        expect(answers.filter((a) => a.status === 200)).toHaveLength(1)
+        for (const a of answers.filter((a) => a.status !== 200)) expect([10004, 10006]).toContain(a.body.code)
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql`SELECT count(*)::int AS n FROM users WHERE lower(email) = ${email}`
+        expect(rows[0]!.n).toBe(1)
+      }))
+  })
+})
+
+describe("Send-code limit per client address", () => {
+  it.layer(IdentityTestEnv({ IDENTITY_CODE_IP_BURST: "3", IDENTITY_CODE_IP_PER_MINUTE: "1" }), serverLayerOptions)(
+    (it) => {
+      it.effect("the fourth code from one address within a minute is 429 10013, whatever the addresses", () =>
+        Effect.gen(function*() {
+          const { identity } = yield* IdentityServers
+          const statuses: Array<number> = []
+          for (let i = 0; i < 4; i++) {
+            statuses.push(
+              (yield* call(identity, "POST", "/auth/register/send-code", { body: { email: freshEmail() } })).status
+            )
+          }
+          expect(statuses).toEqual([200, 200, 200, 429])
+        }))
+    }
+  )
+})
