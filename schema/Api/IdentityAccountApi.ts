@@ -3,10 +3,13 @@
  * envelope (codes in the README's identity section) and take the user's Bearer token from
  * `POST /auth/login` or `POST /auth/register`, except the two registration calls, which take none.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, Multipart, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
 import { LoginResponse } from "../Identity/Login.js"
 import {
   AccountSessionsResponse,
+  AvatarFileParam,
+  AvatarUploadedResponse,
   ChangeEmailRequest,
   ChangePasswordRequest,
   CodeSentResponse,
@@ -48,6 +51,33 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
       .addError(tokenErrors)
       .annotate(OpenApi.Summary, "Change the display name or bio")
       .annotate(OpenApi.Description, "Display fields only; absent fields stay. Answers the updated account.")
+  )
+  .add(
+    HttpApiEndpoint.post("uploadAvatar", "/api/v1/auth/me/avatar")
+      .setPayload(HttpApiSchema.Multipart(Schema.Struct({ file: Multipart.SingleFileSchema })))
+      .addSuccess(AvatarUploadedResponse)
+      .addError(envelopeError(400, "40001: not a multipart/form-data body with a `file` part."))
+      .addError(tokenErrors)
+      .addError(envelopeError(413, "41301: larger than `IDENTITY_MAX_AVATAR_BYTES` (5 MiB by default)."))
+      .addError(envelopeError(422, "42201: the file is not a JPEG, PNG, WebP, AVIF, HEIF or GIF image, or is too big."))
+      .annotate(OpenApi.Summary, "Upload an avatar")
+      .annotate(
+        OpenApi.Description,
+        "`multipart/form-data` with one `file` part. The image is decoded (at most 40 megapixels), cropped to a " +
+          "square, resized to 256x256 and re-encoded as WebP, without any of the original's metadata; the answer's " +
+          "`picture` (also in `/auth/me`, userinfo and id_tokens from now on) is its URL."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("avatar", "/api/v1/avatars/:file")
+      .setPath(AvatarFileParam)
+      .addSuccess(HttpApiSchema.Uint8Array({ contentType: "image/webp" }))
+      .addError(envelopeError(404, "40401: no such avatar."))
+      .annotate(OpenApi.Summary, "An avatar image")
+      .annotate(
+        OpenApi.Description,
+        "Public. The bytes never change for a URL: `Cache-Control: public, max-age=31536000, immutable`."
+      )
   )
   .add(
     HttpApiEndpoint.post("sendEmailCode", "/api/v1/auth/email/send-code")

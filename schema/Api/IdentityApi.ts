@@ -4,12 +4,15 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { HealthApi } from "./HealthApi.js"
 import { IdentityAccountApi } from "./IdentityAccountApi.js"
+import { IdentityAccountPagesApi } from "./IdentityAccountPagesApi.js"
 import { IdentityAuthApi } from "./IdentityAuthApi.js"
+import { IdentityCreatorApi } from "./IdentityCreatorApi.js"
 import { IdentityDevApi } from "./IdentityDevApi.js"
 import { IdentityDirectoryApi } from "./IdentityDirectoryApi.js"
 import { IdentityDiscoveryApi } from "./IdentityDiscoveryApi.js"
 import { IdentityOAuthApi } from "./IdentityOAuthApi.js"
 import { IdentityPagesApi } from "./IdentityPagesApi.js"
+import { IdentityTwoFactorApi, IdentityTwoFactorPagesApi } from "./IdentityTwoFactorApi.js"
 
 export class IdentityApi extends HttpApi.make("identity")
   .add(HealthApi)
@@ -18,7 +21,11 @@ export class IdentityApi extends HttpApi.make("identity")
   .add(IdentityAuthApi)
   .add(IdentityAccountApi)
   .add(IdentityDirectoryApi)
+  .add(IdentityCreatorApi)
+  .add(IdentityTwoFactorApi)
   .add(IdentityPagesApi)
+  .add(IdentityAccountPagesApi)
+  .add(IdentityTwoFactorPagesApi)
   .add(IdentityDevApi)
   .annotate(OpenApi.Title, "shiori identity provider")
   .annotate(OpenApi.Version, "1.0.0")

@@ -12,7 +12,13 @@ export class IdentityAuthApi extends HttpApiGroup.make("auth")
       .setPayload(LoginRequest)
       .addSuccess(LoginResponse)
       .addError(envelopeError(400, "40001: the body is not `{email, password}` JSON."))
-      .addError(envelopeError(401, "10011: wrong email or password (also for an unknown email)."))
+      .addError(
+        envelopeError(
+          401,
+          "10011: wrong email or password (also for an unknown email); 10014: the account has a second factor and " +
+            "neither `otp` nor `recovery_code` came (no session was created); 10015: that code is wrong or used."
+        )
+      )
       .addError(envelopeError(403, "40302: the account is banned."))
       .addError(envelopeError(429, "10012: too many attempts for this account or from this address; `Retry-After`."))
       .annotate(OpenApi.Summary, "Sign in with email and password")

@@ -72,6 +72,20 @@ export const EnvelopeCodes = {
     "Code requested too soon",
     "A code was sent to this address, or from this client address, too recently. Wait as `Retry-After` says."
   ),
+  TWO_FACTOR_REQUIRED: entry(
+    10014,
+    401,
+    "Second factor required",
+    "The password is right but the account has a second factor: send the current 6-digit code of the " +
+      "authenticator app as `otp`, or an unused recovery code as `recovery_code`. No session was created."
+  ),
+  TWO_FACTOR_INVALID: entry(
+    10015,
+    401,
+    "Second factor code wrong",
+    "The authenticator code or recovery code is wrong, or was already used (a code is accepted once, RFC 6238 " +
+      "section 5.2: wait for the next one)."
+  ),
   REAUTHENTICATION_REQUIRED: entry(
     10016,
     401,
@@ -159,6 +173,19 @@ export const EnvelopeCodes = {
     "The account is banned: sign-in (after a correct password only), its tokens and its sessions are refused."
   ),
   NOT_FOUND: entry(40401, 404, "Not found", "The addressed resource does not exist."),
+  IMAGE_INVALID: entry(
+    42201,
+    422,
+    "Not an image",
+    "The upload is not a JPEG, PNG, WebP, AVIF, HEIF or GIF image, is damaged, or has more than 40 megapixels."
+  ),
+  CONFLICT: entry(
+    40901,
+    409,
+    "Conflict",
+    "The account is not in the state the operation needs: a second factor is already on (set-up), or none is " +
+      "on or being set up (enable, remove, new recovery codes)."
+  ),
   PAYLOAD_TOO_LARGE: entry(
     41301,
     413,

@@ -28,6 +28,10 @@ export const MaxLength = {
   jwt: 8192,
   /** `exp.mac`: at most 12 digits, a dot and 43 characters (src/identity/frontend/Csrf.ts). */
   csrf: 56,
+  /** `uid.exp.mac` of a sign-in between its password and its code (src/identity/frontend/PendingSignIn.ts). */
+  pendingSignIn: 128,
+  /** A 6-digit TOTP or a recovery code, with whatever spaces and dashes a person types. */
+  twoFactorCode: 64,
   /**
    * A URL path and query this server itself produced (`return_to`, the consent form's copy of the
    * authorization request); the request line that carried it was at most Node's 16 KiB header limit.

@@ -9,7 +9,21 @@ import { Email } from "./User.js"
 export class LoginRequest extends Schema.Class<LoginRequest>("LoginRequest")({
   email: Email,
   // The upper bound keeps a single request from feeding megabytes into the password hash.
-  password: Bounded(MaxLength.password, 1)
+  password: Bounded(MaxLength.password, 1),
+  // The second factor, for an account that has one (src/identity/twofactor/TwoFactor.ts).
+  otp: Schema.optionalWith(
+    Schema.String.pipe(Schema.pattern(/^[0-9]{6}$/, { message: () => "6 digits" })).annotations({
+      description: "The current code of the authenticator app (TOTP, RFC 6238), when the account has a second factor.",
+      examples: ["492039"]
+    }),
+    { exact: true }
+  ),
+  recovery_code: Schema.optionalWith(
+    Bounded(MaxLength.twoFactorCode, 1).annotations({
+      description: "Instead of `otp`: an unused recovery code (`xxxx-xxxx-xxxx-xxxx`); each works once."
+    }),
+    { exact: true }
+  )
 }, { description: "Sign in with email and password.", parseOptions: { errors: "all" } }) {}
 
 export class LoginResult extends Schema.Class<LoginResult>("LoginResult")({

@@ -93,3 +93,15 @@ export class RegisterRequest extends Schema.Class<RegisterRequest>("RegisterRequ
 
 /** Success without data (`{code: 0, message: "ok", data: null}`). */
 export const Done = Envelope(Schema.Null)
+
+export class AvatarUploaded extends Schema.Class<AvatarUploaded>("AvatarUploaded")({
+  picture: Schema.String.annotations({ description: "The new avatar's URL (a 256x256 WebP, immutable)." })
+}, { description: "The avatar was stored." }) {}
+
+export const AvatarUploadedResponse = Envelope(AvatarUploaded)
+
+export const AvatarFileParam = Schema.Struct({
+  file: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}\.webp$/)).annotations({
+    description: "`{sha256}.webp`, as in `picture`."
+  })
+})

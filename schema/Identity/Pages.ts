@@ -25,7 +25,13 @@ export const LoginForm = Schema.Struct({
   csrf: field(MaxLength.csrf, "CSRF token of the page."),
   email: field(MaxLength.email, "Email address."),
   password: field(MaxLength.password, "Password."),
-  return_to: field(MaxLength.ownUrl, "Where to go after signing in.")
+  return_to: field(MaxLength.ownUrl, "Where to go after signing in."),
+  pending: field(
+    MaxLength.pendingSignIn,
+    "The second step of a sign-in with a second factor: the signed pending sign-in the first step gave."
+  ),
+  otp: field(MaxLength.twoFactorCode, "Second step: the 6-digit code of the authenticator app."),
+  recovery_code: field(MaxLength.twoFactorCode, "Second step: a recovery code instead.")
 }).annotations({ identifier: "LoginForm" })
 export type LoginForm = typeof LoginForm.Type
 

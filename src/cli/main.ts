@@ -10,6 +10,7 @@ import { Clients } from "../identity/clients/Clients.js"
 import { Users } from "../identity/users/Users.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "../platform/Database.js"
 import { apiKeyCommand } from "./ApiKeyCommands.js"
+import { creatorCommand } from "./CreatorCommands.js"
 import { clientCommand, keysCommand, roleCommand, userCommand } from "./IdentityCommands.js"
 import { mergeCommand } from "./MergeCommand.js"
 import { emit } from "./Output.js"
@@ -35,6 +36,7 @@ const cli = Command.make("shiori").pipe(
     roleCommand,
     clientCommand,
     keysCommand,
+    creatorCommand,
     mergeCommand
   ])
 )

@@ -12,13 +12,16 @@ import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListe
 import { withRequestId } from "../platform/RequestId.js"
 import { ExactSlashes } from "../platform/RouteTable.js"
 import { HttpAccountLive } from "./http/AccountHttp.js"
+import { HttpAccountPagesLive } from "./http/AccountPagesHttp.js"
 import { HttpAuthLive } from "./http/AuthHttp.js"
+import { HttpCreatorLive } from "./http/CreatorHttp.js"
 import { HttpDevLive } from "./http/DevHttp.js"
 import { HttpDirectoryLive } from "./http/DirectoryHttp.js"
 import { HttpDiscoveryLive } from "./http/DiscoveryHttp.js"
 import { identityErrorMiddleware } from "./http/ErrorMiddleware.js"
 import { HttpOAuthLive } from "./http/OAuthHttp.js"
 import { HttpPagesLive } from "./http/PagesHttp.js"
+import { HttpTwoFactorLive, HttpTwoFactorPagesLive } from "./http/TwoFactorHttp.js"
 import { IdentityConfig } from "./IdentityConfig.js"
 import { IdentityServicesLive } from "./IdentityServices.js"
 
@@ -39,8 +42,12 @@ export const IdentityApiLive = HttpApiBuilder.api(IdentityApi).pipe(
     HttpOAuthLive,
     HttpAuthLive,
     HttpAccountLive,
+    HttpAccountPagesLive,
     HttpDirectoryLive,
+    HttpCreatorLive,
+    HttpTwoFactorLive,
     HttpPagesLive,
+    HttpTwoFactorPagesLive,
     HttpDevLive
   ]),
   Layer.provide(IdentityServicesLive)

@@ -4,14 +4,18 @@
  */
 import { Config, Effect, Layer } from "effect"
 import { Account } from "./account/Account.js"
+import { Avatars } from "./account/Avatars.js"
 import { EmailCodes } from "./account/EmailCodes.js"
 import { EndUsers } from "./auth/EndUsers.js"
 import { Login } from "./auth/Login.js"
 import { IdentityCleanup } from "./cleanup/Cleanup.js"
 import { Clients } from "./clients/Clients.js"
+import { CreatorApplications } from "./creator/CreatorApplications.js"
 import { Passwords } from "./crypto/Passwords.js"
 import { Directory } from "./directory/Directory.js"
 import { Csrf } from "./frontend/Csrf.js"
+import { PendingSignIn } from "./frontend/PendingSignIn.js"
+import { PageForms } from "./http/PageForms.js"
 import { IdentityConfig } from "./IdentityConfig.js"
 import { SigningKeys } from "./keys/SigningKeys.js"
 import { MailConfig } from "./mail/MailConfig.js"
@@ -28,6 +32,7 @@ import { RateLimiterLive, RateLimiterMemory } from "./ratelimit/RateLimiter.js"
 import { Sessions } from "./sessions/Sessions.js"
 import { TokenLiveness } from "./tokens/Liveness.js"
 import { Tokens } from "./tokens/Tokens.js"
+import { TwoFactor } from "./twofactor/TwoFactor.js"
 import { Users } from "./users/Users.js"
 
 /**
@@ -49,6 +54,7 @@ const Base = Layer.mergeAll(
   Grants.Default,
   TokenLiveness.Default,
   Csrf.Default,
+  PendingSignIn.Default,
   RateLimiterFromConfig,
   MailConfig.Default,
   Mailer.Default
@@ -57,7 +63,8 @@ const Base = Layer.mergeAll(
 const Accounts = Layer.mergeAll(
   Users.DefaultWithoutDependencies,
   Sessions.DefaultWithoutDependencies,
-  Tokens.DefaultWithoutDependencies
+  Tokens.DefaultWithoutDependencies,
+  TwoFactor.Default
 ).pipe(Layer.provideMerge(Base))
 
 const People = Layer.mergeAll(EndUsers.DefaultWithoutDependencies, Login.Default).pipe(Layer.provideMerge(Accounts))
@@ -71,7 +78,10 @@ export const IdentityServicesLive = Layer.mergeAll(
   AddressLimits.Default,
   IdentityCleanup.Default,
   Directory.Default,
+  CreatorApplications.Default,
   Account.Default.pipe(Layer.provide(EmailCodes.Default)),
+  Avatars.Default,
+  PageForms.Default,
   // The outbox's delivery worker runs as long as the server's stack (src/identity/mail/MailDelivery.ts).
   MailDelivery.Default
 ).pipe(Layer.provideMerge(People))

@@ -9,7 +9,8 @@
  * - a chunked body (no declared length) is read here, and cut off with a 413 the moment it passes
  *   the limit; a body that ends under the limit is handed to the application as read;
  * - the platform's limit stays set as a backstop;
- * - a JSON body may nest at most `MAX_JSON_DEPTH` levels deep, and a multipart body is refused.
+ * - a JSON body may nest at most `MAX_JSON_DEPTH` levels deep, and a multipart body is refused,
+ *   except on a declared upload route, whose handler parses it and whose limit is its own.
  * Each server answers the 413 in its own error style (`tooLarge`); the answer closes the
  * connection, so the rest of a refused body is never read (RFC 9110 section 15.5.14).
  */
@@ -23,8 +24,20 @@ import {
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Option, Stream } from "effect"
 
+/**
+ * A route that takes an upload: `multipart/form-data` is let through to it (its handler parses the
+ * body, already read and bounded here) and its body may be up to `maxBytes`.
+ */
+export interface UploadRoute {
+  readonly method: string
+  /** The exact path, without the query. */
+  readonly path: string
+  readonly maxBytes: number
+}
+
 export interface BodyLimit<R> {
   readonly maxBytes: number
+  readonly uploads?: ReadonlyArray<UploadRoute> | undefined
   /** The 413 in the server's own error style. */
   readonly tooLarge: (
     request: HttpServerRequest.HttpServerRequest
@@ -153,16 +166,20 @@ export const limitBody = <R>(limit: BodyLimit<R>) =>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | R2 | HttpServerRequest.HttpServerRequest> =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const bounded = HttpIncomingMessage.withMaxBodySize(app, Option.some(limit.maxBytes))
+    const upload = limit.uploads?.find((route) =>
+      route.method === request.method && route.path === request.url.split("?", 1)[0]
+    )
+    const maxBytes = upload?.maxBytes ?? limit.maxBytes
+    const bounded = HttpIncomingMessage.withMaxBodySize(app, Option.some(maxBytes))
     const multipart = (request.headers["content-type"] ?? "").toLowerCase().includes("multipart/")
-    if (multipart && HttpMethod.hasBody(request.method)) {
+    if (multipart && HttpMethod.hasBody(request.method) && upload === undefined) {
       return closing(yield* limit.multipart(request))
     }
     const declared = request.headers["content-length"]
     if (declared !== undefined) {
-      if (Number(declared) > limit.maxBytes) return closing(yield* limit.tooLarge(request))
+      if (Number(declared) > maxBytes) return closing(yield* limit.tooLarge(request))
     } else if (request.headers["transfer-encoding"] !== undefined) {
-      const read = yield* readChunked(request, limit.maxBytes)
+      const read = yield* readChunked(request, maxBytes)
       switch (read._tag) {
         case "TooLarge":
           return closing(yield* limit.tooLarge(request))

@@ -18,6 +18,8 @@ const bodyLimit = (name: string, fallback: number) =>
  */
 export const catalogMaxBodyBytes = bodyLimit("MAX_JSON_BODY_BYTES", 1024 * 1024)
 export const identityMaxBodyBytes = bodyLimit("IDENTITY_MAX_BODY_BYTES", 64 * 1024)
+/** `POST /auth/me/avatar`, the identity server's one upload: an image of at most 5 MiB by default. */
+export const identityMaxAvatarBytes = bodyLimit("IDENTITY_MAX_AVATAR_BYTES", 5 * 1024 * 1024)
 
 export class ServerConfig extends Effect.Service<ServerConfig>()("platform/ServerConfig", {
   effect: Effect.gen(function*() {

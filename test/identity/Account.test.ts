@@ -7,6 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Jose from "jose"
+import sharp from "sharp"
 import {
   createClient,
   createUser,
@@ -308,6 +309,82 @@ describe("Self-service account endpoints", () => {
         expect((yield* call(identity, "GET", "/auth/me", { token: second.accessToken })).body.code).toBe(10002)
         const after = yield* call(identity, "GET", "/auth/sessions", { token: first.accessToken })
         expect(after.body.data.items).toHaveLength(1)
+      }))
+
+    it.effect("SPEC 4.2: POST /auth/me/avatar re-encodes the upload to a 256x256 WebP without metadata; picture points at it", () =>
+      Effect.gen(function*() {
+        const { identity, issuer } = yield* IdentityServers
+        const user = yield* createUser()
+        const { accessToken } = yield* promise(() => login(identity, user))
+        // A 600x400 JPEG carrying EXIF (camera metadata a person may not mean to publish).
+        const photo = yield* promise(() =>
+          sharp({ create: { width: 600, height: 400, channels: 3, background: "#336699" } })
+            .jpeg()
+            .withExif({ IFD0: { Make: "SecretCam", Artist: "Someone" } })
+            .toBuffer()
+        )
+        expect((yield* promise(() => sharp(photo).metadata())).exif).toBeDefined()
+        const upload = (body: FormData | string, token = accessToken, headers: Record<string, string> = {}) =>
+          promise(async () => {
+            const res = await fetch(`${identity}/api/v1/auth/me/avatar`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${token}`, ...headers },
+              body
+            })
+            return { status: res.status, body: await res.json() as any }
+          })
+        const form = (bytes: Uint8Array, name = "file") => {
+          const data = new FormData()
+          data.append(name, new Blob([Buffer.from(bytes)], { type: "image/jpeg" }), "me.jpg")
+          return data
+        }
+        const uploaded = yield* upload(form(photo))
+        expect(uploaded.status).toBe(200)
+        const picture = uploaded.body.data.picture as string
+        expect(picture).toMatch(new RegExp(`^${issuer}/avatars/[0-9a-f]{64}\\.webp$`))
+        const served = yield* promise(async () => {
+          const res = await fetch(picture)
+          return { res, bytes: Buffer.from(await res.arrayBuffer()) }
+        })
+        expect(served.res.status).toBe(200)
+        expect(served.res.headers.get("content-type")).toBe("image/webp")
+        expect(served.res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable")
+        const stored = yield* promise(() => sharp(served.bytes).metadata())
+        expect(stored).toMatchObject({ format: "webp", width: 256, height: 256 })
+        expect(stored.exif).toBeUndefined()
+        expect(served.bytes.includes(Buffer.from("SecretCam"))).toBe(false)
+        expect((yield* call(identity, "GET", "/auth/me", { token: accessToken })).body.data.picture).toBe(picture)
+
+        // Not an image, an image too large to decode, no file part, not multipart, no token.
+        const notImage = yield* upload(form(Buffer.from("%PDF-1.7 definitely not a picture")))
+        expect(notImage.status).toBe(422)
+        expect(notImage.body).toEqual({ code: 42201, message: "Not an image", data: null })
+        // A decompression bomb: a tiny GIF whose header claims 65535x1000 pixels (65 megapixels).
+        const bomb = Buffer.from(
+          yield* promise(() =>
+            sharp({ create: { width: 1, height: 1, channels: 3, background: "#000" } }).gif().toBuffer()
+          )
+        )
+        bomb.writeUInt16LE(65535, 6)
+        bomb.writeUInt16LE(1000, 8)
+        const descriptor = bomb.indexOf(0x2c, 13)
+        bomb.writeUInt16LE(65535, descriptor + 5)
+        bomb.writeUInt16LE(1000, descriptor + 7)
+        expect((yield* upload(form(bomb))).body.code).toBe(42201)
+        expect((yield* upload(form(photo, "picture"))).body.code).toBe(40001)
+        expect((yield* upload("{}", accessToken, { "content-type": "application/json" })).body.code).toBe(40001)
+        expect((yield* upload(form(photo), "not-a-token")).status).toBe(401)
+        const garbled = yield* upload("--x\r\ngarbage", accessToken, {
+          "content-type": "multipart/form-data; boundary=x"
+        })
+        expect(garbled.status).toBe(400)
+        // Larger than the upload limit: refused before the body is read.
+        const huge = yield* upload(form(Buffer.alloc(6 * 1024 * 1024, 1)))
+        expect(huge.status).toBe(413)
+        expect(huge.body.code).toBe(41301)
+        // An unknown avatar is a 404 envelope.
+        const unknown = yield* promise(() => fetch(`${issuer}/avatars/${"0".repeat(64)}.webp`))
+        expect(unknown.status).toBe(404)
       }))
 
     it.effect("SPEC 4.2: POST /auth/register signs the new user in: access token in data, session cookie set", () =>

@@ -118,7 +118,9 @@ describe("identity cleanup job", () => {
           refreshFamilies: 0,
           refreshTokens: 0,
           rateLimitBuckets: 0,
-          mailOutbox: 0
+          mailOutbox: 0,
+          emailCodes: 0,
+          avatars: 0
         })
       }))
   })

@@ -233,10 +233,14 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
             id: user.id,
             sub: user.sub,
             email: user.email,
+            email_verified: true,
             name: "Rin",
             picture: "",
+            bio: "",
             roles: [],
-            updated_at: expect.any(Number)
+            created_at: expect.any(Number),
+            updated_at: expect.any(Number),
+            two_factor: false
           }
         })
 

@@ -15,25 +15,17 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import {
-  AccountSession,
-  AccountSessions,
-  CodeSent,
-  Me,
-  ProfileLength
-} from "../../../schema/Identity/Me.js"
+import { AccountSession, AccountSessions, CodeSent, Me, ProfileLength } from "../../../schema/Identity/Me.js"
 import { GrantedRole, Subject, UserId } from "../../../schema/Identity/User.js"
 import type { EndUser } from "../auth/EndUsers.js"
-import { FIRST_PARTY_CLIENT_ID } from "../clients/Clients.js"
+import { Login } from "../auth/Login.js"
 import { Passwords } from "../crypto/Passwords.js"
 import { escapeHtml } from "../frontend/Html.js"
-import { IdentityConfig } from "../IdentityConfig.js"
 import { Mailer } from "../mail/Mailer.js"
 import type { BucketPolicy } from "../ratelimit/RateLimiter.js"
 import { RateLimiter } from "../ratelimit/RateLimiter.js"
 import { refused, retryAfter } from "../Refused.js"
 import { Sessions } from "../sessions/Sessions.js"
-import { Tokens } from "../tokens/Tokens.js"
 import { Users } from "../users/Users.js"
 import { CODE_TTL_SECONDS, EmailCodes } from "./EmailCodes.js"
 import { weakPasswordReason } from "./PasswordPolicy.js"
@@ -77,7 +69,8 @@ export interface ClientInfo {
 
 const codeMail = (code: string, purpose: string) => ({
   subject: `Your shiori code: ${code}`,
-  text: `Your code to ${purpose} is ${code}.\n\nIt is valid for 10 minutes. If you did not ask for it, ignore this mail.\n`,
+  text:
+    `Your code to ${purpose} is ${code}.\n\nIt is valid for 10 minutes. If you did not ask for it, ignore this mail.\n`,
   html: `<p>Your code to ${purpose} is <strong>${code}</strong>.</p>` +
     `<p>It is valid for 10 minutes. If you did not ask for it, ignore this mail.</p>`
 })
@@ -85,13 +78,12 @@ const codeMail = (code: string, purpose: string) => ({
 export class Account extends Effect.Service<Account>()("identity/Account", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const config = yield* IdentityConfig
     const codes = yield* EmailCodes
     const mailer = yield* Mailer
     const passwords = yield* Passwords
     const users = yield* Users
     const sessions = yield* Sessions
-    const tokens = yield* Tokens
+    const login = yield* Login
     const limiter = yield* RateLimiter
 
     const me = Effect.fn("Account.me")(function*(userId: number) {
@@ -177,8 +169,7 @@ export class Account extends Effect.Service<Account>()("identity/Account", {
       }).pipe(
         sql.withTransaction,
         // A concurrent registration or change may take the address between the check and the write.
-        Effect.catchTag("SqlError", (error) =>
-          isUniqueViolation(error) ? Effect.succeed(true) : Effect.die(error))
+        Effect.catchTag("SqlError", (error) => isUniqueViolation(error) ? Effect.succeed(true) : Effect.die(error))
       )
       if (taken) return yield* refused("EMAIL_TAKEN")
       return yield* me(endUser.user.id)
@@ -306,19 +297,10 @@ export class Account extends Effect.Service<Account>()("identity/Account", {
           SqlError: (error) => Effect.die(error)
         })
       )
-      const { cookie, session } = yield* sessions.create(created.id, client)
       const user = yield* users.findById(created.id)
-      const access = yield* tokens.issueAccessToken({
-        sub: created.sub,
-        uid: created.id,
-        clientId: FIRST_PARTY_CLIENT_ID,
-        audience: config.issuer,
-        scopes: [],
-        roles: Option.isSome(user) ? user.value.roles : [],
-        siteRoles: [],
-        sessionId: session.sid,
-        authTime: seconds(session.authTime)
-      })
+      if (Option.isNone(user)) return yield* Effect.dieMessage("Account.register: the new user is gone")
+      // Signed in like a password sign-in: the password is the method that proved the account.
+      const { access, cookie } = yield* login.start(user.value, client, ["pwd"])
       return { cookie, access }
     })
 

@@ -21,6 +21,10 @@
  * meant to slow it, while an answer costs one statement. Attempts count as failures from the moment
  * they are admitted (concurrent guesses cannot pass a delay together) and a correct password takes
  * its count back.
+ *
+ * An account with a second factor (src/identity/twofactor/TwoFactor.ts) needs a code after the right
+ * password before any session exists: `otp` or `recovery_code` in the same request, or, on the
+ * sign-in page, in a second form (`resume`). The session records the methods used (RFC 8176 `amr`).
  */
 import { Data, Effect, Option } from "effect"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
@@ -32,10 +36,16 @@ import type { Attempt } from "../ratelimit/RateLimiter.js"
 import { RateLimiter } from "../ratelimit/RateLimiter.js"
 import { Sessions } from "../sessions/Sessions.js"
 import { Tokens } from "../tokens/Tokens.js"
+import type { Amr } from "../twofactor/TwoFactor.js"
+import { PASSWORD_ONLY, TwoFactor } from "../twofactor/TwoFactor.js"
+import type { User } from "../users/Users.js"
 import { Users } from "../users/Users.js"
 
 export class LoginFailed extends Data.TaggedError("LoginFailed")<{
-  readonly code: Extract<EnvelopeCodeName, "WRONG_PASSWORD" | "ACCOUNT_BANNED" | "TOO_MANY_ATTEMPTS">
+  readonly code: Extract<
+    EnvelopeCodeName,
+    "WRONG_PASSWORD" | "ACCOUNT_BANNED" | "TOO_MANY_ATTEMPTS" | "TWO_FACTOR_REQUIRED" | "TWO_FACTOR_INVALID"
+  >
   readonly retryAfterSeconds?: number
 }> {}
 
@@ -47,22 +57,25 @@ export class Login extends Effect.Service<Login>()("identity/Login", {
     const sessions = yield* Sessions
     const tokens = yield* Tokens
     const limiter = yield* RateLimiter
+    const twoFactor = yield* TwoFactor
+
+    const perAddress = (ip: string) =>
+      Effect.flatMap(limiter.take(`login:ip:${addressBucket(ip)}`, config.rateLimits.loginPerIp), (byIp) =>
+        byIp.allowed
+          ? Effect.void
+          : new LoginFailed({ code: "TOO_MANY_ATTEMPTS", retryAfterSeconds: byIp.retryAfterSeconds }))
 
     /**
      * `ip` is `clientAddress` of the request (src/identity/http/ClientAddress.ts); the limits count
      * by `addressBucket` of it, the session records it whole.
      */
-    const login = Effect.fn("Login.login")(function*(input: {
+    const checkPassword = Effect.fn("Login.checkPassword")(function*(input: {
       readonly email: string
       readonly password: string
       readonly ip: string
-      readonly userAgent: string
     }) {
       const address = addressBucket(input.ip)
-      const byIp = yield* limiter.take(`login:ip:${address}`, config.rateLimits.loginPerIp)
-      if (!byIp.allowed) {
-        return yield* new LoginFailed({ code: "TOO_MANY_ATTEMPTS", retryAfterSeconds: byIp.retryAfterSeconds })
-      }
+      yield* perAddress(input.ip)
       const account = input.email.trim().toLowerCase()
       // An address has no "|", so the pair's key names one (address, account) only.
       const attempt: Attempt = {
@@ -82,7 +95,33 @@ export class Login extends Effect.Service<Login>()("identity/Login", {
       const user = found.value
       if (user.banned) return yield* new LoginFailed({ code: "ACCOUNT_BANNED" })
       yield* users.rehashIfNeeded(user, input.password)
-      const { cookie, session } = yield* sessions.create(user.id, { userAgent: input.userAgent, ip: input.ip })
+      return { user, secondFactor: yield* twoFactor.isEnabled(user.id) }
+    })
+
+    /** The code step: the sign-in's methods, or why the code is refused. */
+    const checkCode = (user: User, input: {
+      readonly otp?: string | undefined
+      readonly recoveryCode?: string | undefined
+      readonly ip: string
+    }) =>
+      twoFactor.verifySignIn(user.id, input).pipe(
+        Effect.catchTag("Refused", (refused) =>
+          new LoginFailed({
+            code: refused.code === "TWO_FACTOR_REQUIRED" || refused.code === "TOO_MANY_ATTEMPTS"
+              ? refused.code
+              : "TWO_FACTOR_INVALID",
+            ...(refused.headers["retry-after"] === undefined
+              ? {}
+              : { retryAfterSeconds: Number(refused.headers["retry-after"]) })
+          }))
+      )
+
+    /** A session for the signed-in user and the sign-in access token bound to it. */
+    const start = Effect.fn("Login.start")(function*(user: User, client: {
+      readonly ip: string
+      readonly userAgent: string
+    }, amr: Amr) {
+      const { cookie, session } = yield* sessions.create(user.id, { userAgent: client.userAgent, ip: client.ip }, amr)
       const access = yield* tokens.issueAccessToken({
         sub: user.sub,
         uid: user.id,
@@ -97,6 +136,41 @@ export class Login extends Effect.Service<Login>()("identity/Login", {
       return { user, session, cookie, access }
     })
 
-    return { login } as const
+    /**
+     * Password, then the second factor when the account has one (`otp` or `recoveryCode`; without
+     * either `TWO_FACTOR_REQUIRED`, and no session), then the session.
+     */
+    const login = Effect.fn("Login.login")(function*(input: {
+      readonly email: string
+      readonly password: string
+      readonly otp?: string | undefined
+      readonly recoveryCode?: string | undefined
+      readonly ip: string
+      readonly userAgent: string
+    }) {
+      const { secondFactor, user } = yield* checkPassword(input)
+      const amr = secondFactor ? yield* checkCode(user, input) : PASSWORD_ONLY
+      return yield* start(user, input, amr)
+    })
+
+    /**
+     * The second step of a page sign-in whose password step vouched for `userId` (a signed pending
+     * sign-in, src/identity/http/PagesHttp.ts): the code, then the session.
+     */
+    const resume = Effect.fn("Login.resume")(function*(userId: number, input: {
+      readonly otp?: string | undefined
+      readonly recoveryCode?: string | undefined
+      readonly ip: string
+      readonly userAgent: string
+    }) {
+      yield* perAddress(input.ip)
+      const found = yield* users.findById(userId)
+      if (Option.isNone(found)) return yield* new LoginFailed({ code: "WRONG_PASSWORD" })
+      if (found.value.banned) return yield* new LoginFailed({ code: "ACCOUNT_BANNED" })
+      const amr = yield* checkCode(found.value, input)
+      return yield* start(found.value, input, amr)
+    })
+
+    return { login, checkPassword, start, resume } as const
   })
 }) {}

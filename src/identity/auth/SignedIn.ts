@@ -23,10 +23,13 @@ export const signedInUser = Effect.gen(function*() {
   const token = bearerToken(request)
   if (Option.isNone(token)) return yield* refused("TOKEN_MISSING", { "www-authenticate": challenge })
   return yield* endUsers.fromBearer(token.value).pipe(
-    Effect.catchTag("BearerRejected", (rejected) =>
-      refused(rejected.reason === "expired" ? "TOKEN_EXPIRED" : "TOKEN_INVALID", {
-        "www-authenticate": `${challenge}, error="invalid_token"`
-      }))
+    Effect.catchTag(
+      "BearerRejected",
+      (rejected) =>
+        refused(rejected.reason === "expired" ? "TOKEN_EXPIRED" : "TOKEN_INVALID", {
+          "www-authenticate": `${challenge}, error="invalid_token"`
+        })
+    )
   )
 })
 

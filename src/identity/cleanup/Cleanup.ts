@@ -42,6 +42,8 @@ export interface CleanupCounts {
   readonly refreshTokens: number
   readonly rateLimitBuckets: number
   readonly mailOutbox: number
+  readonly emailCodes: number
+  readonly avatars: number
 }
 
 export class IdentityCleanup extends Effect.Service<IdentityCleanup>()("identity/IdentityCleanup", {
@@ -137,6 +139,28 @@ export class IdentityCleanup extends Effect.Service<IdentityCleanup>()("identity
       `
     )
 
+    // Emailed codes past their lifetime or used (migrations/0016), kept a day for inspection.
+    const emailCodes = drain(() =>
+      sql`
+        DELETE FROM email_codes WHERE id IN (
+          SELECT id FROM email_codes WHERE least(expires_at, consumed_at) < ${retention}
+          LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+        ) RETURNING 1
+      `
+    )
+    // Avatars no account shows any more (migrations/0019); a day old at least, so an upload racing
+    // the sweep keeps its bytes.
+    const avatars = drain(() =>
+      sql`
+        DELETE FROM avatars WHERE sha256 IN (
+          SELECT a.sha256 FROM avatars a
+          WHERE a.created_at < ${retention}
+            AND NOT EXISTS (SELECT 1 FROM users u WHERE u.avatar_sha256 = a.sha256)
+          LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+        ) RETURNING 1
+      `
+    )
+
     /** One pass over every kind of row; safe to run in several processes at once. */
     const run = Effect.fn("IdentityCleanup.run")(function*() {
       const counts: CleanupCounts = {
@@ -145,7 +169,9 @@ export class IdentityCleanup extends Effect.Service<IdentityCleanup>()("identity
         refreshTokens: (yield* tokensOfDeadFamilies) + (yield* rotatedTokens),
         refreshFamilies: yield* refreshFamilies,
         rateLimitBuckets: yield* rateLimitBuckets,
-        mailOutbox: yield* mailOutbox
+        mailOutbox: yield* mailOutbox,
+        emailCodes: yield* emailCodes,
+        avatars: yield* avatars
       }
       const total = Object.values(counts).reduce((sum, n) => sum + n, 0)
       if (total > 0) yield* Effect.logInfo("identity cleanup deleted rows").pipe(Effect.annotateLogs({ ...counts }))

@@ -12,7 +12,7 @@ import { constantTimeEquals, randomToken } from "../crypto/Secrets.js"
 export const CSRF_COOKIE = "shiori_csrf"
 const TTL_SECONDS = 3600
 
-export type CsrfPurpose = "login" | "consent" | "logout"
+export type CsrfPurpose = "login" | "consent" | "logout" | "two-factor" | "register" | "account"
 
 export class Csrf extends Effect.Service<Csrf>()("identity/Csrf", {
   effect: Effect.gen(function*() {

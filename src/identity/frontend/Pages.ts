@@ -11,7 +11,8 @@ export interface PageContext {
   readonly basePath: string
 }
 
-const layout = (ctx: PageContext, title: string, body: Html): string =>
+/** The frame of every page: one stylesheet, no script. */
+export const layout = (ctx: PageContext, title: string, body: Html): string =>
   html`<!doctype html>
 <html lang="en">
 <head>
@@ -63,7 +64,10 @@ ${
 <p><label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required></p>
 <p><button type="submit">Sign in</button></p>
-</form>`
+</form>
+<p class="muted">New to shiori? <a href="${ctx.basePath}/ui/register${
+      input.returnTo === "" ? "" : html`?return_to=${encodeURIComponent(input.returnTo)}`
+    }">Create an account</a>.</p>`
   )
 
 export interface ScopeLine {
@@ -210,7 +214,7 @@ body { margin: 0; padding: 2rem 1rem; background: Canvas; color: CanvasText; }
 h1 { font-size: 1.5rem; margin-top: 0; }
 h2 { font-size: 1.1rem; }
 label { display: block; font-weight: 600; margin-bottom: 0.25rem; }
-input[type=email], input[type=password] { width: 100%; box-sizing: border-box; padding: 0.5rem; font-size: 1rem; }
+input[type=email], input[type=password], input[type=text] { width: 100%; box-sizing: border-box; padding: 0.5rem; font-size: 1rem; }
 button, .button { display: inline-block; padding: 0.5rem 1.25rem; font-size: 1rem; border-radius: 0.4rem;
   border: 1px solid #1d4ed8; background: #1d4ed8; color: #fff; cursor: pointer; text-decoration: none; }
 button.secondary, .button.secondary { background: transparent; color: inherit; border-color: GrayText; }
@@ -223,4 +227,16 @@ button.secondary, .button.secondary { background: transparent; color: inherit; b
 .muted { color: GrayText; font-size: 0.9rem; }
 .mail { border-top: 1px solid GrayText; }
 .mail pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+textarea { width: 100%; box-sizing: border-box; padding: 0.5rem; font-size: 1rem; font-family: inherit; }
+.field-error { display: block; color: #b91c1c; font-size: 0.9rem; }
+.notice { border-left: 4px solid #15803d; padding: 0.5rem 0.75rem; background: rgba(21, 128, 61, 0.08); }
+.sessions { list-style: none; padding: 0; }
+.sessions li { display: grid; gap: 0.25rem; padding: 0.5rem 0; border-top: 1px solid GrayText; }
+section + section { margin-top: 1.5rem; }
+.avatar { border-radius: 50%; }
+input[type=file] { display: block; margin-bottom: 0.25rem; }
+.qr { margin: 0 0 1rem; }
+.qr svg { display: block; width: 12rem; height: 12rem; }
+.secret { display: block; margin-top: 0.5rem; font-size: 1.05rem; overflow-wrap: anywhere; }
+.codes { columns: 2; font-family: ui-monospace, monospace; }
 `

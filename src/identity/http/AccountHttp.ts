@@ -3,11 +3,13 @@
  * checks a recent sign-in where the change is sensitive, calls one `Account` method and answers
  * the envelope; a refusal becomes its envelope code.
  */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
-import { Effect } from "effect"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Option } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import { AvatarUploaded } from "../../../schema/Identity/Me.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Account } from "../account/Account.js"
+import { Avatars } from "../account/Avatars.js"
 import { requireRecentSignIn, signedInUser } from "../auth/SignedIn.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 import { Sessions } from "../sessions/Sessions.js"
@@ -18,6 +20,7 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
   Effect.gen(function*() {
     const config = yield* IdentityConfig
     const account = yield* Account
+    const avatars = yield* Avatars
     const sessions = yield* Sessions
     const address = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
       clientAddress(request, config.trustedProxies))
@@ -37,6 +40,33 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
           Effect.flatMap((endUser) => account.updateProfile(endUser, payload)),
           Effect.map((me) => envelopeSuccess(me)),
           Effect.catchTag("Refused", refusal)
+        ), runToCompletion)
+      .handleRaw("uploadAvatar", ({ request }) =>
+        signedInUser.pipe(
+          Effect.flatMap((endUser) =>
+            Effect.flatMap(
+              request.arrayBuffer,
+              (body) => avatars.uploadBody(endUser.user.id, request.headers["content-type"] ?? "", new Uint8Array(body))
+            )
+          ),
+          Effect.map((picture) => envelopeSuccess(new AvatarUploaded({ picture }))),
+          Effect.catchTag("Refused", refusal),
+          Effect.catchTag("RequestError", () => Effect.succeed(envelopeError("INVALID_REQUEST")))
+        ), runToCompletion)
+      .handle("avatar", ({ path }) =>
+        avatars.find(path.file.slice(0, 64)).pipe(
+          Effect.map(Option.match({
+            onNone: () => envelopeError("NOT_FOUND"),
+            onSome: (avatar) =>
+              HttpServerResponse.uint8Array(avatar.bytes, {
+                contentType: avatar.content_type,
+                headers: {
+                  "cache-control": "public, max-age=31536000, immutable",
+                  "x-content-type-options": "nosniff",
+                  "content-security-policy": "default-src 'none'"
+                }
+              })
+          }))
         ), runToCompletion)
       .handle("sendEmailCode", ({ payload }) =>
         Effect.all([recentUser, address]).pipe(

@@ -28,6 +28,8 @@ export const HttpAuthLive = HttpApiBuilder.group(IdentityApi, "auth", (handlers)
           return yield* login.login({
             email: payload.email,
             password: payload.password,
+            otp: payload.otp,
+            recoveryCode: payload.recovery_code,
             ip: clientAddress(request, config.trustedProxies),
             userAgent: request.headers["user-agent"] ?? ""
           }).pipe(

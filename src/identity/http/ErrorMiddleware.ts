@@ -15,7 +15,7 @@ import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
 import { isBodyTooLarge, limitBody } from "../../platform/BodyLimit.js"
-import { identityMaxBodyBytes } from "../../platform/Config.js"
+import { identityMaxAvatarBytes, identityMaxBodyBytes } from "../../platform/Config.js"
 import { isDatabaseUnavailable } from "../../platform/ProblemMiddleware.js"
 import { errorPage } from "../frontend/Pages.js"
 import { NO_STORE } from "../oauth/OAuthFailure.js"
@@ -69,68 +69,75 @@ export const routeNotFound = (request: HttpServerRequest.HttpServerRequest) =>
 const isAuthorizationRequest = (path: string) =>
   path === `${BASE_PATH}/oauth/authorize` || path === `${BASE_PATH}/ui/consent`
 
-export const identityErrorMiddleware = HttpApiBuilder.middleware(Effect.map(identityMaxBodyBytes, (maxBytes) => {
-  // RFC 9110 section 15.5.14; RFC 6749 has no error code of its own for it, so `invalid_request`.
-  const tooLarge = (request: HttpServerRequest.HttpServerRequest) =>
-    answer(
-      request,
-      { status: 413, oauth: "invalid_request", envelope: "PAYLOAD_TOO_LARGE" },
-      `The request body is larger than ${maxBytes} bytes.`
-    )
-  const bounded = limitBody({
-    maxBytes,
-    tooLarge: (request) => Effect.succeed(tooLarge(request)),
-    multipart: (request) =>
-      Effect.succeed(answer(
+/** The avatar uploads (the API's and the account page's): multipart bodies let through, up to their own limit. */
+const AVATAR_PATHS = [`${BASE_PATH}/auth/me/avatar`, `${BASE_PATH}/ui/account/avatar`]
+
+export const identityErrorMiddleware = HttpApiBuilder.middleware(Effect.map(
+  Effect.all([identityMaxBodyBytes, identityMaxAvatarBytes]),
+  ([maxBytes, avatarBytes]) => {
+    // RFC 9110 section 15.5.14; RFC 6749 has no error code of its own for it, so `invalid_request`.
+    const tooLarge = (request: HttpServerRequest.HttpServerRequest) =>
+      answer(
         request,
-        { status: 400, oauth: "invalid_request", envelope: "INVALID_REQUEST" },
-        "Send the body as application/x-www-form-urlencoded or application/json."
-      ))
-  })
-  return (app: HttpApp.Default) =>
-    bounded(app).pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.gen(function*() {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const failure = Cause.failureOption(cause)
-          const squashed = Option.isSome(failure) ? failure.value : Cause.squash(cause)
-          const tag = (squashed as any)?._tag
-          if (tag === "HttpApiDecodeError") {
-            const invalid = {
-              status: 400,
-              oauth: "invalid_request",
-              envelope: isAuthorizationRequest(new URL(request.url, "http://localhost").pathname)
-                ? "INVALID_AUTHORIZATION_REQUEST"
-                : "INVALID_REQUEST"
-            } as const
-            return answer(request, invalid, "A parameter is missing, repeated, malformed or too long.")
-          }
-          if (tag === "RouteNotFound") return routeNotFound(request)
-          if (tag === "RequestError") {
-            if (isBodyTooLarge(squashed)) return tooLarge(request)
-            return answer(
-              request,
-              { status: 400, oauth: "invalid_request", envelope: "INVALID_REQUEST" },
-              "The request body is malformed."
-            )
-          }
-          if (Option.isSome(failure) || Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
-          if (isDatabaseUnavailable(squashed)) {
-            yield* Effect.logError("database unavailable", cause)
-            return answer(
-              request,
-              { status: 503, oauth: "temporarily_unavailable", envelope: "SERVICE_UNAVAILABLE" },
-              "The service is temporarily unavailable.",
-              { "retry-after": "5" }
-            )
-          }
-          yield* Effect.logError("unhandled defect", cause)
-          return answer(
-            request,
-            { status: 500, oauth: "server_error", envelope: "INTERNAL_ERROR" },
-            "An unexpected error occurred."
-          )
-        })
+        { status: 413, oauth: "invalid_request", envelope: "PAYLOAD_TOO_LARGE" },
+        `The request body is larger than ${maxBytes} bytes.`
       )
-    )
-}))
+    const bounded = limitBody({
+      maxBytes,
+      uploads: AVATAR_PATHS.map((path) => ({ method: "POST", path, maxBytes: avatarBytes })),
+      tooLarge: (request) => Effect.succeed(tooLarge(request)),
+      multipart: (request) =>
+        Effect.succeed(answer(
+          request,
+          { status: 400, oauth: "invalid_request", envelope: "INVALID_REQUEST" },
+          "Send the body as application/x-www-form-urlencoded or application/json."
+        ))
+    })
+    return (app: HttpApp.Default) =>
+      bounded(app).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.gen(function*() {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const failure = Cause.failureOption(cause)
+            const squashed = Option.isSome(failure) ? failure.value : Cause.squash(cause)
+            const tag = (squashed as any)?._tag
+            if (tag === "HttpApiDecodeError") {
+              const invalid = {
+                status: 400,
+                oauth: "invalid_request",
+                envelope: isAuthorizationRequest(new URL(request.url, "http://localhost").pathname)
+                  ? "INVALID_AUTHORIZATION_REQUEST"
+                  : "INVALID_REQUEST"
+              } as const
+              return answer(request, invalid, "A parameter is missing, repeated, malformed or too long.")
+            }
+            if (tag === "RouteNotFound") return routeNotFound(request)
+            if (tag === "RequestError") {
+              if (isBodyTooLarge(squashed)) return tooLarge(request)
+              return answer(
+                request,
+                { status: 400, oauth: "invalid_request", envelope: "INVALID_REQUEST" },
+                "The request body is malformed."
+              )
+            }
+            if (Option.isSome(failure) || Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
+            if (isDatabaseUnavailable(squashed)) {
+              yield* Effect.logError("database unavailable", cause)
+              return answer(
+                request,
+                { status: 503, oauth: "temporarily_unavailable", envelope: "SERVICE_UNAVAILABLE" },
+                "The service is temporarily unavailable.",
+                { "retry-after": "5" }
+              )
+            }
+            yield* Effect.logError("unhandled defect", cause)
+            return answer(
+              request,
+              { status: 500, oauth: "server_error", envelope: "INTERNAL_ERROR" },
+              "An unexpected error occurred."
+            )
+          })
+        )
+      )
+  }
+))

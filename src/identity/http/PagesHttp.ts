@@ -5,6 +5,11 @@
  * signed in); over https the cookie is `__Host-shiori_csrf` (src/identity/IdentityConfig.ts), so no
  * other host of the domain can plant one. `return_to` is followed only when it is a path on this
  * server under the issuer's path, so the sign-in page cannot be used as an open redirect.
+ *
+ * An account with a second factor signs in in two steps: the right password answers the code form
+ * (src/identity/frontend/TwoFactorPages.ts) with a signed pending sign-in
+ * (src/identity/frontend/PendingSignIn.ts) instead of a session; the code form posts back here with
+ * it, and only a right code starts the session.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
@@ -18,15 +23,18 @@ import type { EndUser } from "../auth/EndUsers.js"
 import { EndUsers } from "../auth/EndUsers.js"
 import { Login } from "../auth/Login.js"
 import { Csrf } from "../frontend/Csrf.js"
-import type { CsrfPurpose } from "../frontend/Csrf.js"
 import { consentPage, loginPage, logoutPage, messagePage, STYLESHEET } from "../frontend/Pages.js"
+import { PendingSignIn } from "../frontend/PendingSignIn.js"
+import { signInCodePage } from "../frontend/TwoFactorPages.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 import { Authorize, authorizeQuery } from "../oauth/Authorize.js"
 import { Logout } from "../oauth/Logout.js"
 import { isSupportedScope, SCOPE_DESCRIPTIONS } from "../oauth/Scopes.js"
 import { Sessions } from "../sessions/Sessions.js"
+import { PASSWORD_ONLY } from "../twofactor/TwoFactor.js"
 import { clientAddress } from "./ClientAddress.js"
 import { outcomeResponse } from "./OAuthHttp.js"
+import { PageForms } from "./PageForms.js"
 import { page, redirectTo } from "./Responses.js"
 
 type Response = Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>
@@ -34,7 +42,9 @@ type Response = Effect.Effect<HttpServerResponse.HttpServerResponse, never, Http
 const LOGIN_MESSAGES = {
   WRONG_PASSWORD: "The email or password is not right.",
   ACCOUNT_BANNED: "This account is banned.",
-  TOO_MANY_ATTEMPTS: "Too many attempts. Wait a little, then try again."
+  TOO_MANY_ATTEMPTS: "Too many attempts. Wait a little, then try again.",
+  TWO_FACTOR_REQUIRED: "Enter the code from your authenticator app.",
+  TWO_FACTOR_INVALID: "That code is not right, or was already used. Enter the code the app shows now."
 } as const
 
 export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handlers) =>
@@ -46,64 +56,12 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
     const sessions = yield* Sessions
     const authorize = yield* Authorize
     const logout = yield* Logout
-    const ctx = { basePath: config.basePath }
-    const csrfCookieName = config.cookies.csrf
+    const pendingSignIns = yield* PendingSignIn
+    const forms = yield* PageForms
+    const ctx = forms.ctx
 
-    /** A same-origin path under the issuer's path, or none (DECISIONS 12: no open redirect). */
-    const safeReturnTo = (value: string | undefined): Option.Option<string> => {
-      if (value === undefined || !value.startsWith(`${config.basePath}/`) || /[\\\s]/.test(value)) {
-        return Option.none()
-      }
-      try {
-        const url = new URL(value, config.origin)
-        return url.origin === config.origin && url.pathname.startsWith(`${config.basePath}/`)
-          ? Option.some(`${url.pathname}${url.search}`)
-          : Option.none()
-      } catch {
-        return Option.none()
-      }
-    }
-
-    /** The browser's CSRF cookie, minted on first sight; `fresh` tells the response to set it. */
-    const csrfCookie = (request: HttpServerRequest.HttpServerRequest) => {
-      const existing = request.cookies[csrfCookieName]
-      return existing !== undefined && /^[A-Za-z0-9_-]{43}$/.test(existing)
-        ? { value: existing, fresh: false }
-        : { value: csrf.newCookieValue(), fresh: true }
-    }
-    const binding = (cookie: string, endUser: Option.Option<EndUser>) =>
-      `${cookie}|${Option.match(endUser, { onNone: () => "", onSome: (u) => u.session.id })}`
-    const withCsrfCookie = (
-      response: HttpServerResponse.HttpServerResponse,
-      cookie: { value: string; fresh: boolean }
-    ) =>
-      cookie.fresh
-        ? HttpServerResponse.unsafeSetCookie(response, csrfCookieName, cookie.value, {
-          path: config.cookies.path,
-          httpOnly: true,
-          secure: config.secureCookies,
-          sameSite: "lax"
-        })
-        : response
-    const verifyCsrf = (
-      request: HttpServerRequest.HttpServerRequest,
-      token: string | undefined,
-      purpose: CsrfPurpose,
-      endUser: Option.Option<EndUser>
-    ) => {
-      const cookie = request.cookies[csrfCookieName]
-      return cookie === undefined ? Effect.succeed(false) : csrf.verify(token, purpose, binding(cookie, endUser))
-    }
-    const formExpired = () => {
-      const entry = EnvelopeCodes.CSRF_TOKEN_INVALID
-      return page(
-        messagePage(ctx, {
-          title: entry.message,
-          message: "This form has expired or did not come from this site. Go back, reload the page and try again."
-        }),
-        { status: entry.status }
-      )
-    }
+    const { binding, csrfCookie, formExpired, safeReturnTo, withCsrfCookie } = forms
+    const verifyCsrf = forms.verifyToken
     const signedOut = (location: Option.Option<string>) =>
       Option.match(location, {
         onSome: (href) => redirectTo(href, 303),
@@ -140,6 +98,38 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
         )
       })
 
+    /** After a sign-in: to `return_to`, or the signed-in page; with the session cookie. */
+    const signedIn = (cookie: string, returnTo: Option.Option<string>, email: string) =>
+      sessions.setCookie(
+        Option.match(returnTo, {
+          onSome: (path) => redirectTo(`${config.origin}${path}`, 303),
+          onNone: () => page(messagePage(ctx, { title: "Signed in", message: `You are signed in as ${email}.` }))
+        }),
+        cookie
+      )
+
+    /** The code form of a sign-in whose password was right. */
+    const renderCodeStep = (request: HttpServerRequest.HttpServerRequest, input: {
+      readonly pending: string
+      readonly email: string
+      readonly returnTo: Option.Option<string>
+      readonly error?: { readonly field: "otp" | "recovery_code"; readonly message: string }
+      readonly status?: number
+      readonly headers?: Record<string, string>
+    }) =>
+      Effect.gen(function*() {
+        const cookie = csrfCookie(request)
+        const token = yield* csrf.issue("login", binding(cookie.value, Option.none()))
+        const body = signInCodePage(ctx, {
+          csrf: token,
+          pending: input.pending,
+          email: input.email,
+          returnTo: Option.getOrElse(input.returnTo, () => ""),
+          error: input.error
+        })
+        return withCsrfCookie(page(body, { status: input.status ?? 200, headers: input.headers ?? {} }), cookie)
+      })
+
     const stylesheetHandler = (): Response =>
       Effect.succeed(
         HttpServerResponse.text(STYLESHEET, {
@@ -170,6 +160,7 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
             status: 403
           })
         }
+        if (payload.pending !== undefined) return yield* submitCode(request, payload, returnTo)
         if (email === "" || payload.password === undefined || payload.password === "") {
           return yield* renderLogin(request, {
             email,
@@ -179,20 +170,19 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
             status: 400
           })
         }
-        return yield* login.login({
-          email,
-          password: payload.password,
+        const client = {
           ip: clientAddress(request, config.trustedProxies),
           userAgent: request.headers["user-agent"] ?? ""
-        }).pipe(
-          Effect.map(({ cookie }) =>
-            sessions.setCookie(
-              Option.match(returnTo, {
-                onSome: (path) => redirectTo(`${config.origin}${path}`, 303),
-                onNone: () => page(messagePage(ctx, { title: "Signed in", message: `You are signed in as ${email}.` }))
-              }),
-              cookie
-            )
+        }
+        return yield* login.checkPassword({ email, password: payload.password, ip: client.ip }).pipe(
+          Effect.flatMap(({ secondFactor, user }) =>
+            secondFactor
+              // No session yet: the code form, carrying the pending sign-in.
+              ? Effect.flatMap(
+                pendingSignIns.issue(user.id, csrfCookie(request).value),
+                (pending) => renderCodeStep(request, { pending, email: user.email, returnTo })
+              )
+              : Effect.map(login.start(user, client, PASSWORD_ONLY), ({ cookie }) => signedIn(cookie, returnTo, email))
           ),
           Effect.catchTag("LoginFailed", (failed) =>
             renderLogin(request, {
@@ -203,6 +193,67 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
               status: EnvelopeCodes[failed.code].status,
               headers: failed.retryAfterSeconds === undefined ? {} : { "retry-after": String(failed.retryAfterSeconds) }
             }))
+        )
+      })
+    /** The second step: the pending sign-in of this browser and a code, then the session. */
+    const submitCode = (
+      request: HttpServerRequest.HttpServerRequest,
+      payload: LoginForm,
+      returnTo: Option.Option<string>
+    ) =>
+      Effect.gen(function*() {
+        const email = payload.email ?? ""
+        const pending = payload.pending ?? ""
+        const userId = yield* pendingSignIns.verify(pending, request.cookies[config.cookies.csrf])
+        if (Option.isNone(userId)) {
+          return yield* renderLogin(request, {
+            email,
+            returnTo,
+            selectAccount: false,
+            error: "The sign-in took too long. Please sign in again.",
+            status: 401
+          })
+        }
+        const otp = payload.otp === undefined || payload.otp.trim() === "" ? undefined : payload.otp
+        const recoveryCode = otp === undefined && payload.recovery_code !== undefined &&
+            payload.recovery_code.trim() !== ""
+          ? payload.recovery_code
+          : undefined
+        const field = payload.recovery_code !== undefined ? "recovery_code" as const : "otp" as const
+        if (otp === undefined && recoveryCode === undefined) {
+          return yield* renderCodeStep(request, {
+            pending,
+            email,
+            returnTo,
+            error: { field, message: "Enter the code." },
+            status: 400
+          })
+        }
+        const client = {
+          ip: clientAddress(request, config.trustedProxies),
+          userAgent: request.headers["user-agent"] ?? ""
+        }
+        return yield* login.resume(userId.value, { otp, recoveryCode, ...client }).pipe(
+          Effect.map(({ cookie }) => signedIn(cookie, returnTo, email)),
+          Effect.catchTag("LoginFailed", (failed) =>
+            failed.code === "WRONG_PASSWORD" || failed.code === "ACCOUNT_BANNED"
+              ? renderLogin(request, {
+                email,
+                returnTo,
+                selectAccount: false,
+                error: LOGIN_MESSAGES[failed.code],
+                status: EnvelopeCodes[failed.code].status
+              })
+              : renderCodeStep(request, {
+                pending,
+                email,
+                returnTo,
+                error: { field, message: LOGIN_MESSAGES[failed.code] },
+                status: EnvelopeCodes[failed.code].status,
+                headers: failed.retryAfterSeconds === undefined
+                  ? {}
+                  : { "retry-after": String(failed.retryAfterSeconds) }
+              }))
         )
       })
     const consentPageHandler = ({ urlParams }: { readonly urlParams: AuthorizeParams }): Response =>

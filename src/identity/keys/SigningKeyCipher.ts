@@ -83,11 +83,50 @@ const kekOf = (key: Buffer): Kek => ({
   key
 })
 
-/** The KEK derived from `SHIORI_SECRET` (RFC 5869, no salt: the secret is the only input). */
-export const derivedKek = (secret: Redacted.Redacted<string>): Buffer =>
-  Buffer.from(Crypto.hkdfSync("sha256", Redacted.value(secret), Buffer.alloc(0), HKDF_INFO, 32))
+/**
+ * A 32-byte key derived from `SHIORI_SECRET` for the one use `info` names (RFC 5869, no salt: the
+ * secret is the only input). Distinct labels give independent keys.
+ */
+export const deriveSecretKey = (secret: Redacted.Redacted<string>, info: string): Buffer =>
+  Buffer.from(Crypto.hkdfSync("sha256", Redacted.value(secret), Buffer.alloc(0), info, 32))
+
+/** The KEK derived from `SHIORI_SECRET`. */
+export const derivedKek = (secret: Redacted.Redacted<string>): Buffer => deriveSecretKey(secret, HKDF_INFO)
 
 const b64 = (bytes: Buffer) => bytes.toString("base64url")
+
+/** The AES-256-GCM parts of an envelope, base64url. */
+export interface GcmSealed {
+  readonly iv: string
+  readonly tag: string
+  readonly ct: string
+}
+
+/** Encrypts `plaintext` under `key` with `aad` authenticated alongside; a fresh random IV each time. */
+export const gcmSeal = (key: Buffer, aad: string, plaintext: string): GcmSealed => {
+  const iv = Crypto.randomBytes(IV_BYTES)
+  const cipher = Crypto.createCipheriv("aes-256-gcm", key, iv, { authTagLength: TAG_BYTES })
+  cipher.setAAD(Buffer.from(aad, "utf8"))
+  const ct = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()])
+  return { iv: b64(iv), tag: b64(cipher.getAuthTag()), ct: b64(ct) }
+}
+
+/**
+ * The plaintext of `sealed`, or undefined when GCM authentication fails: another key, a tampered
+ * envelope, or a ciphertext moved from where its `aad` belongs.
+ */
+export const gcmOpen = (key: Buffer, aad: string, sealed: GcmSealed): string | undefined => {
+  try {
+    const decipher = Crypto.createDecipheriv("aes-256-gcm", key, Buffer.from(sealed.iv, "base64url"), {
+      authTagLength: TAG_BYTES
+    })
+    decipher.setAAD(Buffer.from(aad, "utf8"))
+    decipher.setAuthTag(Buffer.from(sealed.tag, "base64url"))
+    return Buffer.concat([decipher.update(Buffer.from(sealed.ct, "base64url")), decipher.final()]).toString("utf8")
+  } catch {
+    return undefined
+  }
+}
 
 /** Seal and open with `current`; `known` also opens rows sealed under an earlier KEK. */
 export const makeCipher = (current: Buffer, previous: ReadonlyArray<Buffer> = []) => {
@@ -95,13 +134,12 @@ export const makeCipher = (current: Buffer, previous: ReadonlyArray<Buffer> = []
   const known = new Map([...previous.map(kekOf), kek].map((k) => [k.id, k]))
   const decodeSealed = Schema.decodeUnknownEither(SealedKey)
 
-  const seal = (kid: string, jwk: Jose.JWK): SealedKey => {
-    const iv = Crypto.randomBytes(IV_BYTES)
-    const cipher = Crypto.createCipheriv("aes-256-gcm", kek.key, iv, { authTagLength: TAG_BYTES })
-    cipher.setAAD(Buffer.from(kid, "utf8"))
-    const ct = Buffer.concat([cipher.update(JSON.stringify(jwk), "utf8"), cipher.final()])
-    return { v: ENVELOPE_VERSION, alg: ALG, kek: kek.id, iv: b64(iv), tag: b64(cipher.getAuthTag()), ct: b64(ct) }
-  }
+  const seal = (kid: string, jwk: Jose.JWK): SealedKey => ({
+    v: ENVELOPE_VERSION,
+    alg: ALG,
+    kek: kek.id,
+    ...gcmSeal(kek.key, kid, JSON.stringify(jwk))
+  })
 
   const open = (kid: string, stored: unknown): Effect.Effect<Jose.JWK, SigningKeysUndecryptable> => {
     const fail = (detail: string) => Effect.fail(new SigningKeysUndecryptable({ kid, detail }))
@@ -111,23 +149,20 @@ export const makeCipher = (current: Buffer, previous: ReadonlyArray<Buffer> = []
     if (by === undefined) {
       return fail(`sealed under key-encryption key ${sealed.right.kek}, the configured one is ${kek.id}`)
     }
+    const plain = gcmOpen(by.key, kid, sealed.right)
+    // GCM authentication failed: another KEK with a colliding fingerprint, a tampered envelope, or
+    // a ciphertext moved from another row (the kid is authenticated).
+    if (plain === undefined) return fail("authentication failed")
+    let jwk: unknown
     try {
-      const decipher = Crypto.createDecipheriv("aes-256-gcm", by.key, Buffer.from(sealed.right.iv, "base64url"), {
-        authTagLength: TAG_BYTES
-      })
-      decipher.setAAD(Buffer.from(kid, "utf8"))
-      decipher.setAuthTag(Buffer.from(sealed.right.tag, "base64url"))
-      const plain = Buffer.concat([decipher.update(Buffer.from(sealed.right.ct, "base64url")), decipher.final()])
-      const jwk: unknown = JSON.parse(plain.toString("utf8"))
-      if (typeof jwk !== "object" || jwk === null || typeof (jwk as Jose.JWK).d !== "string") {
-        return fail("the decrypted value is not a private JWK")
-      }
-      return Effect.succeed(jwk as Jose.JWK)
+      jwk = JSON.parse(plain)
     } catch {
-      // GCM authentication failed: another KEK with a colliding fingerprint, a tampered envelope, or
-      // a ciphertext moved from another row (the kid is authenticated).
-      return fail("authentication failed")
+      return fail("the decrypted value is not a private JWK")
     }
+    if (typeof jwk !== "object" || jwk === null || typeof (jwk as Jose.JWK).d !== "string") {
+      return fail("the decrypted value is not a private JWK")
+    }
+    return Effect.succeed(jwk as Jose.JWK)
   }
 
   return {

@@ -251,6 +251,7 @@ export class Authorize extends Effect.Service<Authorize>()("identity/Authorize",
         nonce: request.nonce,
         challenge: request.challenge,
         authTime: endUser.session.authTime,
+        amr: endUser.session.amr,
         ttlSeconds: AUTHORIZATION_CODE_TTL_SECONDS
       })
       return redirect(withQuery(request.redirectUri, { code, state: request.state, iss: config.issuer }))

@@ -20,6 +20,7 @@ const CodeRow = Schema.Struct({
   code_challenge: Schema.NullOr(Schema.String),
   code_challenge_method: Schema.NullOr(Schema.Literal("S256", "plain")),
   auth_time: Schema.DateFromSelf,
+  amr: Schema.Array(Schema.String),
   fresh: Schema.Boolean
 })
 export type CodeRow = typeof CodeRow.Type
@@ -30,6 +31,8 @@ const RefreshRow = Schema.Struct({
   user_id: Id,
   scopes: Schema.Array(Schema.String),
   auth_time: Schema.DateFromSelf,
+  /** The sign-in's methods, kept by the family (RFC 8176). */
+  amr: Schema.Array(Schema.String),
   expired: Schema.Boolean,
   /** Unused for longer than the idle timeout (`rotate`'s `idleTimeoutSeconds`). */
   idle: Schema.Boolean,
@@ -49,6 +52,8 @@ export interface NewCode {
   readonly nonce: string | null
   readonly challenge: { readonly challenge: string; readonly method: PkceMethod } | null
   readonly authTime: Date
+  /** The session's sign-in methods (RFC 8176), for the id_token. */
+  readonly amr: ReadonlyArray<string>
   readonly ttlSeconds: number
 }
 
@@ -63,10 +68,11 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
     const insertCode = (code: NewCode) =>
       sql`
         INSERT INTO authorization_codes (code_hash, client_id, user_id, session_id, redirect_uri, scopes, nonce,
-                                         code_challenge, code_challenge_method, auth_time, expires_at)
+                                         code_challenge, code_challenge_method, auth_time, amr, expires_at)
         VALUES (${code.codeHash}, ${code.clientId}, ${code.userId}, ${code.sessionId}, ${code.redirectUri},
                 ${code.scopes}::text[], ${code.nonce}, ${code.challenge?.challenge ?? null},
-                ${code.challenge?.method ?? null}, ${code.authTime}, now() + make_interval(secs => ${code.ttlSeconds}))
+                ${code.challenge?.method ?? null}, ${code.authTime}, ${code.amr}::text[],
+                now() + make_interval(secs => ${code.ttlSeconds}))
       `.pipe(Effect.orDie, Effect.asVoid)
 
     /**
@@ -81,7 +87,7 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
           UPDATE authorization_codes SET consumed_at = now()
           WHERE code_hash = ${codeHash} AND consumed_at IS NULL
           RETURNING client_id, user_id, session_id, redirect_uri, scopes, nonce, code_challenge,
-                    code_challenge_method, auth_time, expires_at > now() AS fresh
+                    code_challenge_method, auth_time, amr, expires_at > now() AS fresh
         )
         SELECT code.*, ${withUser.columns}, ${withUser.siteRoles("u.id", site)}
         FROM code JOIN users u ON u.id = code.user_id
@@ -121,6 +127,8 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
       readonly codeHash: string
       readonly sessionId: string | null
       readonly authTime: Date
+      /** The code's sign-in methods; a password alone unless told. */
+      readonly amr?: ReadonlyArray<string>
       readonly ttlSeconds: number
       readonly scopes: ReadonlyArray<string>
       readonly refreshHash: string
@@ -132,9 +140,9 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
           FOR UPDATE
         ),
         family AS (
-          INSERT INTO refresh_families (id, client_id, user_id, code_hash, session_id, auth_time, expires_at)
+          INSERT INTO refresh_families (id, client_id, user_id, code_hash, session_id, auth_time, amr, expires_at)
           SELECT gen_random_uuid(), ${input.clientId}, ${input.userId}, code.code_hash, ${input.sessionId},
-                 ${input.authTime}, now() + make_interval(secs => ${input.ttlSeconds})
+                 ${input.authTime}, ${input.amr ?? ["pwd"]}::text[], now() + make_interval(secs => ${input.ttlSeconds})
           FROM code
           RETURNING id, client_id, user_id, auth_time, expires_at
         ),
@@ -149,7 +157,7 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
     /** The token and its state; `idleTimeoutSeconds` as for `rotate` (0: `idle` is always false). */
     const findRefreshToken = (tokenHash: string, idleTimeoutSeconds = 0) =>
       sql`
-        SELECT t.family_id, t.client_id, t.user_id, t.scopes, t.auth_time, t.expires_at <= now() AS expired,
+        SELECT t.family_id, t.client_id, t.user_id, t.scopes, t.auth_time, f.amr, t.expires_at <= now() AS expired,
                (${idleTimeoutSeconds}::float8 > 0
                 AND t.created_at <= now() - make_interval(secs => ${idleTimeoutSeconds}::float8)) AS idle,
                t.rotated_at IS NOT NULL AS rotated, t.revoked_at IS NOT NULL AS revoked,
@@ -190,7 +198,8 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
             AND t.scopes @> ${input.requested}::text[]
             AND f.id = t.family_id AND f.revoked_at IS NULL
             AND u.id = t.user_id AND NOT u.banned
-          RETURNING t.family_id, t.client_id, t.user_id, t.scopes, t.auth_time, t.expires_at, ${withUser.columns}
+          RETURNING t.family_id, t.client_id, t.user_id, t.scopes, t.auth_time, f.amr, t.expires_at,
+                    ${withUser.columns}
         ),
         successor AS (
           INSERT INTO refresh_tokens (token_hash, family_id, client_id, user_id, scopes, auth_time, expires_at)

@@ -119,6 +119,7 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
       readonly familyId: string
       readonly refreshToken: string
       readonly authTime: Date
+      readonly amr: ReadonlyArray<string>
       readonly nonce: string | null
     }) {
       const authTime = Math.floor(input.authTime.getTime() / 1000)
@@ -150,6 +151,7 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
           sub: input.user.sub,
           clientId: input.client.clientId,
           authTime,
+          amr: input.amr,
           nonce: input.nonce ?? undefined,
           accessToken: access.token,
           claims: {
@@ -202,6 +204,7 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
           codeHash,
           sessionId: code.session_id,
           authTime: code.auth_time,
+          amr: code.amr,
           ttlSeconds: client.refreshTtlSeconds ?? REFRESH_TOKEN_TTL_SECONDS,
           scopes: code.scopes,
           refreshHash: sha256Hex(refreshToken)
@@ -216,6 +219,7 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
           familyId: familyId.value,
           refreshToken,
           authTime: code.auth_time,
+          amr: code.amr,
           nonce: code.nonce
         })
       }
@@ -282,6 +286,7 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
         familyId: token.family_id,
         refreshToken: successor,
         authTime: token.auth_time,
+        amr: token.amr,
         nonce: null
       })
     })

@@ -22,6 +22,8 @@ export interface Session {
   readonly userId: number
   readonly authTime: Date
   readonly expiresAt: Date
+  /** How the user signed in (RFC 8176): `pwd`, or `pwd` and `otp` (migrations/0018). */
+  readonly amr: ReadonlyArray<string>
 }
 
 const SessionRow = Schema.Struct({
@@ -29,7 +31,8 @@ const SessionRow = Schema.Struct({
   sid: Schema.String,
   user_id: Schema.Union(Schema.Number, Schema.NumberFromString),
   auth_time: Schema.DateFromSelf,
-  expires_at: Schema.DateFromSelf
+  expires_at: Schema.DateFromSelf,
+  amr: Schema.Array(Schema.String)
 })
 
 const toSession = (row: typeof SessionRow.Type): Session => ({
@@ -37,7 +40,8 @@ const toSession = (row: typeof SessionRow.Type): Session => ({
   sid: row.sid,
   userId: row.user_id,
   authTime: row.auth_time,
-  expiresAt: row.expires_at
+  expiresAt: row.expires_at,
+  amr: row.amr
 })
 
 export class Sessions extends Effect.Service<Sessions>()("identity/Sessions", {
@@ -46,16 +50,17 @@ export class Sessions extends Effect.Service<Sessions>()("identity/Sessions", {
     const config = yield* IdentityConfig
     const decodeRows = Schema.decodeUnknown(Schema.Array(SessionRow))
 
+    /** `amr`: the methods the sign-in used; a password alone unless told. */
     const create = Effect.fn("Sessions.create")(function*(userId: number, client: {
       readonly userAgent: string
       readonly ip: string
-    }) {
+    }, amr: ReadonlyArray<string> = ["pwd"]) {
       const cookie = randomToken()
       const rows = yield* sql`
-        INSERT INTO sessions (id, user_id, auth_time, expires_at, user_agent, ip)
+        INSERT INTO sessions (id, user_id, auth_time, expires_at, user_agent, ip, amr)
         VALUES (${sha256Hex(cookie)}, ${userId}, now(), now() + make_interval(secs => ${config.sessionTtlSeconds}),
-                ${client.userAgent.slice(0, 512)}, ${client.ip.slice(0, 64)})
-        RETURNING id, sid, user_id, auth_time, expires_at
+                ${client.userAgent.slice(0, 512)}, ${client.ip.slice(0, 64)}, ${amr}::text[])
+        RETURNING id, sid, user_id, auth_time, expires_at, amr
       `.pipe(Effect.flatMap(decodeRows), Effect.orDie)
       return { cookie, session: toSession(rows[0]!) }
     })
@@ -64,7 +69,7 @@ export class Sessions extends Effect.Service<Sessions>()("identity/Sessions", {
     const fromCookie = Effect.fn("Sessions.fromCookie")(function*(cookie: string | undefined) {
       if (cookie === undefined || !/^[A-Za-z0-9_-]{43}$/.test(cookie)) return Option.none<Session>()
       const rows = yield* sql`
-        SELECT s.id, s.sid, s.user_id, s.auth_time, s.expires_at
+        SELECT s.id, s.sid, s.user_id, s.auth_time, s.expires_at, s.amr
         FROM sessions s JOIN users u ON u.id = s.user_id
         WHERE s.id = ${sha256Hex(cookie)} AND s.ended_at IS NULL AND s.expires_at > now() AND NOT u.banned
       `.pipe(Effect.flatMap(decodeRows), Effect.orDie)
@@ -75,7 +80,7 @@ export class Sessions extends Effect.Service<Sessions>()("identity/Sessions", {
     const fromSid = Effect.fn("Sessions.fromSid")(function*(sid: string) {
       if (!/^[0-9a-f-]{36}$/i.test(sid)) return Option.none<Session>()
       const rows = yield* sql`
-        SELECT id, sid, user_id, auth_time, expires_at FROM sessions
+        SELECT id, sid, user_id, auth_time, expires_at, amr FROM sessions
         WHERE sid = ${sid} AND ended_at IS NULL AND expires_at > now()
       `.pipe(Effect.flatMap(decodeRows), Effect.orDie)
       return Option.map(Option.fromNullable(rows[0]), toSession)

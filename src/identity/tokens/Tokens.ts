@@ -235,6 +235,8 @@ export interface IdTokenInput {
   readonly clientId: string
   /** Unix seconds of the end-user authentication (OIDC Core section 2). */
   readonly authTime: number
+  /** How the user authenticated (OIDC Core section 2, RFC 8176 values). */
+  readonly amr?: ReadonlyArray<string> | undefined
   readonly nonce?: string | undefined
   /** The access token issued alongside; adds `at_hash`. */
   readonly accessToken?: string | undefined
@@ -295,6 +297,7 @@ export class Tokens extends Effect.Service<Tokens>()("identity/Tokens", {
         iat,
         exp: iat + ID_TOKEN_TTL_SECONDS,
         auth_time: input.authTime,
+        ...(input.amr !== undefined ? { amr: [...input.amr] } : {}),
         ...(input.nonce !== undefined ? { nonce: input.nonce } : {}),
         ...(input.accessToken !== undefined ? { at_hash: atHash(input.accessToken) } : {}),
         ...(input.sid !== undefined ? { sid: input.sid } : {})

@@ -1,0 +1,120 @@
+/**
+ * The provider's registration and account pages: server-rendered HTML with the sign-in pages'
+ * rules (no framing, CSRF tokens bound to a cookie and the session, `return_to` only to this
+ * server). A form's error comes back as the page, with the error next to its field.
+ */
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import {
+  AccountPageParams,
+  AvatarForm,
+  EmailForm,
+  EndSessionForm,
+  PasswordForm,
+  ProfileForm,
+  RegisterForm,
+  RegisterPageParams,
+  RegisterSendCodeForm
+} from "../Identity/AccountPages.js"
+import { htmlError, HtmlPage, Redirect } from "./IdentityErrors.js"
+
+const formErrors = [
+  htmlError(400, "The page again, with the error next to its field (a wrong code, a weak password...)."),
+  htmlError(401, "The page again: the current password is wrong, or the change needs a fresh sign-in."),
+  htmlError(403, "Invalid CSRF token."),
+  htmlError(409, "The page again: the address is taken."),
+  htmlError(429, "The page again: codes asked too often or tried too many times (`Retry-After`).")
+] as const
+
+const post = <N extends string>(name: N, path: `/api/v1/ui/${string}`, description: string) =>
+  HttpApiEndpoint.post(name, path)
+    .addSuccess(Redirect(303, description))
+    .addError(formErrors[0])
+    .addError(formErrors[1])
+    .addError(formErrors[2])
+    .addError(formErrors[3])
+    .addError(formErrors[4])
+
+export class IdentityAccountPagesApi extends HttpApiGroup.make("accountPages")
+  .add(
+    HttpApiEndpoint.get("registerPage", "/api/v1/ui/register")
+      .setUrlParams(RegisterPageParams)
+      .addSuccess(HtmlPage)
+      .annotate(OpenApi.Summary, "Registration page")
+      .annotate(
+        OpenApi.Description,
+        "Step one asks for the email address; with `email` (after a code was sent) step two asks for the code, a " +
+          "display name and a password. `return_to` (a path on this server) is where the new user goes."
+      )
+  )
+  .add(
+    post("registerSendCode", "/api/v1/ui/register/send-code", "To step two of the registration page.")
+      .setPayload(HttpApiSchema.withEncoding(RegisterSendCodeForm, { kind: "UrlParams" }))
+      .annotate(OpenApi.Summary, "Send a registration code (form)")
+      .annotate(
+        OpenApi.Description,
+        "Mails a 6-digit code (as `POST /auth/register/send-code`), then shows step two; an error shows step one again."
+      )
+  )
+  .add(
+    post("submitRegister", "/api/v1/ui/register", "Registered and signed in: to `return_to` or the account page.")
+      .setPayload(HttpApiSchema.withEncoding(RegisterForm, { kind: "UrlParams" }))
+      .annotate(OpenApi.Summary, "Create the account (form)")
+      .annotate(OpenApi.Description, "Sets the session cookie on success.")
+  )
+  .add(
+    HttpApiEndpoint.get("accountPage", "/api/v1/ui/account")
+      .setUrlParams(AccountPageParams)
+      .addSuccess(HtmlPage)
+      .addError(Redirect(302, "Not signed in: to the sign-in page, which comes back here."))
+      .annotate(OpenApi.Summary, "Account page")
+      .annotate(
+        OpenApi.Description,
+        "Profile, email, password, two-step sign-in and the live sessions, each with its form. Relying parties " +
+          "link their users here."
+      )
+  )
+  .add(
+    post("saveProfile", "/api/v1/ui/account/profile", "Saved: to the account page.")
+      .setPayload(HttpApiSchema.withEncoding(ProfileForm, { kind: "UrlParams" }))
+      .annotate(OpenApi.Summary, "Save the profile (form)")
+      .annotate(OpenApi.Description, "Display name and bio, as `PATCH /auth/me`.")
+  )
+  .add(
+    post("uploadAvatarForm", "/api/v1/ui/account/avatar", "Stored: to the account page.")
+      .setPayload(HttpApiSchema.Multipart(AvatarForm))
+      .annotate(OpenApi.Summary, "Upload an avatar (form)")
+      .annotate(OpenApi.Description, "`multipart/form-data` with `csrf` and `file`; see `POST /auth/me/avatar`.")
+  )
+  .add(
+    post("sendEmailCodeForm", "/api/v1/ui/account/email/send-code", "To the account page's code field.")
+      .setPayload(HttpApiSchema.withEncoding(EmailForm, { kind: "UrlParams" }))
+      .annotate(OpenApi.Summary, "Mail a code to a new address (form)")
+      .annotate(
+        OpenApi.Description,
+        "As `POST /auth/email/send-code`; then the page asks for the code. Needs a sign-in younger than 10 minutes."
+      )
+  )
+  .add(
+    post("changeEmailForm", "/api/v1/ui/account/email", "Changed: to the account page.")
+      .setPayload(HttpApiSchema.withEncoding(EmailForm, { kind: "UrlParams" }))
+      .annotate(OpenApi.Summary, "Change the email (form)")
+      .annotate(OpenApi.Description, "As `PUT /auth/email`. Needs a sign-in younger than 10 minutes.")
+  )
+  .add(
+    post("changePasswordForm", "/api/v1/ui/account/password", "Changed: to the account page.")
+      .setPayload(HttpApiSchema.withEncoding(PasswordForm, { kind: "UrlParams" }))
+      .annotate(OpenApi.Summary, "Change the password (form)")
+      .annotate(
+        OpenApi.Description,
+        "As `PUT /auth/password`: every other session ends. Needs a sign-in younger than 10 minutes."
+      )
+  )
+  .add(
+    post("endSessionForm", "/api/v1/ui/account/sessions/end", "Ended: to the account page (or signed out).")
+      .setPayload(HttpApiSchema.withEncoding(EndSessionForm, { kind: "UrlParams" }))
+      .annotate(OpenApi.Summary, "End a session (form)")
+      .annotate(OpenApi.Description, "As `DELETE /auth/sessions/{id}`; ending this browser's own session signs it out.")
+  )
+  .annotate(OpenApi.Title, "Account pages")
+  .annotate(OpenApi.Description, "Registration and the account page, as HTML.")
+{}

@@ -1,0 +1,60 @@
+/**
+ * Creator applications: a signed-in user asks for the `creator` role; an operator decides with the
+ * CLI (`creator list`, `creator decide`). They answer the `{code, message, data}` envelope; the codes
+ * are in the README's identity section.
+ */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import {
+  CreatorApplicationRequest,
+  CreatorApplicationResponse,
+  MyCreatorApplicationResponse,
+  REAPPLY_AFTER_DAYS
+} from "../Identity/Creator.js"
+import { envelopeError } from "./IdentityErrors.js"
+
+const bearer = "`Authorization: Bearer <access token from /auth/login>` (RFC 6750): 401 envelope 10001 without " +
+  "it, 10002 when it is invalid or its session ended, 10003 when it expired."
+
+export class IdentityCreatorApi extends HttpApiGroup.make("creator")
+  .add(
+    HttpApiEndpoint.post("apply", "/api/v1/creator/applications")
+      .setPayload(CreatorApplicationRequest)
+      .addSuccess(CreatorApplicationResponse)
+      .addError(
+        envelopeError(
+          400,
+          "17004: the statement is missing, not 20 to 4000 characters once trimmed, or contains NUL, or " +
+            "`portfolio_url` is not an http(s) URL of at most 2048 characters; 40001: the body is not JSON."
+        )
+      )
+      .addError(envelopeError(401, "10001 token missing, 10002 token invalid or revoked, 10003 token expired."))
+      .addError(
+        envelopeError(
+          409,
+          "17002: an undecided application exists; 17003: the user already holds `creator`; 17001: the last " +
+            `application was declined less than ${REAPPLY_AFTER_DAYS} days ago (\`Retry-After\` in seconds).`
+        )
+      )
+      .annotate(OpenApi.Summary, "Apply for the creator role")
+      .annotate(
+        OpenApi.Description,
+        `${bearer} Answers the new application, \`pending\`. One undecided application per user at a time ` +
+          `(simultaneous requests create one); after a decline, a new one ${REAPPLY_AFTER_DAYS} days after its ` +
+          "decision. An operator approves (the `creator` role is granted; tokens issued afterwards carry it) or " +
+          "declines; the user is mailed either way."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("mine", "/api/v1/creator/applications/me")
+      .addSuccess(MyCreatorApplicationResponse)
+      .addError(envelopeError(401, "10001 token missing, 10002 token invalid or revoked, 10003 token expired."))
+      .annotate(OpenApi.Summary, "The signed-in user's creator application")
+      .annotate(
+        OpenApi.Description,
+        `${bearer} The user's newest application in \`data\`; \`{"code": 0, "message": "ok"}\` without \`data\` ` +
+          "when the user never applied."
+      )
+  )
+  .annotate(OpenApi.Title, "Creator applications")
+  .annotate(OpenApi.Description, "Envelope endpoints for a signed-in user applying for the `creator` role.")
+{}

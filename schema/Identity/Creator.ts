@@ -1,0 +1,94 @@
+/**
+ * Creator applications (`POST /creator/applications`, `GET /creator/applications/me`, in the
+ * envelope): a signed-in user asks for the `creator` role and an operator decides
+ * (src/identity/creator/CreatorApplications.ts). The bounds below are those of the table
+ * (migrations/0017_creator_applications.ts); a body outside them is 400 envelope 17004.
+ */
+import { Schema } from "effect"
+import { Envelope } from "./Envelope.js"
+import { MaxLength } from "./Limits.js"
+
+export const STATEMENT_MIN_LENGTH = 20
+export const STATEMENT_MAX_LENGTH = 4000
+export const PORTFOLIO_URL_MAX_LENGTH = MaxLength.uri
+/** Days after a declined application's decision before the user may apply again. */
+export const REAPPLY_AFTER_DAYS = 30
+
+/**
+ * Characters as PostgreSQL's `length` and JSON Schema's `minLength` count them (code points, not
+ * UTF-16 units), so what passes here also passes the table's check.
+ */
+const characters = (value: string): number => {
+  let count = 0
+  for (const _ of value) count++
+  return count
+}
+
+/** The statement, trimmed, then 20 to 4000 characters without NUL (PostgreSQL text cannot hold it). */
+export const Statement = Schema.Trim.pipe(
+  Schema.filter((value) => !value.includes("\u0000"), { message: () => "must not contain NUL" }),
+  Schema.filter(
+    (value) => characters(value) >= STATEMENT_MIN_LENGTH && characters(value) <= STATEMENT_MAX_LENGTH,
+    { message: () => `${STATEMENT_MIN_LENGTH} to ${STATEMENT_MAX_LENGTH} characters once trimmed` }
+  )
+).annotations({
+  // The transformation would document only "a string that will be trimmed" (the encoded side).
+  jsonSchema: {
+    type: "string",
+    minLength: STATEMENT_MIN_LENGTH,
+    maxLength: STATEMENT_MAX_LENGTH,
+    description: `Why you want to publish as a creator: ${STATEMENT_MIN_LENGTH} to ${STATEMENT_MAX_LENGTH} ` +
+      "characters once leading and trailing whitespace is removed."
+  }
+})
+
+/** RFC 3986 allows no whitespace or control character in a URI; `new URL` would silently drop some. */
+const isHttpUrl = (value: string): boolean => {
+  if (!/^https?:\/\/[^\s\u0000-\u001f\u007f]+$/i.test(value)) return false
+  try {
+    const url = new URL(value)
+    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== ""
+  } catch {
+    return false
+  }
+}
+
+export const PortfolioUrl = Schema.String.pipe(
+  Schema.maxLength(PORTFOLIO_URL_MAX_LENGTH),
+  Schema.filter(isHttpUrl, { message: () => "an http or https URL", jsonSchema: { format: "uri" } })
+).annotations({
+  description: `Where your work can be seen: an http or https URL of at most ${PORTFOLIO_URL_MAX_LENGTH} characters.`,
+  examples: ["https://portfolio.example/me"]
+})
+
+export class CreatorApplicationRequest extends Schema.Class<CreatorApplicationRequest>("CreatorApplicationRequest")({
+  statement: Statement,
+  portfolio_url: Schema.optionalWith(Schema.NullOr(PortfolioUrl), { exact: true })
+}, { description: "An application for the `creator` role; `portfolio_url` may be absent or null." }) {}
+
+export const CreatorApplicationStatus = Schema.Literal("pending", "approved", "declined").annotations({
+  description: "`pending` until an operator decides; `approved` (the `creator` role was granted) or `declined`."
+})
+export type CreatorApplicationStatus = typeof CreatorApplicationStatus.Type
+
+const UnixSeconds = Schema.Int.annotations({ description: "Unix timestamp (seconds)." })
+
+export class CreatorApplication extends Schema.Class<CreatorApplication>("CreatorApplication")({
+  id: Schema.UUID,
+  status: CreatorApplicationStatus,
+  statement: Schema.String.annotations({ description: "The statement, trimmed." }),
+  portfolio_url: Schema.NullOr(Schema.String),
+  created_at: UnixSeconds,
+  decided_at: Schema.NullOr(UnixSeconds).annotations({ description: "When it was decided; null while pending." })
+}, { description: "A creator application." }) {}
+
+export const CreatorApplicationResponse = Envelope(CreatorApplication)
+
+/** `GET /creator/applications/me`: the newest application, and no `data` at all for a user who never applied. */
+export const MyCreatorApplicationResponse = Schema.Struct({
+  code: Schema.Literal(0),
+  message: Schema.String,
+  data: Schema.optionalWith(CreatorApplication, { exact: true }).annotations({
+    description: "The user's newest application; absent when the user never applied."
+  })
+}).annotations({ identifier: "MyCreatorApplicationResponse" })

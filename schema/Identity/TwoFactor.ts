@@ -1,0 +1,55 @@
+/**
+ * The second factor's envelope endpoints (`/api/v1/auth/2fa...`): TOTP set-up (RFC 6238) and
+ * recovery codes. Every change needs a sign-in younger than 10 minutes.
+ */
+import { Schema } from "effect"
+import { Envelope } from "./Envelope.js"
+import { Bounded, MaxLength } from "./Limits.js"
+
+/** A TOTP (6 digits) or a recovery code (`xxxx-xxxx-xxxx-xxxx`); spaces and dashes are ignored. */
+export const TwoFactorCode = Bounded(MaxLength.twoFactorCode, 1).annotations({
+  description: "The current 6-digit code of the authenticator app, or an unused recovery code.",
+  examples: ["492039", "k7qm-2xza-p4ve-u6tn"]
+})
+
+export class TwoFactorCodeRequest extends Schema.Class<TwoFactorCodeRequest>("TwoFactorCodeRequest")({
+  code: TwoFactorCode
+}, { description: "A code proving the factor (or, to enable it, the first code of the new secret)." }) {}
+
+export class TwoFactorSetup extends Schema.Class<TwoFactorSetup>("TwoFactorSetup")({
+  secret: Schema.String.annotations({
+    description: "The TOTP key in base32 (RFC 4648), for typing into an authenticator app.",
+    examples: ["JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"]
+  }),
+  otpauth_uri: Schema.String.annotations({
+    description: "`otpauth://totp/...` with the key, SHA1, 6 digits, 30-second period and issuer `shiori`."
+  }),
+  qr_svg: Schema.String.annotations({ description: "`otpauth_uri` as a QR code, an SVG document." })
+}, { description: "A pending set-up: confirm it with a first code at `POST /auth/2fa/enable`." }) {}
+
+export const TwoFactorSetupResponse = Envelope(TwoFactorSetup)
+
+export class RecoveryCodes extends Schema.Class<RecoveryCodes>("RecoveryCodes")({
+  recovery_codes: Schema.Array(Schema.String).annotations({
+    description: "Ten single-use codes, each standing in for one authenticator code. Shown only this once."
+  })
+}, { description: "The account's new recovery codes; any earlier ones no longer work." }) {}
+
+export const RecoveryCodesResponse = Envelope(RecoveryCodes)
+
+/** `{code: 0, message: "ok", data: null}`. */
+export const TwoFactorRemovedResponse = Envelope(Schema.Null)
+
+const field = (maxLength: number, description: string) =>
+  Schema.optional(Bounded(maxLength)).annotations({ description })
+
+/**
+ * The set-up page's forms (`application/x-www-form-urlencoded`, every field optional so the page
+ * answers a missing one itself, like schema/Identity/Pages.ts).
+ */
+export const TwoFactorForm = Schema.Struct({
+  csrf: field(MaxLength.csrf, "CSRF token of the page."),
+  action: field(MaxLength.keyword, "`enable`, `disable`, `recovery-codes`, or `restart` (a new key for the set-up)."),
+  code: field(MaxLength.twoFactorCode, "A code of the app, or (to disable or renew the codes) a recovery code.")
+}).annotations({ identifier: "TwoFactorForm" })
+export type TwoFactorForm = typeof TwoFactorForm.Type

@@ -1,0 +1,362 @@
+/**
+ * Handlers of the `accountPages` group: registration and the account page. They call the same
+ * `Account` operations as the envelope endpoints (src/identity/account/Account.ts), with the user
+ * of the session cookie instead of a Bearer token; a refusal comes back as the page with the error
+ * next to its field and the code's HTTP status. Forms carry CSRF tokens (src/identity/http/PageForms.ts);
+ * a successful post redirects (303), so reloading never posts twice.
+ */
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import type { HttpServerResponse } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
+import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
+import { Account } from "../account/Account.js"
+import { Avatars, parseUpload } from "../account/Avatars.js"
+import type { EndUser } from "../auth/EndUsers.js"
+import { EndUsers } from "../auth/EndUsers.js"
+import { requireRecentSignIn } from "../auth/SignedIn.js"
+import type { FieldErrors } from "../frontend/AccountPages.js"
+import { accountPage, registerCodePage, registerEmailPage } from "../frontend/AccountPages.js"
+import { IdentityConfig } from "../IdentityConfig.js"
+import { type Refused, refused } from "../Refused.js"
+import { Sessions } from "../sessions/Sessions.js"
+import { clientAddress } from "./ClientAddress.js"
+import { PageForms } from "./PageForms.js"
+import { page, redirectTo } from "./Responses.js"
+
+/** What a person reads for each refusal, and the field it belongs to. */
+const MESSAGES: Partial<Record<EnvelopeCodeName, { readonly field: string; readonly message: string }>> = {
+  CODE_REQUESTED_TOO_SOON: { field: "email", message: "A code was sent a moment ago. Wait a minute, then try again." },
+  VERIFICATION_CODE_INVALID: {
+    field: "code",
+    message: "This code is wrong or has expired. Check the mail, or ask for a new code."
+  },
+  TOO_MANY_ATTEMPTS: {
+    field: "code",
+    message: "Too many wrong tries. Ask for a new code, or wait before trying again."
+  },
+  WEAK_PASSWORD: {
+    field: "password",
+    message: "Choose a stronger password: at least 8 characters, not a common password, not your email or name."
+  },
+  EMAIL_TAKEN: { field: "email", message: "Another account uses this email address." },
+  WRONG_PASSWORD: { field: "current_password", message: "This is not your current password." },
+  REAUTHENTICATION_REQUIRED: {
+    field: "reauthenticate",
+    message: "For your safety, this change needs a recent sign-in. Sign in again, then make the change."
+  },
+  INVALID_REQUEST: { field: "form", message: "Check the form: a field is missing or too long." },
+  NOT_FOUND: { field: "form", message: "That session has already ended." },
+  IMAGE_INVALID: {
+    field: "avatar",
+    message: "This file is not a picture we can use: choose a JPEG, PNG, WebP, AVIF or GIF image."
+  },
+  PAYLOAD_TOO_LARGE: { field: "avatar", message: "This file is too large." }
+}
+
+const messageOf = (refusal: Refused, fieldOverride?: string): FieldErrors => {
+  const known = MESSAGES[refusal.code]
+  return { [fieldOverride ?? known?.field ?? "form"]: known?.message ?? EnvelopeCodes[refusal.code].message }
+}
+
+export const HttpAccountPagesLive = HttpApiBuilder.group(
+  IdentityApi,
+  "accountPages",
+  (handlers) =>
+    Effect.gen(function*() {
+      const config = yield* IdentityConfig
+      const forms = yield* PageForms
+      const account = yield* Account
+      const avatars = yield* Avatars
+      const endUsers = yield* EndUsers
+      const sessions = yield* Sessions
+      const { ctx } = forms
+      const accountPath = `${config.basePath}/ui/account`
+      const toSignIn = redirectTo(`${config.basePath}/ui/login?return_to=${encodeURIComponent(accountPath)}`, 302)
+
+      // --- registration ---
+
+      const renderRegister = (request: HttpServerRequest.HttpServerRequest, input: {
+        readonly email: string
+        readonly step: "email" | "code"
+        readonly returnTo: string
+        readonly name?: string
+        readonly errors?: FieldErrors
+        readonly status?: number
+        readonly headers?: Record<string, string>
+      }) =>
+        Effect.gen(function*() {
+          const cookie = forms.csrfCookie(request)
+          const csrf = yield* forms.issueToken(cookie, "register", Option.none())
+          const body = input.step === "email"
+            ? registerEmailPage(ctx, { csrf, email: input.email, returnTo: input.returnTo, errors: input.errors ?? {} })
+            : registerCodePage(ctx, {
+              csrf,
+              email: input.email,
+              name: input.name ?? "",
+              returnTo: input.returnTo,
+              errors: input.errors ?? {}
+            })
+          return forms.withCsrfCookie(page(body, { status: input.status ?? 200, headers: input.headers ?? {} }), cookie)
+        })
+
+      const refusedStatus = (refused: Refused) => ({
+        status: EnvelopeCodes[refused.code].status,
+        headers: { ...refused.headers }
+      })
+
+      // --- account page ---
+
+      const renderAccount = (request: HttpServerRequest.HttpServerRequest, endUser: EndUser, input: {
+        readonly done?: string | undefined
+        readonly pendingEmail?: string | undefined
+        readonly values?: Readonly<Record<string, string>> | undefined
+        readonly errors?: FieldErrors
+        readonly status?: number
+        readonly headers?: Record<string, string>
+      }) =>
+        Effect.gen(function*() {
+          const cookie = forms.csrfCookie(request)
+          const csrf = yield* forms.issueToken(cookie, "account", Option.some(endUser))
+          const me = yield* account.me(endUser.user.id).pipe(Effect.orDie)
+          const list = yield* account.listSessions(endUser)
+          const reauthenticate = `${config.basePath}/ui/login?return_to=${encodeURIComponent(accountPath)}` +
+            `&login_hint=${encodeURIComponent(me.email)}`
+          const body = accountPage(ctx, {
+            me,
+            sessions: list.items,
+            csrf,
+            done: input.done,
+            pendingEmail: input.pendingEmail,
+            values: input.values,
+            errors: input.errors ?? {},
+            reauthenticate
+          })
+          return forms.withCsrfCookie(page(body, { status: input.status ?? 200, headers: input.headers ?? {} }), cookie)
+        })
+
+      /**
+       * A post of the account page: the cookie's user and a valid token, then `act`; its refusal
+       * re-renders the page with the error, its success redirects to `success`.
+       */
+      const accountPost = (
+        token: string | undefined,
+        act: (
+          endUser: EndUser,
+          request: HttpServerRequest.HttpServerRequest
+        ) => Effect.Effect<string, Refused, Sessions>,
+        onRefused: (endUser: EndUser, refused: Refused) => {
+          readonly values?: Readonly<Record<string, string>> | undefined
+          readonly pendingEmail?: string | undefined
+          readonly field?: string | undefined
+        } = () => ({})
+      ) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const endUser = yield* endUsers.fromCookie(request)
+          if (Option.isNone(endUser)) return toSignIn
+          if (!(yield* forms.verifyToken(request, token, "account", endUser))) return forms.formExpired()
+          return yield* act(endUser.value, request).pipe(
+            Effect.map((location): HttpServerResponse.HttpServerResponse => redirectTo(location, 303)),
+            Effect.catchTag("Refused", (refused) => {
+              const context = onRefused(endUser.value, refused)
+              return renderAccount(request, endUser.value, {
+                values: context.values,
+                pendingEmail: context.pendingEmail,
+                errors: messageOf(refused, context.field),
+                ...refusedStatus(refused)
+              })
+            })
+          )
+        })
+
+      const missing = (value: string | undefined): value is undefined => value === undefined || value.trim() === ""
+
+      return handlers
+        .handle("registerPage", ({ urlParams }) =>
+          Effect.gen(function*() {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const returnTo = Option.getOrElse(forms.safeReturnTo(urlParams.return_to), () => "")
+            return yield* renderRegister(request, {
+              email: urlParams.email ?? "",
+              step: urlParams.email === undefined || urlParams.email === "" ? "email" : "code",
+              returnTo
+            })
+          }), runToCompletion)
+        .handle("registerSendCode", ({ payload }) =>
+          Effect.gen(function*() {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const returnTo = Option.getOrElse(forms.safeReturnTo(payload.return_to), () => "")
+            const email = (payload.email ?? "").trim()
+            if (!(yield* forms.verifyToken(request, payload.csrf, "register", Option.none()))) {
+              return forms.formExpired()
+            }
+            if (!/^[^\s@]+@[^\s@]+$/.test(email)) {
+              return yield* renderRegister(request, {
+                email,
+                step: "email",
+                returnTo,
+                errors: { email: "Enter an email address." },
+                status: 400
+              })
+            }
+            return yield* account.sendRegistrationCode(email, clientAddress(request, config.trustedProxies)).pipe(
+              Effect.as(
+                redirectTo(
+                  `${config.basePath}/ui/register?email=${encodeURIComponent(email)}` +
+                    (returnTo === "" ? "" : `&return_to=${encodeURIComponent(returnTo)}`),
+                  303
+                )
+              ),
+              Effect.catchTag("Refused", (refused) =>
+                renderRegister(request, {
+                  email,
+                  step: "email",
+                  returnTo,
+                  errors: messageOf(refused),
+                  ...refusedStatus(refused)
+                }))
+            )
+          }), runToCompletion)
+        .handle("submitRegister", ({ payload }) =>
+          Effect.gen(function*() {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const returnTo = Option.getOrElse(forms.safeReturnTo(payload.return_to), () => "")
+            const email = (payload.email ?? "").trim()
+            const name = payload.name ?? ""
+            if (!(yield* forms.verifyToken(request, payload.csrf, "register", Option.none()))) {
+              return forms.formExpired()
+            }
+            const errors: Record<string, string> = {}
+            if (!/^[0-9]{6}$/.test((payload.code ?? "").trim())) errors.code = "Enter the 6-digit code from the mail."
+            if (missing(payload.name)) errors.name = "Enter a display name."
+            if (missing(payload.password)) errors.password = "Choose a password."
+            if (email === "") errors.form = "Start again: the address is missing."
+            if (Object.keys(errors).length > 0) {
+              return yield* renderRegister(request, { email, step: "code", name, returnTo, errors, status: 400 })
+            }
+            return yield* account.register(
+              { email, code: payload.code!.trim(), password: payload.password!, name },
+              { ip: clientAddress(request, config.trustedProxies), userAgent: request.headers["user-agent"] ?? "" }
+            ).pipe(
+              Effect.map(({ cookie }) =>
+                sessions.setCookie(
+                  redirectTo(returnTo === "" ? `${accountPath}?done=registered` : returnTo, 303),
+                  cookie
+                )
+              ),
+              Effect.catchTag("Refused", (refused) =>
+                renderRegister(request, {
+                  email,
+                  step: "code",
+                  name,
+                  returnTo,
+                  errors: messageOf(refused),
+                  ...refusedStatus(refused)
+                }))
+            )
+          }), runToCompletion)
+        .handle("accountPage", ({ urlParams }) =>
+          Effect.gen(function*() {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const endUser = yield* endUsers.fromCookie(request)
+            if (Option.isNone(endUser)) return toSignIn
+            return yield* renderAccount(request, endUser.value, {
+              done: urlParams.done,
+              pendingEmail: urlParams.email === "" ? undefined : urlParams.email
+            })
+          }), runToCompletion)
+        .handle("saveProfile", ({ payload }) =>
+          accountPost(
+            payload.csrf,
+            (endUser) =>
+              account.updateProfile(endUser, { name: payload.name, bio: payload.bio }).pipe(
+                Effect.as(`${accountPath}?done=profile`)
+              ),
+            () => ({ values: { name: payload.name ?? "", bio: payload.bio ?? "" }, field: "name" })
+          ), runToCompletion)
+        .handleRaw("uploadAvatarForm", ({ request }) =>
+          Effect.gen(function*() {
+            const endUser = yield* endUsers.fromCookie(request)
+            if (Option.isNone(endUser)) return toSignIn
+            const body = yield* request.arrayBuffer.pipe(Effect.option)
+            const parsed = Option.isNone(body)
+              ? Option.none()
+              : yield* parseUpload(request.headers["content-type"] ?? "", new Uint8Array(body.value)).pipe(
+                Effect.option
+              )
+            const token = Option.getOrUndefined(Option.map(parsed, ({ fields }) => fields.csrf))
+            if (!(yield* forms.verifyToken(request, token, "account", endUser))) return forms.formExpired()
+            return yield* Effect.flatMap(parsed, ({ file }) => avatars.upload(endUser.value.user.id, file)).pipe(
+              Effect.catchTag("NoSuchElementException", () => refused("INVALID_REQUEST")),
+              Effect.as(redirectTo(`${accountPath}?done=avatar`, 303)),
+              Effect.catchTag("Refused", (refusal) =>
+                renderAccount(request, endUser.value, {
+                  errors: messageOf(refusal, "avatar"),
+                  ...refusedStatus(refusal)
+                }))
+            )
+          }), runToCompletion)
+        .handle("sendEmailCodeForm", ({ payload }) =>
+          accountPost(
+            payload.csrf,
+            (endUser, request) => {
+              const email = (payload.email ?? "").trim()
+              return requireRecentSignIn(endUser).pipe(
+                Effect.zipRight(
+                  /^[^\s@]+@[^\s@]+$/.test(email)
+                    ? account.sendEmailChangeCode(endUser, email, clientAddress(request, config.trustedProxies))
+                    : refused("INVALID_REQUEST")
+                ),
+                Effect.as(`${accountPath}?email=${encodeURIComponent(email)}`)
+              )
+            },
+            (_, refused) => ({
+              values: { email: payload.email ?? "" },
+              field: refused.code === "INVALID_REQUEST" || refused.code === "CODE_REQUESTED_TOO_SOON"
+                ? "email"
+                : undefined
+            } as const)
+          ), runToCompletion)
+        .handle("changeEmailForm", ({ payload }) =>
+          accountPost(
+            payload.csrf,
+            (endUser) =>
+              requireRecentSignIn(endUser).pipe(
+                Effect.zipRight(
+                  account.changeEmail(endUser, (payload.email ?? "").trim(), (payload.code ?? "").trim())
+                ),
+                Effect.as(`${accountPath}?done=email`)
+              ),
+            (_, refused) => ({
+              pendingEmail: refused.code === "EMAIL_TAKEN" || refused.code === "REAUTHENTICATION_REQUIRED"
+                ? undefined
+                : payload.email
+            })
+          ), runToCompletion)
+        .handle("changePasswordForm", ({ payload }) =>
+          accountPost(
+            payload.csrf,
+            (endUser) =>
+              requireRecentSignIn(endUser).pipe(
+                Effect.zipRight(
+                  account.changePassword(endUser, payload.current_password ?? "", payload.new_password ?? "")
+                ),
+                Effect.as(`${accountPath}?done=password`)
+              ),
+            (_, refused) => ({ field: refused.code === "WEAK_PASSWORD" ? "new_password" : undefined })
+          ), runToCompletion)
+        .handle("endSessionForm", ({ payload }) =>
+          accountPost(
+            payload.csrf,
+            (endUser) =>
+              account.endSession(endUser, payload.id ?? "").pipe(
+                Effect.as(
+                  payload.id === endUser.session.sid ? `${config.basePath}/ui/login` : `${accountPath}?done=session`
+                )
+              )
+          ), runToCompletion)
+    })
+)

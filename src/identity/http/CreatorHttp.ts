@@ -1,0 +1,41 @@
+/**
+ * Handlers of the `creator` group: the Bearer token's user (src/identity/auth/SignedIn.ts), then one
+ * `CreatorApplications` method, answered in the envelope.
+ *
+ * `apply` reads its body itself (`handleRaw`): the declared payload documents the request, but a body
+ * outside its bounds is 17004, not the decoder's generic 40001. What is not JSON at all stays 40001.
+ */
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import { runToCompletion } from "../../platform/HttpListener.js"
+import { signedInUser } from "../auth/SignedIn.js"
+import { CreatorApplications } from "../creator/CreatorApplications.js"
+import { envelopeError, envelopeSuccess, refusal } from "./Responses.js"
+
+/** Success without a `data` member: the user never applied. */
+const nothing = () =>
+  HttpServerResponse.unsafeJson({ code: 0, message: "ok" }, { headers: { "cache-control": "no-store" } })
+
+export const HttpCreatorLive = HttpApiBuilder.group(IdentityApi, "creator", (handlers) =>
+  Effect.gen(function*() {
+    const applications = yield* CreatorApplications
+
+    return handlers
+      .handleRaw("apply", ({ request }) =>
+        Effect.gen(function*() {
+          const { user } = yield* signedInUser
+          if (!(request.headers["content-type"] ?? "").toLowerCase().includes("application/json")) {
+            return envelopeError("INVALID_REQUEST")
+          }
+          // A body that cannot be read is the error middleware's to answer: 413 when too large
+          // (src/platform/BodyLimit.ts), 40001 when it is not JSON.
+          const body = yield* Effect.orDie(request.json)
+          return envelopeSuccess(yield* applications.apply(user.id, body))
+        }).pipe(Effect.catchTag("Refused", refusal)), runToCompletion)
+      .handle("mine", () =>
+        Effect.flatMap(signedInUser, ({ user }) => applications.mine(user.id)).pipe(
+          Effect.map(Option.match({ onNone: nothing, onSome: (application) => envelopeSuccess(application) })),
+          Effect.catchTag("Refused", refusal)
+        ), runToCompletion)
+  }))

@@ -1,0 +1,66 @@
+/**
+ * The image pipeline: an upload is decoded (with a pixel cap, so a small file cannot expand into
+ * gigabytes of pixels), turned upright by its EXIF orientation, cropped and resized to its preset's
+ * box, and re-encoded as WebP. Nothing of the original file survives (EXIF, GPS positions, colour
+ * profiles, trailing bytes of a polyglot file), and what is stored is named by the SHA-256 of the
+ * stored bytes, so the same picture is kept once.
+ *
+ * sharp runs on libuv's thread pool; the event loop only waits on it.
+ */
+import { Data, Effect } from "effect"
+import * as Crypto from "node:crypto"
+import sharp from "sharp"
+
+export interface ImagePreset {
+  readonly width: number
+  readonly height: number
+  /** `cover` crops to fill the box (avatars); `inside` keeps the whole picture within it. */
+  readonly fit: "cover" | "inside"
+}
+
+export const ImagePresets = {
+  /** Square avatars, shown at up to 128 CSS pixels on 2x screens. */
+  avatar: { width: 256, height: 256, fit: "cover" }
+} as const satisfies Record<string, ImagePreset>
+
+/** Formats an upload may be in. */
+export const ACCEPTED_FORMATS: ReadonlySet<string> = new Set(["jpeg", "png", "webp", "avif", "gif", "heif"])
+
+/** At most this many pixels are decoded: 40 megapixels, more than any camera image needs. */
+export const MAX_INPUT_PIXELS = 40_000_000
+
+export class ImageRejected extends Data.TaggedError("ImageRejected")<{ readonly reason: string }> {}
+
+export interface ProcessedImage {
+  readonly bytes: Buffer
+  readonly contentType: "image/webp"
+  readonly width: number
+  readonly height: number
+  /** Hex SHA-256 of `bytes`. */
+  readonly sha256: string
+}
+
+/** Decodes `input` as an image and re-encodes it for `preset`; bytes that are not an image are refused. */
+export const processImage = (input: Uint8Array, preset: ImagePreset) =>
+  Effect.tryPromise({
+    try: async () => {
+      const source = sharp(input, { limitInputPixels: MAX_INPUT_PIXELS, failOn: "error", animated: false })
+      const metadata = await source.metadata()
+      if (metadata.format === undefined || !ACCEPTED_FORMATS.has(metadata.format)) {
+        throw new Error(`not an accepted image format (${metadata.format ?? "unknown"})`)
+      }
+      const { data, info } = await source
+        .rotate()
+        .resize(preset.width, preset.height, { fit: preset.fit, withoutEnlargement: preset.fit === "inside" })
+        .webp({ quality: 85 })
+        .toBuffer({ resolveWithObject: true })
+      return {
+        bytes: data,
+        contentType: "image/webp" as const,
+        width: info.width,
+        height: info.height,
+        sha256: Crypto.createHash("sha256").update(data).digest("hex")
+      }
+    },
+    catch: (cause) => new ImageRejected({ reason: cause instanceof Error ? cause.message : String(cause) })
+  })
