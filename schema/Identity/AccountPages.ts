@@ -6,11 +6,9 @@
  */
 import { Multipart } from "@effect/platform"
 import { Schema } from "effect"
-import { Bounded, MaxLength } from "./Limits.js"
+import { MaxLength } from "./Limits.js"
 import { ProfileLength } from "./Me.js"
-
-const field = (maxLength: number, description: string) =>
-  Schema.optional(Bounded(maxLength)).annotations({ description })
+import { field } from "./Pages.js"
 
 const csrf = field(MaxLength.csrf, "CSRF token of the page.")
 

@@ -8,7 +8,8 @@
 import { Schema } from "effect"
 import { Bounded, MaxLength } from "./Limits.js"
 
-const field = (maxLength: number, description: string) =>
+/** An optional bounded string of a form or query: a page answers a missing field itself. */
+export const field = (maxLength: number, description: string) =>
   Schema.optional(Bounded(maxLength)).annotations({ description })
 
 export const LoginPageParams = Schema.Struct({

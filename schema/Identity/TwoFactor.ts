@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { Envelope } from "./Envelope.js"
 import { Bounded, MaxLength } from "./Limits.js"
+import { field } from "./Pages.js"
 
 /** A TOTP (6 digits) or a recovery code (`xxxx-xxxx-xxxx-xxxx`); spaces and dashes are ignored. */
 export const TwoFactorCode = Bounded(MaxLength.twoFactorCode, 1).annotations({
@@ -39,9 +40,6 @@ export const RecoveryCodesResponse = Envelope(RecoveryCodes)
 
 /** `{code: 0, message: "ok", data: null}`. */
 export const TwoFactorRemovedResponse = Envelope(Schema.Null)
-
-const field = (maxLength: number, description: string) =>
-  Schema.optional(Bounded(maxLength)).annotations({ description })
 
 /**
  * The set-up page's forms (`application/x-www-form-urlencoded`, every field optional so the page

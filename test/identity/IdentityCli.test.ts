@@ -189,7 +189,7 @@ describe("identity CLI: user, role, client, keys", () => {
           const me = yield* promise(() =>
             fetch(`${identity}/api/v1/auth/me`, { headers: { authorization: `Bearer ${again.accessToken}` } })
           )
-          expect(me.status).toBe(401)
+          expect(me.status).toBe(403)
         }).pipe(Effect.scoped),
       { timeout: 180_000 }
     )

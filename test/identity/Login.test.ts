@@ -94,8 +94,8 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         const me = yield* Effect.promise(() =>
           fetch(`${identity}/api/v1/auth/me`, { headers: { authorization: `Bearer ${before.accessToken}` } })
         )
-        expect(me.status).toBe(401)
-        expect((yield* Effect.promise(() => me.json())).code).toBe(10002)
+        expect(me.status).toBe(403)
+        expect((yield* Effect.promise(() => me.json())).code).toBe(40302)
         // A wrong password on a banned account still says only "wrong credentials".
         const guess = yield* postLogin(identity, { email: user.email, password: "guess" })
         expect(guess.body.code).toBe(10011)

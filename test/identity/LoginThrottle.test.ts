@@ -4,6 +4,7 @@
  * down, with growing delays, when failures come from several addresses. Requests come from distinct
  * loopback addresses (test/support/LocalAddress.ts), so the server sees distinct callers.
  */
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import {
@@ -113,8 +114,15 @@ describe("sign-in throttling (OWASP: no lockout an attacker can trigger)", () =>
         expect(ownerEarly.status).toBe(429)
         yield* sleep(1)
         expect((yield* wrong("127.0.0.7")).status).toBe(401)
-        // One more failure: the delay doubled.
-        expect((yield* wrong("127.0.0.8")).headers.get("retry-after")).toBe("2")
+        // One more failure: the delay doubled. The account's backoff counts five failures (delay
+        // 2^(5 - 3 - 1) = 2 s), and the next attempt, right away, is refused with what is left of it
+        // (2 s, or 1 s once the previous request itself took a second on a loaded machine).
+        const sql = yield* SqlClient.SqlClient
+        const counted = yield* sql`SELECT tokens FROM rate_limit_buckets WHERE key = ${`login:delay:${user.email}`}`
+        expect(Math.round(Number(counted[0]!.tokens))).toBe(5)
+        const doubled = yield* wrong("127.0.0.8")
+        expect(doubled.status).toBe(429)
+        expect(["1", "2"]).toContain(doubled.headers.get("retry-after"))
         yield* sleep(2)
         // The owner, after the delay, signs in: the account slowed down but never locked.
         const owner = yield* promise(() => loginFrom(OWNER, identity, user))

@@ -20,9 +20,12 @@ export interface EndUser {
   readonly via: "bearer" | "cookie"
 }
 
-/** A Bearer token was sent and is not acceptable; `expired` maps to envelope 10003, others to 10002. */
+/**
+ * A Bearer token was sent and is not acceptable; `expired` maps to envelope 10003, `banned` to 403
+ * 40302, others to 10002.
+ */
 export class BearerRejected extends Data.TaggedError("BearerRejected")<{
-  readonly reason: AccessTokenRejection | "not_first_party" | "session_ended"
+  readonly reason: AccessTokenRejection | "not_first_party" | "session_ended" | "banned"
 }> {}
 
 /** `Authorization: Bearer <token>`: none without the header, "" when it is not a Bearer credential. */
@@ -55,7 +58,10 @@ export class EndUsers extends Effect.Service<EndUsers>()("identity/EndUsers", {
       }
       const session = yield* sessions.fromSid(claims.sid)
       if (Option.isNone(session) || session.value.userId !== claims.uid) {
-        return yield* new BearerRejected({ reason: "session_ended" })
+        // A ban ends every session; its holder is told why (403), not merely that the token died.
+        const owner = yield* users.findById(claims.uid)
+        const banned = Option.isSome(owner) && owner.value.banned
+        return yield* new BearerRejected({ reason: banned ? "banned" : "session_ended" })
       }
       const endUser = yield* withUser(session.value, "bearer")
       if (Option.isNone(endUser)) return yield* new BearerRejected({ reason: "session_ended" })

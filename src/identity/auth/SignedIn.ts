@@ -2,7 +2,7 @@
  * Who calls a self-service envelope endpoint: the end user behind `Authorization: Bearer` (a token
  * from the provider's own sign-in or registration), refused with the token codes otherwise
  * (10001 missing, 10002 invalid or its session ended, 10003 expired; 401 with a Bearer challenge,
- * RFC 6750 section 3). Sensitive changes also need a recent sign-in (RFC 9470 step-up).
+ * RFC 6750 section 3), or 403 40302 when its account was banned. Sensitive changes also need a recent sign-in (RFC 9470 step-up).
  */
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Option } from "effect"
@@ -26,9 +26,11 @@ export const signedInUser = Effect.gen(function*() {
     Effect.catchTag(
       "BearerRejected",
       (rejected) =>
-        refused(rejected.reason === "expired" ? "TOKEN_EXPIRED" : "TOKEN_INVALID", {
-          "www-authenticate": `${challenge}, error="invalid_token"`
-        })
+        rejected.reason === "banned"
+          ? refused("ACCOUNT_BANNED")
+          : refused(rejected.reason === "expired" ? "TOKEN_EXPIRED" : "TOKEN_INVALID", {
+            "www-authenticate": `${challenge}, error="invalid_token"`
+          })
     )
   )
 })
