@@ -10,8 +10,6 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Jose from "jose"
 import * as Fs from "node:fs"
-import * as Http from "node:http"
-import type * as Net from "node:net"
 import * as Path from "node:path"
 import * as OTPAuth from "otpauth"
 import { chromiumContext } from "../support/Browser.js"
@@ -20,83 +18,13 @@ import {
   createUser,
   IdentityServers,
   IdentityTestEnv,
-  pkcePair,
   serverLayerOptions
 } from "../support/IdentityServers.js"
+import { relyingParty } from "../support/RelyingParty.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
 const screenshots = Path.resolve(import.meta.dirname, "../../test-results/screenshots")
-
-interface RelyingParty {
-  readonly url: string
-  readonly signIns: Array<{ readonly tokens: Record<string, any> }>
-  readonly setClient: (client: { clientId: string; secret: string }) => void
-}
-
-/** A confidential relying party on loopback: `/login` starts the flow, `/callback` redeems the code. */
-const relyingParty = (issuer: string) =>
-  Effect.acquireRelease(
-    promise(() =>
-      new Promise<RelyingParty & { server: Http.Server }>((resolve) => {
-        const pending = new Map<string, string>()
-        const signIns: RelyingParty["signIns"] = []
-        let client = { clientId: "", secret: "" }
-        let base = ""
-        const server = Http.createServer(async (req, res) => {
-          const url = new URL(req.url!, base)
-          const html = (status: number, body: string) => {
-            res.writeHead(status, { "content-type": "text/html; charset=utf-8" })
-            res.end(`<!doctype html><html lang="en"><head><title>RP</title></head><body>${body}</body></html>`)
-          }
-          if (url.pathname === "/login") {
-            const state = crypto.randomUUID()
-            const pkce = pkcePair()
-            pending.set(state, pkce.verifier)
-            const authorize = new URL(`${issuer}/oauth/authorize`)
-            authorize.search = new URLSearchParams({
-              client_id: client.clientId,
-              redirect_uri: `${base}/callback`,
-              response_type: "code",
-              scope: "openid profile",
-              state,
-              code_challenge: pkce.challenge,
-              code_challenge_method: "S256"
-            }).toString()
-            res.writeHead(302, { location: authorize.href })
-            return res.end()
-          }
-          if (url.pathname === "/callback") {
-            const verifier = pending.get(url.searchParams.get("state") ?? "")
-            if (verifier === undefined || url.searchParams.get("iss") !== issuer) return html(400, "<h1>Bad state</h1>")
-            const token = await fetch(`${issuer}/oauth/token`, {
-              method: "POST",
-              headers: {
-                "content-type": "application/x-www-form-urlencoded",
-                authorization: `Basic ${Buffer.from(`${client.clientId}:${client.secret}`).toString("base64")}`
-              },
-              body: new URLSearchParams({
-                grant_type: "authorization_code",
-                code: url.searchParams.get("code") ?? "",
-                redirect_uri: `${base}/callback`,
-                code_verifier: verifier
-              }).toString()
-            })
-            const tokens = await token.json() as Record<string, any>
-            if (token.status !== 200) return html(502, `<h1>Token error</h1><p>${tokens.error}</p>`)
-            signIns.push({ tokens })
-            return html(200, `<h1>Welcome back</h1>`)
-          }
-          html(404, "<h1>Not found</h1>")
-        })
-        server.listen(0, "127.0.0.1", () => {
-          base = `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}`
-          resolve({ url: base, signIns, setClient: (c) => (client = c), server })
-        })
-      })
-    ),
-    ({ server }) => promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  )
 
 describe("second factor in headless Chromium", () => {
   it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
@@ -105,7 +33,7 @@ describe("second factor in headless Chromium", () => {
       () =>
         Effect.gen(function*() {
           const { issuer } = yield* IdentityServers
-          const rp = yield* relyingParty(issuer)
+          const rp = yield* relyingParty(issuer, { scope: "openid profile", greeting: "Welcome back" })
           const registered = yield* createClient({ autoConsent: true, redirectUris: [`${rp.url}/callback`] })
           rp.setClient({ clientId: registered.clientId, secret: registered.secret! })
           const user = yield* createUser({ name: "Kaede" })
