@@ -69,7 +69,7 @@ export class IdentityAccountPagesApi extends HttpApiGroup.make("accountPages")
       .annotate(OpenApi.Summary, "Account page")
       .annotate(
         OpenApi.Description,
-        "Profile, email, password, two-step sign-in and the live sessions, each with its form. Relying parties " +
+        "Profile, avatar, email, password, two-factor authentication and the live sessions, each with its form. Relying parties " +
           "link their users here."
       )
   )

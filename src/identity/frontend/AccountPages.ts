@@ -287,10 +287,10 @@ ${
 </form>
 </section>
 <section aria-labelledby="two-factor-heading">
-<h2 id="two-factor-heading">Two-step sign-in</h2>
+<h2 id="two-factor-heading">Two-factor authentication</h2>
 <p>${me.two_factor ? "On: signing in asks for a code from your authenticator app." : "Off."}</p>
 <p><a class="button secondary" href="${ctx.basePath}/ui/account/two-factor">${
-      me.two_factor ? "Manage two-step sign-in" : "Set up two-step sign-in"
+      me.two_factor ? "Manage two-factor authentication" : "Set up two-factor authentication"
     }</a></p>
 </section>
 <section aria-labelledby="sessions-heading">
