@@ -11,6 +11,11 @@ import { Data, Effect } from "effect"
 import * as Crypto from "node:crypto"
 import sharp from "sharp"
 
+// libvips keeps recent operations and decoded files in a cache of its own (up to 50 MB and 100
+// files by default), which helps a pipeline that reads the same image twice; every upload here is
+// new, so the cache would only hold memory.
+sharp.cache(false)
+
 export interface ImagePreset {
   readonly width: number
   readonly height: number
