@@ -182,5 +182,39 @@ describe("RateLimiter, PostgreSQL layer (DECISIONS 9: shared by every process)",
         // most four of the six tokens can be spent at once.
         expect(results.filter((result) => result.allowed)).toHaveLength(4)
       }))
+
+    it.effect(
+      "admit and succeeded racing on one account never deadlock (migrations/0020)",
+      () =>
+        Effect.gen(function*() {
+          const limiter = yield* RateLimiter
+          // A success removes the pair's bucket, so concurrent attempts re-create it; before the
+          // advisory lock two of them could wait on each other and one failed with a deadlock.
+          for (let round = 0; round < 25; round++) {
+            const account = `deadlock-${round}`
+            yield* Effect.all(
+              Array.from({ length: 40 }, (_, i) => {
+                const attempt = {
+                  bucket: `pair:a${i % 2}|${account}`,
+                  bucketPolicy: { capacity: 1000, refillPerSecond: 1 },
+                  backoff: `delay:${account}`,
+                  backoffPolicy: { free: 10000, decayPerSecond: 1, maxDelaySeconds: 4 }
+                }
+                return i % 5 === 4 ? limiter.succeeded(attempt) : Effect.asVoid(limiter.admit(attempt))
+              }),
+              { concurrency: "unbounded" }
+            )
+          }
+          // A deadlock would have failed the race above (a defect); the account still admits.
+          const allowed = yield* limiter.admit({
+            bucket: "pair:a0|deadlock-0",
+            bucketPolicy: { capacity: 1000, refillPerSecond: 1 },
+            backoff: "delay:deadlock-0",
+            backoffPolicy: { free: 10000, decayPerSecond: 1, maxDelaySeconds: 4 }
+          })
+          expect(allowed.allowed).toBe(true)
+        }),
+      { timeout: 120_000 }
+    )
   })
 })
