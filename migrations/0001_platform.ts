@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
-/** Platform tables: catalog API keys (DECISIONS 3). */
+/** Platform tables: catalog API keys (docs/api-contract.md, "Credentials, scopes and the content limit"). */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`

@@ -1,5 +1,5 @@
 /**
- * The catalog (SPEC 2, 4.1, 6; DECISIONS.md catalog 4-8).
+ * The catalog (why: docs/decisions.md, "Catalog reads", "Search and facets" and "Mirroring").
  *
  * Conventions
  * - Ids are `bigint` identities per table (decimal strings on the wire). `live` is a stored generated
@@ -13,25 +13,29 @@
  *   selective first column makes the bulk index builds of a large seed several times faster.
  * - Partial dates: `released_year/month/day` plus the generated `released_key` = YYYYMMDD with 00 for an
  *   unknown month or day (null when undated), so `2024` sorts before `2024-01-05`.
- * - Content gate (DECISIONS 4): `works.nsfw`; `releases.nsfw`; `characters.nsfw` = appears only in nsfw
- *   works; `work_count` / `work_count_sfw` on companies, tags and engines (see catalog_refresh_work_counts).
- * - Keyset sorts (DECISIONS 6): every sort index is (key, id) with one direction, so a descending sort
- *   is `ORDER BY key DESC, id DESC` on a backward scan. Keys whose missing values sort last use these
- *   exact expressions (the query must repeat them for the index to apply):
+ * - Content gate (docs/api-contract.md, "Credentials, scopes and the content limit"): `works.nsfw`;
+ *   `releases.nsfw`; `characters.nsfw` = appears only in nsfw works; `work_count` / `work_count_sfw` on
+ *   companies, tags and engines (see catalog_refresh_work_counts).
+ * - Keyset sorts (docs/api-contract.md, "Cursors and pages"): every sort index is (key, id) with one
+ *   direction, so a descending sort is `ORDER BY key DESC, id DESC` on a backward scan. Keys whose
+ *   missing values sort last use these exact expressions (the query must repeat them for the index to
+ *   apply):
  *     released_asc   coalesce(released_key, 2147483647) ASC,  id ASC
  *     released_desc  coalesce(released_key, -1)         DESC, id DESC
  *     rating_<src>   coalesce(rating_<src>, -1)         DESC, id DESC   (unrated last)
  *     popularity     popularity DESC, id DESC;   updated  updated_at, id (either direction)
- * - Search (DECISIONS 7): `work_search` holds one row per work with every title and alias. `norm` is
- *   the NFKC-folded, lower-cased text (names separated by newlines); `key` re-spells it for pg_trgm so
- *   that CJK works under any database locale: ASCII words stay as they are and every other character
- *   becomes its own 3-4 character token. Built by `searchKey` in src/catalog/search/SearchKey.ts; the
- *   query is `key LIKE $pattern AND strpos(norm, $needle) > 0` (GIN trigram index on `key`).
+ * - Search (docs/decisions.md, "Search and facets"): `work_search` holds one row per work with every
+ *   title and alias. `norm` is the NFKC-folded, lower-cased text (names separated by newlines); `key`
+ *   re-spells it for pg_trgm so that CJK works under any database locale: ASCII words stay as they are
+ *   and every other character becomes its own 3-4 character token. Built by `searchKey` in
+ *   src/catalog/search/SearchKey.ts; the query is `key LIKE $pattern AND strpos(norm, $needle) > 0` (GIN
+ *   trigram index on `key`).
  *
- * Change feed (DECISIONS 8): `catalog_changes` holds one row per entity (primary key id, target_object);
- * every write upserts it through `catalog_touch(...)` in the writer's transaction. A trigger stamps
- * each inserted or updated row with the writing transaction's id (`txid` = pg_current_xact_id()) and a
- * fresh `seq`. The feed is ordered by (txid, seq) and serves only rows with
+ * Change feed, as first built (migrations/0010_feed_positions.ts replaced this ordering with commit-order
+ * positions; docs/change-feed.md): `catalog_changes` holds one row per entity (primary key id,
+ * target_object); every write upserts it through `catalog_touch(...)` in the writer's transaction. A
+ * trigger stamps each inserted or updated row with the writing transaction's id (`txid` =
+ * pg_current_xact_id()) and a fresh `seq`. The feed is ordered by (txid, seq) and serves only rows with
  *   txid < pg_snapshot_xmin(pg_current_snapshot())
  * i.e. rows whose transaction, and every transaction with a smaller id, has finished. A transaction that
  * commits later always has txid >= that watermark, so it sorts after any cursor already handed out:
@@ -322,7 +326,7 @@ const statements: ReadonlyArray<string> = [
     is_lie boolean NOT NULL DEFAULT false,
     PRIMARY KEY (character_id, trait_id)
   )`,
-  // The roster. `identity` is an opaque random token (SPEC 2.4), never derived from other columns.
+  // The roster. `identity` is an opaque random token, never derived from other columns.
   `CREATE TABLE work_characters (
     work_id bigint NOT NULL REFERENCES works (id) ON DELETE CASCADE,
     character_id bigint NOT NULL REFERENCES characters (id),
@@ -347,7 +351,7 @@ const statements: ReadonlyArray<string> = [
   )`,
 
   // --- Per-entity satellites (entity_type = the wire object name) ----------------------------------
-  // alias_kind `search_hint` is internal: searched, never served (SPEC 2.3 EntityName).
+  // alias_kind `search_hint` is internal: searched, never served.
   `CREATE TABLE entity_aliases (
     entity_type text NOT NULL CHECK (entity_type IN (${entityTypes})),
     entity_id bigint NOT NULL,
@@ -456,7 +460,7 @@ const statements: ReadonlyArray<string> = [
     ) x ON x.engine_id = e2.id
     WHERE e.id = e2.id AND (e.work_count, e.work_count_sfw) IS DISTINCT FROM (coalesce(x.n, 0), coalesce(x.s, 0));
   $$`,
-  // A merged edit (SPEC 2.7, 3): `entity_type` is the editing-engine type (`catalog.work`), `seq` the
+  // A merged edit: `entity_type` is the editing-engine type (`catalog.work`), `seq` the
   // entity's revision number, `field_diffs` a FieldDiff array [{key, from, to}] with keys like
   // `catalog.work.titles`.
   `CREATE TABLE revisions (

@@ -1,5 +1,5 @@
 /**
- * Identity provider tables (SPEC 1(B), 4.2, 5; DECISIONS identity 1-14).
+ * Identity provider tables (why: the "Identity: ..." sections of docs/decisions.md).
  *
  * Every secret that a client or browser holds (session cookie, authorization code, refresh token,
  * client secret) is stored only as its SHA-256 hex digest, so a database dump cannot be replayed.
@@ -13,7 +13,7 @@ import { Effect } from "effect"
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
 
-  // Accounts. `roles` holds the granted roles only: `user` is implicit (SPEC 5), so an ordinary user
+  // Accounts. `roles` holds the granted roles only: `user` is implicit, so an ordinary user
   // has an empty array. Email uniqueness is case-insensitive through the `lower(email)` index.
   yield* sql`
     CREATE TABLE users (
@@ -33,7 +33,7 @@ export default Effect.gen(function*() {
   `
   yield* sql`CREATE UNIQUE INDEX users_email_lower_key ON users (lower(email))`
 
-  // Site roles are scoped to the site of the issuing client (SPEC 5); `user`, `admin` and `ren`
+  // Site roles are scoped to the site of the issuing client; `user`, `admin` and `ren`
   // are reserved names.
   yield* sql`
     CREATE TABLE user_site_roles (
@@ -45,8 +45,8 @@ export default Effect.gen(function*() {
     )
   `
 
-  // Registered clients (SPEC 5). `secret_hash` is null for public clients, which must use PKCE
-  // (DECISIONS 3). `refresh_ttl_seconds` overrides the 90-day session lifetime (SPEC 4.2).
+  // Registered clients. `secret_hash` is null for public clients, which must use PKCE (RFC 7636).
+  // `refresh_ttl_seconds` overrides the 90-day session lifetime.
   // `tagline`, `listed` and `display_order` feed the public application directory.
   yield* sql`
     CREATE TABLE oauth_clients (
@@ -65,8 +65,8 @@ export default Effect.gen(function*() {
     )
   `
 
-  // Consent is remembered per client and scope set (DECISIONS 2): a request is covered when its
-  // scopes are a subset of `scopes`.
+  // Consent is remembered per client and scope set (docs/decisions.md, "Identity: protocol"): a
+  // request is covered when its scopes are a subset of `scopes`.
   yield* sql`
     CREATE TABLE consents (
       user_id bigint NOT NULL REFERENCES users (id) ON DELETE CASCADE,
@@ -94,7 +94,7 @@ export default Effect.gen(function*() {
   `
   yield* sql`CREATE INDEX sessions_user_id_idx ON sessions (user_id) WHERE ended_at IS NULL`
 
-  // Authorization codes (SPEC 4.2, DECISIONS 3-4): 64 hex, stored hashed, single use, 10 minutes.
+  // Authorization codes: 64 hex, stored hashed, single use, 10 minutes.
   // The PKCE method is bound to the code. `session_id` is null when authorize ran on a Bearer token.
   yield* sql`
     CREATE TABLE authorization_codes (
@@ -119,7 +119,8 @@ export default Effect.gen(function*() {
   // A refresh family is everything one authorization code (or one login) produced: the chain of
   // rotated refresh tokens and the access tokens issued alongside, which carry the family id in
   // their `fid` claim. Revoking the family (reuse, code replay, RFC 7009 revocation, logout) makes
-  // userinfo and the catalog reject those access tokens too (DECISIONS 4, 6, 7).
+  // userinfo and the catalog reject those access tokens too (docs/decisions.md, "Identity: tokens and
+  // sessions").
   yield* sql`
     CREATE TABLE refresh_families (
       id uuid PRIMARY KEY,
@@ -140,7 +141,7 @@ export default Effect.gen(function*() {
   // The per-request revocation check of access tokens reads only revoked families.
   yield* sql`CREATE INDEX refresh_families_revoked_idx ON refresh_families (id) WHERE revoked_at IS NOT NULL`
 
-  // Opaque refresh tokens, matched by the hash of their value (SPEC 4.2). Rotation is one
+  // Opaque refresh tokens, matched by the hash of their value. Rotation is one
   // conditional UPDATE on `rotated_at IS NULL`, so concurrent refreshes of one token yield exactly
   // one successor; reuse of a rotated token revokes the family (RFC 9700 section 4.14.2).
   yield* sql`
@@ -161,12 +162,12 @@ export default Effect.gen(function*() {
   yield* sql`CREATE INDEX refresh_tokens_family_id_idx ON refresh_tokens (family_id)`
   yield* sql`CREATE INDEX refresh_tokens_expires_at_idx ON refresh_tokens (expires_at)`
 
-  // RS256 signing keys (DECISIONS 13). A rotated-in key is published at once but signs only from
-  // `activates_at`, so every process and relying party knows it before the first token it signs;
-  // the key it replaces signs until then (`retired_at`) and stays published until `not_after`.
-  // Only the newest key has `retired_at` null. `private_jwk` is plain JWK JSON; encrypting it at
-  // rest (for example AES-256-GCM under a key from Config) is a possible later step, and the jsonb
-  // column can hold the encrypted envelope without a schema change.
+  // RS256 signing keys (docs/decisions.md, "Identity: tokens and sessions"). A rotated-in key is
+  // published at once but signs only from `activates_at`, so every process and relying party knows it
+  // before the first token it signs; the key it replaces signs until then (`retired_at`) and stays
+  // published until `not_after`. Only the newest key has `retired_at` null. `private_jwk` is plain JWK
+  // JSON; encrypting it at rest (for example AES-256-GCM under a key from Config) is a possible later
+  // step, and the jsonb column can hold the encrypted envelope without a schema change.
   yield* sql`
     CREATE TABLE signing_keys (
       kid text PRIMARY KEY,
@@ -182,8 +183,8 @@ export default Effect.gen(function*() {
   `
   yield* sql`CREATE UNIQUE INDEX signing_keys_one_newest ON signing_keys ((true)) WHERE retired_at IS NULL`
 
-  // Token buckets shared by every process (DECISIONS 9): the token endpoint per client_id, login
-  // per account and per IP. One atomic UPSERT refills and takes.
+  // Token buckets shared by every process (docs/api-contract.md, "Rate limits and body limits"): the
+  // token endpoint per client_id, login per account and per IP. One atomic UPSERT refills and takes.
   yield* sql`
     CREATE TABLE rate_limit_buckets (
       key text PRIMARY KEY,
@@ -193,8 +194,8 @@ export default Effect.gen(function*() {
   `
   yield* sql`CREATE INDEX rate_limit_buckets_updated_at_idx ON rate_limit_buckets (updated_at)`
 
-  // Development mail outbox (DECISIONS 14): used when SMTP_URL is unset and shown on the
-  // development mailbox page.
+  // Development mail outbox (docs/decisions.md, "Identity: accounts and self-service"): used when
+  // SMTP_URL is unset and shown on the development mailbox page.
   yield* sql`
     CREATE TABLE mail_outbox (
       id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

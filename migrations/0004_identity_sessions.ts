@@ -1,12 +1,13 @@
 /**
- * Identity provider, second step (issue 4): a public session id for tokens, and per-client catalog
+ * Identity provider, second step: a public session id for tokens, and per-client catalog
  * settings.
  *
  * - `sessions.sid`: access tokens minted by the provider's own sign-in carry the session in a `sid`
  *   claim, so ending the session (logout, ban) kills them at userinfo and the catalog. The primary
  *   key stays the SHA-256 of the cookie, which never leaves the server.
- * - `oauth_clients.content_limit`: the catalog content gate (DECISIONS 4) for user tokens issued to
- *   the client, carried in the access token like an API key's content limit.
+ * - `oauth_clients.content_limit`: the catalog content gate (docs/api-contract.md, "Credentials, scopes
+ *   and the content limit") for user tokens issued to the client, carried in the access token like an API
+ *   key's content limit.
  * - `oauth_clients.site` follows the catalog's site-name rule so a token's `site` matches API keys.
  */
 import { SqlClient } from "@effect/sql"

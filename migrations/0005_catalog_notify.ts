@@ -1,11 +1,12 @@
 /**
- * Catalog change notifications (issue 3, performance): every catalog write upserts `catalog_changes`
- * (or `catalog_redirects` for a merge) in its own transaction (0002's header), so one statement-level
- * trigger on those two tables tells every API process, at commit, that the catalog changed:
- * `NOTIFY catalog_changed` (the payload names the table; listeners ignore empty payloads). Each process empties its read cache when it hears it
- * (src/catalog/shared/ReadCache.ts). PostgreSQL folds identical notifications of one transaction into
- * one and delivers them only after commit, so a reader never hears of a write it cannot yet see.
- * TRUNCATE notifies too (operators and tests reset tables that way).
+ * Catalog change notifications (docs/life-of-a-request.md, "Caches and invalidation"): every catalog
+ * write upserts `catalog_changes` (or `catalog_redirects` for a merge) in its own transaction (0002's
+ * header), so one statement-level trigger on those two tables tells every API process, at commit, that
+ * the catalog changed: `NOTIFY catalog_changed` (the payload names the table; listeners ignore empty
+ * payloads). Each process empties its read cache when it hears it (src/catalog/shared/ReadCache.ts).
+ * PostgreSQL folds identical notifications of one transaction into one and delivers them only after
+ * commit, so a reader never hears of a write it cannot yet see. TRUNCATE notifies too (operators and
+ * tests reset tables that way).
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"

@@ -1,5 +1,5 @@
 /**
- * The title search ranks without leaving `work_search` (issue 3, search p99): a `q=` search orders
+ * The title search ranks without leaving `work_search` (search p99, bench/README.md): a `q=` search orders
  * matches by relevance tier, then popularity and id, under the content gate. Reading popularity,
  * `live` and `nsfw` from `works` cost one index probe per match (134,000 for "the " on a million
  * works, two thirds of the query), so `work_search` now carries copies of them, kept by triggers:

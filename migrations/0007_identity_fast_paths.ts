@@ -1,14 +1,15 @@
 /**
- * Identity provider, fewer round trips per token request (issue 4's throughput):
+ * Identity provider, fewer round trips per token request (the throughput target in bench/README.md):
  *
  * - `authorization_codes.replayed_at`: redeeming a code is two autocommit statements (consume,
  *   then create the refresh family) instead of a transaction around both. A replay marks the code
  *   here before revoking what it produced; the family insert locks the code row and inserts only
  *   while the mark is absent, so a replay that slips between the two statements still wins
- *   (DECISIONS 4).
+ *   (docs/decisions.md, "Identity: tokens and sessions").
  * - `rate_limit_take(key, capacity, rate, want)`: takes up to `want` tokens from a shared bucket in
  *   one call, so a process can lease a few tokens of the token endpoint's bucket at once
- *   (DECISIONS 9). It answers how many were granted and what is left.
+ *   (docs/api-contract.md, "Rate limits and body limits"). It answers how many were granted and what
+ *   is left.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"

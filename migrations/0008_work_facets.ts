@@ -1,7 +1,7 @@
 /**
- * Facets of a title search without probing `works`, `work_tags` and `work_companies` per match
- * (issue 3, search + facets p99): counting the six facets of a `q=` search that matches 50,000
- * titles probed `works` and `work_tags` 50,000 times each and scanned all of `work_companies`.
+ * Facets of a title search without probing `works`, `work_tags` and `work_companies` per match (the
+ * search + facets p99 target in bench/README.md): counting the six facets of a `q=` search that matches
+ * 50,000 titles probed `works` and `work_tags` 50,000 times each and scanned all of `work_companies`.
  *
  * `work_facets` holds, per work, what the facets count: `olang`, `media`, `platforms`, and the
  * work's tag and company ids (ascending). It is a table of its own rather than more columns of

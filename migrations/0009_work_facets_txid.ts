@@ -1,10 +1,11 @@
 /**
- * `work_facets` rows carry the id of the transaction that last wrote them (issue 3, search + facets
- * p99), so each API process can keep a copy of the table in memory (src/catalog/search/FacetIndex.ts)
- * and catch up with one indexed read: the rows with `txid >= h`, where `h` was the snapshot horizon
- * (`pg_snapshot_xmin(pg_current_snapshot())`) of its previous read. Every transaction below a horizon
- * has finished, so a row written by one was visible to that read; a row written by a later one has a
- * `txid` at or above it and is read the next time. The same rule orders the change feed (0002).
+ * `work_facets` rows carry the id of the transaction that last wrote them (the search + facets p99 target
+ * in bench/README.md), so each API process can keep a copy of the table in memory
+ * (src/catalog/search/FacetIndex.ts) and catch up with one indexed read: the rows with `txid >= h`, where
+ * `h` was the snapshot horizon (`pg_snapshot_xmin(pg_current_snapshot())`) of its previous read. Every
+ * transaction below a horizon has finished, so a row written by one was visible to that read; a row
+ * written by a later one has a `txid` at or above it and is read the next time. The same rule orders the
+ * change feed (0002).
  *
  * The functions of 0008 are replaced to stamp the rows they update; an inserted row gets the
  * column's default. The seed writes the rows with COPY, which fills the default too.

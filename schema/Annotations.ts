@@ -7,13 +7,13 @@ import type { ProblemCode } from "./Problem.js"
 
 /**
  * On a schema of a query parameter: when this schema fails to decode, the problem's top-level
- * `code` is this one instead of `INVALID_PARAMETER` (SPEC 4.1: `LIMIT_TOO_LARGE`, `UNKNOWN_SORT`...).
+ * `code` is this one instead of `INVALID_PARAMETER` (`LIMIT_TOO_LARGE`, `UNKNOWN_SORT`, ...).
  */
 export const ProblemCodeAnnotationId: unique symbol = Symbol.for("shiori/ProblemCode")
 
 export const problemCodeOnFailure = (code: ProblemCode) => ({ [ProblemCodeAnnotationId]: code })
 
-/** Catalog scopes (DECISIONS 3). */
+/** Catalog scopes (docs/api-contract.md, "Credentials, scopes and the content limit"). */
 export const Scopes = [
   "catalog:read",
   "catalog:write",
@@ -36,8 +36,9 @@ export class RequiredScope extends Context.Tag("shiori/RequiredScope")<RequiredS
 export class Public extends Context.Tag("shiori/Public")<Public, boolean>() {}
 
 /**
- * The 304 of a single-record read (DECISIONS 10): declared on every endpoint that sends a strong
- * `ETag`, so the OpenAPI document and the typed client know a current `If-None-Match` gets no body.
+ * The 304 of a single-record read (docs/api-contract.md, "Caching, ETags and freshness"): declared
+ * on every endpoint that sends a strong `ETag`, so the OpenAPI document and the typed client know a
+ * current `If-None-Match` gets no body.
  */
 export const NotModified = Schema.Void.annotations({
   description: "Not Modified: the `ETag` named in `If-None-Match` is current (RFC 9110 15.4.5); no body."

@@ -1,5 +1,5 @@
 /**
- * Problem documents of the catalog API (SPEC section 7.1, RFC 9457).
+ * Problem documents of the catalog API (RFC 9457; docs/api-contract.md, "Errors: catalog problem documents").
  *
  * Two closed registries live here and nowhere else: the top-level `code`s (each with its HTTP
  * status, fixed title and type-URI slug) and the field-level `reason`s (each with the `params`
@@ -27,7 +27,7 @@ const entry = (status: number, domain: string, title: string, description: strin
   description
 })
 
-/** The closed registry of problem codes (SPEC 7.1 "Codes by status"). */
+/** The closed registry of problem codes, each with its HTTP status. */
 export const ProblemCodes = {
   INVALID_PARAMETER: entry(
     400,
@@ -172,14 +172,14 @@ export const problemCodeList = Object.keys(ProblemCodes) as ReadonlyArray<Proble
 export const problemSlug = (code: ProblemCode): string =>
   `${ProblemCodes[code].domain}/${code.toLowerCase().replaceAll("_", "-")}`
 
-/** `{docs_url}/problems/<domain>/<slug>` (DECISIONS 11). */
+/** `{docs_url}/problems/<domain>/<slug>`: the catalog serves a page there, so every `type` dereferences. */
 export const problemTypeUri = (docsUrl: string, code: ProblemCode): string => `${docsUrl}/problems/${problemSlug(code)}`
 
 // ---------------------------------------------------------------------------------------------
 // Reason registry
 // ---------------------------------------------------------------------------------------------
 
-/** The closed registry of field-level reasons with the `params` keys each may carry (SPEC 7.1). */
+/** The closed registry of field-level reasons with the `params` keys each may carry. */
 export const Reasons = {
   REQUIRED: { params: [], description: "The field is required and was not given." },
   INVALID_FORMAT: { params: [], description: "The value does not have the expected type or format." },
@@ -494,7 +494,7 @@ export const ProblemDocument = Schema.Struct({
   current_id: Schema.optional(Schema.String)
 }).annotations({
   identifier: "Problem",
-  description: "RFC 9457 problem document (SPEC 7.1). Branch on the HTTP status, then on `code`; never on `detail`."
+  description: "RFC 9457 problem document. Branch on the HTTP status, then on `code`; never on `detail`."
 })
 
 /** `/v2/problems/reasons` entries. */

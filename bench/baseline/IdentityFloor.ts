@@ -4,8 +4,8 @@
  * and nothing else:
  *
  * - `authorization_code`: the two statements of src/identity/oauth/Grants.ts (`redeemCode`, then
- *   `createFamily`), the PKCE S256 check, and two RS256 signatures (the RFC 9068 access token of
- *   DECISIONS 5 and the id_token);
+ *   `createFamily`), the PKCE S256 check, and two RS256 signatures (the RFC 9068 access token and the
+ *   id_token);
  * - `refresh_token`: the one rotation statement of `Grants.rotate`, and the same two signatures;
  * - userinfo: one RS256 verification and the liveness statement of `TokenLiveness.liveUser`.
  *

@@ -1,5 +1,5 @@
 /**
- * The catalog on a million works (issue 3, Performance): the real server (`node dist/src/main.js`,
+ * The catalog on a million works (targets in bench/README.md): the real server (`node dist/src/main.js`,
  * catalog only) over a seeded catalog, driven with autocannon, next to a plain `node:http` + `pg`
  * baseline answering the same works-list query in the same run (bench/baseline/WorksList.ts).
  *

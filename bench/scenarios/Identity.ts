@@ -1,5 +1,5 @@
 /**
- * The identity provider against `oidc-provider` (issue 4): the real server (`node dist/src/main.js`,
+ * The identity provider against `oidc-provider`: the real server (`node dist/src/main.js`,
  * identity only, on a throwaway embedded database) and the reference (bench/baseline/OidcProvider.ts,
  * in-memory storage) signing with the same RS256 key, driven in the same run with the same requests:
  *
@@ -10,7 +10,7 @@
  *   current token and puts its successor back, and every answer must carry an id_token;
  * - userinfo: `GET` with a valid access token.
  *
- * Target (issue 4): at least 1.0x the reference's throughput on each, p99 under 50 ms, at 32
+ * Target (bench/README.md): at least 1.0x the reference's throughput on each, p99 under 50 ms, at 32
  * connections. A request that found the code pool empty is sent with a dead code and counts as a
  * non-2xx, never hidden.
  */
@@ -524,7 +524,7 @@ export const identity = async (): Promise<string> => {
       "doing only the success path's unavoidable work: the same SQL statements as our provider (two for a code, " +
       "one rotation, one liveness read), two RS256 signatures per token response and one verification per " +
       "userinfo. It bounds what a provider keeping its state in PostgreSQL and issuing JWT access tokens " +
-      "(DECISIONS 5) can do on this machine; CPU includes the database's.",
+      "can do on this machine; CPU includes the database's.",
       [
         "| scenario | floor req/s | p99 ms | failures | floor CPU ms/req | floor / reference | shiori / floor |",
         "|---|---:|---:|---:|---:|---:|---:|",

@@ -1,5 +1,5 @@
 /**
- * The release calendar (SPEC 2.2 `meta`, 2.7 CalendarMeta; path DECISIONS 1).
+ * The release calendar: a list that always carries `meta` (CalendarMeta, schema/Catalog/Calendar.ts).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"

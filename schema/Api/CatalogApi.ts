@@ -1,5 +1,5 @@
 /**
- * The catalog API (SPEC 4.1) as one HttpApi: the source of the router, the OpenAPI document at
+ * The catalog API (`/v2`) as one HttpApi: the source of the router, the OpenAPI document at
  * `/v2/openapi.json` and the typed client.
  */
 import { HttpApi, OpenApi } from "@effect/platform"

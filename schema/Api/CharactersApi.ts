@@ -1,6 +1,6 @@
 /**
- * Characters (SPEC 2.4): the collection with its `ids=` batch lane, the detail read with its
- * includes, and the works a character appears in (DECISIONS 1 paths).
+ * Characters: the collection with its `ids=` batch lane, the detail read with its
+ * includes, and the works a character appears in.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
@@ -20,7 +20,7 @@ import {
 } from "../Problem.js"
 import { Authorization } from "./Security.js"
 
-/** Include tokens of the character detail read (SPEC 2.4: detail face only). */
+/** Include tokens of the character detail read. */
 export const characterIncludes = ["aliases", "intros", "refs", "traits", "image", "figure"] as const
 export type CharacterInclude = (typeof characterIncludes)[number]
 
@@ -60,7 +60,7 @@ export type AppearancesParams = typeof AppearancesParams.Type
 
 export const CharacterPath = Schema.Struct({ id: CharacterId }).annotations(strict)
 
-const gateNote = "An `sfw` credential never sees a character that appears only in nsfw works (DECISIONS 4)."
+const gateNote = "An `sfw` credential never sees a character that appears only in nsfw works."
 
 export class CharactersApi extends HttpApiGroup.make("characters")
   .add(
@@ -114,12 +114,12 @@ export class CharactersApi extends HttpApiGroup.make("characters")
         "The works a character appears in, oldest release first (undated last, then by work id), each with the " +
           "work at view=basic, the roster role, spoiler level, the voices in that work (`[]` when none) and the " +
           "roster row's opaque `identity`. A work reached only through a voice credit has no `identity`, " +
-          "roster_role `unknown` and spoiler `none` (SPEC 2.4). Cursor-paged like every list. Appearances in " +
+          "roster_role `unknown` and spoiler `none`. Cursor-paged like every list. Appearances in " +
           "nsfw works are omitted for an `sfw` credential. " + gateNote
       )
   )
   .middleware(Authorization)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Characters")
-  .annotate(OpenApi.Description, "Characters of the catalog's works, their profiles and appearances (SPEC 2.4).")
+  .annotate(OpenApi.Description, "Characters of the catalog's works, their profiles and appearances.")
 {}

@@ -1,5 +1,5 @@
 /**
- * Companies and their family graph (SPEC 2.5; paths DECISIONS 1).
+ * Companies and their family graph (records in schema/Catalog/Company.ts).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"

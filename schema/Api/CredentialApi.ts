@@ -10,7 +10,7 @@ export const CredentialInfo = Schema.Struct({
   site: Schema.String.annotations({ description: "The site (tenant) the credential acts for." }),
   scopes: Schema.Array(Schema.Literal(...Scopes)),
   content_limit: Schema.Literal("sfw", "nsfw").annotations({
-    description: "`sfw` credentials never see nsfw works anywhere (DECISIONS 4)."
+    description: "`sfw` credentials never see nsfw works anywhere."
   }),
   user_id: Schema.NullOr(Schema.Int).annotations({ description: "The person the credential acts for, if any." })
 }).annotations({ identifier: "CredentialInfo", description: "What the presented credential may do." })

@@ -1,6 +1,6 @@
 /**
- * Credit names (SPEC 2.5): the collection with its `ids=` batch lane, the detail read with the
- * person's public fields, and the credits of one name (DECISIONS 1 paths).
+ * Credit names: the collection with its `ids=` batch lane, the detail read with the
+ * person's public fields, and the credits of one name.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
@@ -20,7 +20,7 @@ import {
 } from "../Problem.js"
 import { Authorization } from "./Security.js"
 
-/** Include tokens of credit names (SPEC 2.5), on every lane. */
+/** Include tokens of credit names, on every lane. */
 export const creditNameIncludes = ["aliases", "intros", "links", "refs", "photo", "siblings"] as const
 export type CreditNameInclude = (typeof creditNameIncludes)[number]
 
@@ -55,7 +55,7 @@ export type NameCreditsParams = typeof NameCreditsParams.Type
 
 export const CreditNamePath = Schema.Struct({ id: CreditNameId }).annotations(strict)
 
-const gateNote = "An `sfw` credential never sees a name credited only on nsfw works (DECISIONS 4)."
+const gateNote = "An `sfw` credential never sees a name credited only on nsfw works."
 const personNote = "`person_id` is null unless the name has a public link to a person."
 
 export class CreditNamesApi extends HttpApiGroup.make("creditNames")
@@ -116,5 +116,5 @@ export class CreditNamesApi extends HttpApiGroup.make("creditNames")
   .middleware(Authorization)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Credit names")
-  .annotate(OpenApi.Description, "Names under which staff and voice actors are credited (SPEC 2.5).")
+  .annotate(OpenApi.Description, "Names under which staff and voice actors are credited.")
 {}

@@ -1,5 +1,5 @@
 /**
- * Game engines (SPEC 2.5; paths DECISIONS 1).
+ * Game engines (record in schema/Catalog/Engine.ts).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"

@@ -1,5 +1,5 @@
 /**
- * The identity provider's HTTP interface (SPEC 4.2) under `/api/v1`.
+ * The identity provider's HTTP interface under `/api/v1`.
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { HealthApi } from "./HealthApi.js"

@@ -1,6 +1,6 @@
 /**
- * Account endpoints of the identity provider (SPEC 4.2 "other identity endpoints", SPEC 5). They
- * answer the `{code, message, data}` envelope; the codes are in the README's identity section.
+ * Account endpoints of the identity provider (docs/decisions.md, "Identity: accounts and self-service").
+ * They answer the `{code, message, data}` envelope; the codes are in the README's identity section.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { LoginRequest, LoginResponse } from "../Identity/Login.js"

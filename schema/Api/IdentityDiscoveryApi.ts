@@ -1,5 +1,5 @@
 /**
- * Provider metadata (DECISIONS 1): the OpenID Connect Discovery location and the RFC 8414 location
+ * Provider metadata: the OpenID Connect Discovery location and the RFC 8414 location
  * for the issuer `{origin}/api/v1`.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"

@@ -1,8 +1,8 @@
 /**
- * How identity failures are documented on the endpoints: bare RFC 6749 errors on protocol endpoints,
- * the envelope elsewhere (SPEC 4.2, 7.2), and HTML for the pages. The handlers answer these
- * themselves (with `Cache-Control`, `WWW-Authenticate` and `Retry-After` headers), so the
- * declarations only describe them.
+ * How identity failures are documented on the endpoints: bare RFC 6749 errors on protocol endpoints, the
+ * envelope elsewhere (docs/api-contract.md, "Errors: identity (OAuth errors and the envelope)"), and HTML
+ * for the pages. The handlers answer these themselves (with `Cache-Control`, `WWW-Authenticate` and
+ * `Retry-After` headers), so the declarations only describe them.
  */
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"

@@ -1,6 +1,6 @@
 /**
- * The protocol endpoints of the identity provider (SPEC 4.2, DECISIONS identity 1-8). Success and
- * failure bodies are bare JSON (RFC 6749 / 6750 / 7009), never the envelope.
+ * The protocol endpoints of the identity provider (docs/decisions.md, "Identity: protocol"). Success
+ * and failure bodies are bare JSON (RFC 6749 / 6750 / 7009), never the envelope.
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { AuthorizeParams } from "../Identity/Authorize.js"
@@ -44,7 +44,7 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
       .annotate(OpenApi.Summary, "Exchange a code or a refresh token")
       .annotate(
         OpenApi.Description,
-        "Grants `authorization_code` and `refresh_token`. The body is JSON (SPEC 4.2) or " +
+        "Grants `authorization_code` and `refresh_token`. The body is JSON or " +
           "`application/x-www-form-urlencoded` (RFC 6749). Client authentication: `client_secret_basic`, " +
           "`client_secret_post`, or none for a public client (PKCE required). Access tokens are RS256 JWTs " +
           "(`typ: at+jwt`, RFC 9068) valid 900 s; the refresh token is opaque and rotated on every use; reusing a " +
@@ -108,7 +108,7 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
       .annotate(
         OpenApi.Description,
         "Redirects to `redirect` when its origin (scheme, host, port) equals the origin of one of the client's " +
-          "registered redirect URIs; otherwise answers an envelope error and never redirects (DECISIONS 8)."
+          "registered redirect URIs; otherwise answers an envelope error and never redirects."
       )
   )
   .add(

@@ -1,7 +1,7 @@
 /**
- * The provider's own server-rendered pages (DECISIONS 12): sign-in, consent and logout. Each page
- * sends `Content-Security-Policy: frame-ancestors 'none'` and `X-Frame-Options: DENY`; each form
- * carries a CSRF token bound to a cookie (and to the session where there is one).
+ * The provider's own server-rendered pages (docs/decisions.md, "Identity: pages"): sign-in, consent and
+ * logout. Each page sends `Content-Security-Policy: frame-ancestors 'none'` and `X-Frame-Options: DENY`;
+ * each form carries a CSRF token bound to a cookie (and to the session where there is one).
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { AuthorizeParams } from "../Identity/Authorize.js"

@@ -1,6 +1,6 @@
 /**
- * The mirroring interfaces (SPEC 6, SPEC 2.7 Change; DECISIONS 8): the change feed and the merge
- * map, both paged incrementally from a stored cursor.
+ * The mirroring interfaces (docs/change-feed.md): the change feed and the merge map, both paged
+ * incrementally from a stored cursor.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
@@ -23,7 +23,7 @@ const paging = "Paging: pass `next_cursor` back unchanged as `cursor`. A page wi
   "polls with it: each poll returns only what was committed since. Without a cursor the feed starts from the " +
   "beginning (a cold start)."
 
-const contentGate = "Content gate (DECISIONS 4): for an `sfw` credential, nsfw works, releases and characters " +
+const contentGate = "Content gate: for an `sfw` credential, nsfw works, releases and characters " +
   "are listed with `gone: true` (\"no longer served\" to this credential, indistinguishable from a withdrawn " +
   "row), so a row that turns nsfw also leaves an sfw mirror."
 
@@ -38,12 +38,11 @@ export class MirrorApi extends HttpApiGroup.make("mirror")
       .annotate(
         OpenApi.Description,
         "Every work, release, character, credit name, person, company, tag and engine, listed once at its latest " +
-          "change, in commit order (SPEC 6). A cold start pages through the whole population once; later polls " +
-          "return only increments. The order is the order in which changes became safe to read: a change is " +
-          "served only once every transaction that started before it has finished, so a transaction that " +
-          "commits late never lands behind a cursor already handed out, and a mirror that keeps polling while " +
-          "writers commit ends up identical to the catalog (DECISIONS 8). `updated_at` is when the row last " +
-          "changed; it is not the sort key. `gone: true` (never `false`) means the id left the population " +
+          "change, in commit order. A cold start pages through the whole population once; later polls " +
+          "return only increments. A transaction that commits late never lands behind a cursor already handed " +
+          "out, so a mirror that keeps polling while writers commit ends up identical to the catalog. " +
+          "`updated_at` is when the change was committed and never decreases along the feed; it is not the " +
+          "sort key. `gone: true` (never `false`) means the id left the population " +
           "(merged away or withdrawn): drop the row; `GET /v2/catalog/redirects` names the replacement of a " +
           "merged id. A row can come back (a later change without `gone`). " +
           `${paging} ${contentGate}`
@@ -59,10 +58,10 @@ export class MirrorApi extends HttpApiGroup.make("mirror")
       .annotate(
         OpenApi.Description,
         "Maps each merged-away id to the live id that replaced it, chains already followed: when X was merged " +
-          "into Y and Y later into Z, X's `current_id` becomes Z and X's entry is listed again (SPEC 6, " +
-          "DECISIONS 8). Same commit-order paging as the change feed: a mirror keeps one cursor per feed and " +
-          `applies entries as upserts keyed by (\`target_object\`, \`from_id\`). ${paging} Content gate ` +
-          "(DECISIONS 4): an `sfw` credential is not shown redirects from or to an nsfw work, release or character."
+          "into Y and Y later into Z, X's `current_id` becomes Z and X's entry is listed again. " +
+          "Same commit-order paging as the change feed: a mirror keeps one cursor per feed and " +
+          `applies entries as upserts keyed by (\`target_object\`, \`from_id\`). ${paging} Content gate: ` +
+          "an `sfw` credential is not shown redirects from or to an nsfw work, release or character."
       )
   )
   .middleware(Authorization)

@@ -1,5 +1,5 @@
 /**
- * Where each catalog entity lives (DECISIONS 1): the canonical path of a record, used for the
+ * Where each catalog entity lives: the canonical path of a record, used for the
  * `Link: rel="canonical"` of ENTITY_MERGED and by the endpoint declarations.
  */
 export const EntityCollections = {

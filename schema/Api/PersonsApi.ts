@@ -1,6 +1,6 @@
 /**
  * Persons: the real people behind publicly linked credit names (record design in
- * schema/Catalog/Person.ts; DECISIONS 1 paths).
+ * schema/Catalog/Person.ts).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
@@ -48,7 +48,7 @@ export type GetPersonParams = typeof GetPersonParams.Type
 export const PersonPath = Schema.Struct({ id: PersonId }).annotations(strict)
 
 const note = "Only persons with a public link to their names are served; an `sfw` credential never sees a person " +
-  "credited only on nsfw works (DECISIONS 4)."
+  "credited only on nsfw works."
 
 export class PersonsApi extends HttpApiGroup.make("persons")
   .add(

@@ -15,7 +15,7 @@ export class ProblemsApi extends HttpApiGroup.make("problems")
       .annotate(OpenApi.Summary, "Field-error reasons")
       .annotate(
         OpenApi.Description,
-        "The closed registry of `errors[].reason` values, each with the `params` keys it may carry (SPEC 7.1)."
+        "The closed registry of `errors[].reason` values, each with the `params` keys it may carry."
       )
   )
   .add(
@@ -29,7 +29,7 @@ export class ProblemsApi extends HttpApiGroup.make("problems")
       .annotate(OpenApi.Summary, "Problem type page")
       .annotate(
         OpenApi.Description,
-        "The human-readable page behind a problem document's `type` URI (DECISIONS 11)."
+        "The human-readable page behind a problem document's `type` URI."
       )
   )
   .annotate(OpenApi.Title, "Problems")

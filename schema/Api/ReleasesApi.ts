@@ -1,5 +1,5 @@
 /**
- * Releases: the editions of works (SPEC 2.3 leaves the fields to us; paths DECISIONS 1).
+ * Releases: the editions of works (record in schema/Catalog/Release.ts).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"

@@ -1,7 +1,8 @@
 /**
- * Catalog credentials (SPEC 5, DECISIONS 3): `Authorization: Bearer <token>` where the token is an
- * API key (`sk_...`) or an identity access token. The middleware proves the credential, checks
- * the endpoint's `RequiredScope`, and hands the handlers a `Principal`.
+ * Catalog credentials (docs/api-contract.md, "Credentials, scopes and the content limit"):
+ * `Authorization: Bearer <token>` where the token is an API key (`sk_...`) or an identity access token.
+ * The middleware proves the credential, checks the endpoint's `RequiredScope`, and hands the handlers a
+ * `Principal`.
  */
 import { HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Catalog statistics (SPEC 2.7 CatalogStats; path DECISIONS 1).
+ * Catalog statistics (CatalogStats, schema/Catalog/Stats.ts).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { NotModified, RequiredScope } from "../Annotations.js"

@@ -1,5 +1,5 @@
 /**
- * Tags (SPEC 2.3 leaves the fields to us; paths DECISIONS 1).
+ * Tags (record in schema/Catalog/Tag.ts).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"

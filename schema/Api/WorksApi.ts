@@ -1,5 +1,5 @@
 /**
- * Works and search (SPEC 4.1): the works collection with its three lanes (cursor, page, `ids=`/`refs=`
+ * Works and search: the works collection with its three lanes (cursor, page, `ids=`/`refs=`
  * batch), the search collection, the single-work read and a work's roster, credits, covers and intros.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
@@ -27,15 +27,15 @@ import { Authorization } from "./Security.js"
 // Vocabularies (closed): include tokens, facets, sorts
 // ---------------------------------------------------------------------------------------------
 
-/** Include tokens on works (SPEC 4.1 rule 5). */
+/** Include tokens on works (closed: any other is `UNKNOWN_INCLUDE`). */
 export const workIncludes = ["titles", "refs", "intros", "covers", "companies", "ratings", "tags", "credits"] as const
 export type WorkInclude = (typeof workIncludes)[number]
 
-/** Facets (SPEC 4.1 rule 4); each facet's `value` is passed back as the filter of the same name. */
+/** Facets (closed: any other is `UNKNOWN_FACET`); a facet's `value` is passed back as the filter of the same name. */
 export const workFacets = ["tag_id", "company_id", "olang", "content_rating", "medium", "platform"] as const
 export type WorkFacet = (typeof workFacets)[number]
 
-/** The closed sort set (SPEC 4.1 rule 2; rating sources of DECISIONS 5). */
+/** The closed sort set (any other is `UNKNOWN_SORT`), with one `rating_<source>` per RatingSource. */
 export const workSorts = [
   "id",
   "updated",
@@ -51,7 +51,7 @@ export const workSorts = [
 ] as const
 export type WorkSort = (typeof workSorts)[number]
 
-/** Sorts that switch to the search lane even without `q=` (SPEC 4.1 rule 3). */
+/** Sorts that switch to the search lane even without `q=` (docs/decisions.md, "Search and facets"). */
 export const searchLaneSorts: ReadonlySet<WorkSort> = new Set([
   "relevance",
   "rating_vndb",
@@ -61,7 +61,7 @@ export const searchLaneSorts: ReadonlySet<WorkSort> = new Set([
   "rating_dlsite"
 ])
 
-/** Sorts that are meaningful together with `q=` (SPEC 4.1 rule 3). */
+/** Sorts that are meaningful together with `q=`. */
 export const querySorts: ReadonlySet<WorkSort> = new Set(workSorts.filter((s) => s !== "id" && s !== "updated"))
 
 export const WorkView = Schema.Literal("basic", "full").annotations({
@@ -174,7 +174,7 @@ export const ListWorksParams = Schema.Struct({
   medium: Schema.optional(Medium.annotations({ description: `Works released on this medium. ${filterNote}` })),
   platform: Schema.optional(Platform.annotations({
     description: "Works released on this platform (`works.platforms`). Listing lane only: not with `q`, " +
-      "`page`, `facets` or a search sort (SPEC 4.1 rule 3). Also the token of the `platform` facet."
+      "`page`, `facets` or a search sort. Also the token of the `platform` facet."
   })),
   owner_uid: Schema.optional(
     Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)).annotations({
@@ -210,7 +210,7 @@ export const WorkPath = Schema.Struct({ id: WorkId }).annotations(strict)
 // ---------------------------------------------------------------------------------------------
 
 const gateNote = "An `sfw` credential never sees an nsfw work: not in items, `missing[]` reasons, facets, " +
-  "counts or totals (DECISIONS 4)."
+  "counts or totals."
 
 const lanes = "Three lanes. **Cursor lane** (default): `limit` works per page (1..100, default 20; above 100 is " +
   "`LIMIT_TOO_LARGE`, never clamped), continued with `cursor` = the previous `next_cursor` until a page has " +
@@ -244,7 +244,7 @@ export class WorksApi extends HttpApiGroup.make("works")
       .annotate(OpenApi.Summary, "List works")
       .annotate(
         OpenApi.Description,
-        `The work collection (SPEC 4.1). ${lanes} \`include=\` adds titles, refs, intros, covers, companies, ` +
+        `The work collection. ${lanes} \`include=\` adds titles, refs, intros, covers, companies, ` +
           "ratings, tags, credits; `view=full` adds aliases, development_status, engine, links, created_at. " +
           gateNote
       )
@@ -262,7 +262,7 @@ export class WorksApi extends HttpApiGroup.make("works")
       .annotate(OpenApi.Summary, "Search works")
       .annotate(
         OpenApi.Description,
-        "The works collection in its search lane (SPEC 4.1 rule 3): `q` (optional), filters, `facets`, any sort, " +
+        "The works collection in its search lane: `q` (optional), filters, `facets`, any sort, " +
           "page mode (`page`) or cursors, exactly as on `/v2/catalog/works`. `ids`, `refs`, `owner_uid`, `site` and " +
           "`platform` are not taken here (400 `INVALID_PARAMETER`, `INCONSISTENT_WITH`). Without `sort`, results " +
           "are by relevance when `q` is given, else by id. " + gateNote
@@ -361,6 +361,6 @@ export class WorksApi extends HttpApiGroup.make("works")
   .annotate(
     OpenApi.Description,
     "Visual novels: the collection with cursor, page and batch lanes, title search with facets, single works " +
-      "and their rosters, credits, covers and intros (SPEC 4.1)."
+      "and their rosters, credits, covers and intros."
   )
 {}

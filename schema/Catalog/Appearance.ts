@@ -1,5 +1,5 @@
 /**
- * Where characters and credit names appear (SPEC 2.4; NameCredit fields are ours).
+ * Where characters and credit names appear.
  */
 import { Schema } from "effect"
 import { RosterRole, RowIdentity } from "./Character.js"

@@ -1,5 +1,5 @@
 /**
- * The release calendar (SPEC 2.2, 2.7 CalendarMeta).
+ * The release calendar: its items and the `meta` (CalendarMeta) its list always carries.
  */
 import { Schema } from "effect"
 import { ContentRating, DisplayString, LangTag, ListWithMetaOf, PartialDate, Platform, ReleaseId } from "./Common.js"

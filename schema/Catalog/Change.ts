@@ -1,5 +1,5 @@
 /**
- * The mirror feed (SPEC 2.7 Change, SPEC 6) and the merge map (DECISIONS.md 8).
+ * The mirror feed and the merge map (docs/change-feed.md).
  */
 import { Schema } from "effect"
 import { Id, ListOf, Timestamp } from "./Common.js"

@@ -1,5 +1,5 @@
 /**
- * Characters and their traits (SPEC 2.4).
+ * Characters and their traits.
  */
 import { Schema } from "effect"
 import {
@@ -17,7 +17,7 @@ import {
   TraitId
 } from "./Common.js"
 
-/** Body measurements (fields ours; SPEC 2.3 does not show them). */
+/** Body measurements. */
 export const Measurements = Schema.Struct({
   bust_cm: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 999))),
   waist_cm: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 999))),

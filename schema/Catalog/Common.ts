@@ -1,13 +1,13 @@
 /**
- * Value types shared by every catalog record (SPEC 2.1-2.3): ids, timestamps, language tags,
- * localized names, images, upstream references, links and the list envelope.
+ * Value types shared by every catalog record (docs/api-contract.md, "Records and lists"): ids,
+ * timestamps, language tags, localized names, images, upstream references, links and the list envelope.
  *
  * Records are `Schema.Struct`s (not classes) so repositories can hand plain rows to the encoder.
  */
 import { Schema } from "effect"
 
 // ---------------------------------------------------------------------------------------------
-// Ids (SPEC 2.1.2): decimal strings of 1 to 20 digits, branded per entity type.
+// Ids: decimal strings of 1 to 20 digits, branded per entity type.
 // ---------------------------------------------------------------------------------------------
 
 /** Any catalog id: `^[0-9]+$`, 1 to 20 characters. */
@@ -44,7 +44,7 @@ export type CoverId = typeof CoverId.Type
 // Scalars
 // ---------------------------------------------------------------------------------------------
 
-/** RFC 3339 UTC date-time, at most 32 characters (SPEC 2.1.3). */
+/** RFC 3339 UTC date-time, at most 32 characters. */
 export const Timestamp = Schema.String.pipe(
   Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/),
   Schema.maxLength(32)
@@ -62,7 +62,7 @@ export const LangTag = Schema.String.pipe(
 ).annotations({ description: "BCP-47 language tag, at most 32 characters.", examples: ["ja", "en", "zh-Hans"] })
 export type LangTag = typeof LangTag.Type
 
-/** Open vocabulary key (SPEC 2.1.8): new values appear without notice. */
+/** Open vocabulary key: new values appear without notice. */
 export const Source = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotations({
   description: "Open vocabulary (new keys appear; clients must accept unknown values), at most 64 characters."
 })
@@ -104,7 +104,7 @@ export const Gender = Schema.Literal("male", "female", "other")
 export type Gender = typeof Gender.Type
 
 /**
- * The five rating sources of DECISIONS.md 5 (closed: they define the `rating_<source>` sorts).
+ * The five rating sources (closed: they define the `rating_<source>` sorts).
  */
 export const RatingSource = Schema.Literal("vndb", "bangumi", "egs", "steam", "dlsite").annotations({
   description: "Rating source (closed): `vndb`, `bangumi`, `egs`, `steam`, `dlsite`."
@@ -130,7 +130,7 @@ export const Medium = Schema.String.pipe(Schema.pattern(/^[a-z0-9]{2,16}$/)).ann
 // ---------------------------------------------------------------------------------------------
 
 /**
- * LocalizedText (SPEC 2.3, fields ours): the display name of an entity in one language.
+ * LocalizedText: the display name of an entity in one language.
  */
 export const LocalizedText = Schema.Struct({
   value: DisplayString.annotations({ description: "The name as written in that language (max 512)." }),
@@ -150,7 +150,7 @@ export const Localized = Schema.Record({ key: LangTag, value: LocalizedText }).a
 })
 export type Localized = typeof Localized.Type
 
-/** EntityName (SPEC 2.3): an alias. `search_hint` aliases exist in storage but never appear. */
+/** EntityName: an alias. `search_hint` aliases exist in storage but never appear. */
 export const EntityName = Schema.Struct({
   lang: LangTag,
   value: DisplayString,
@@ -162,7 +162,7 @@ export const EntityName = Schema.Struct({
 }).annotations({ identifier: "EntityName", description: "An alternative name (alias) of an entity." })
 export type EntityName = typeof EntityName.Type
 
-/** Intro (SPEC 2.3): a description or biography in one language. */
+/** Intro: a description or biography in one language. */
 export const Intro = Schema.Struct({
   object: Schema.Literal("intro"),
   lang: LangTag,
@@ -176,7 +176,7 @@ export const Intro = Schema.Struct({
 export type Intro = typeof Intro.Type
 
 // ---------------------------------------------------------------------------------------------
-// Images (SPEC 2.3)
+// Images
 // ---------------------------------------------------------------------------------------------
 
 export const ImageHash = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/), Schema.length(64)).annotations({
@@ -220,7 +220,7 @@ export const Cover = Schema.Struct({
 export type Cover = typeof Cover.Type
 
 // ---------------------------------------------------------------------------------------------
-// Upstream references and links (SPEC 2.3, fields ours)
+// Upstream references and links
 // ---------------------------------------------------------------------------------------------
 
 export const Ref = Schema.Struct({
@@ -258,7 +258,7 @@ export type WorkLink = typeof WorkLink.Type
 export const NamedRef = <S extends Schema.Schema.Any>(id: S) => Schema.Struct({ id, display_name: DisplayString })
 
 // ---------------------------------------------------------------------------------------------
-// List envelope (SPEC 2.2)
+// List envelope (docs/api-contract.md, "Records and lists")
 // ---------------------------------------------------------------------------------------------
 
 export const FacetValue = Schema.Struct({
@@ -301,14 +301,14 @@ const listFields = <Item extends Schema.Schema.Any>(item: Item) => ({
   )
 })
 
-/** The list envelope around `item` (SPEC 2.2). */
+/** The list envelope around `item`. */
 export const ListOf = <Item extends Schema.Schema.Any>(item: Item, identifier: string) =>
   Schema.Struct(listFields(item)).annotations({
     identifier,
     description: "A page of a collection (list envelope)."
   })
 
-/** The list envelope with a required `meta` member (the calendar list, SPEC 2.2). */
+/** The list envelope with a required `meta` member (the calendar list). */
 export const ListWithMetaOf = <Item extends Schema.Schema.Any, Meta extends Schema.Schema.Any>(
   item: Item,
   meta: Meta,

@@ -1,5 +1,5 @@
 /**
- * Companies and their family graph (SPEC 2.5).
+ * Companies and their family graph.
  */
 import { Schema } from "effect"
 import {

@@ -1,5 +1,5 @@
 /**
- * Credit names and a work's credits (SPEC 2.5).
+ * Credit names and a work's credits.
  */
 import { Schema } from "effect"
 import {

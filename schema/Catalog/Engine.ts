@@ -1,5 +1,5 @@
 /**
- * Game engines (SPEC 2.5).
+ * Game engines.
  */
 import { Schema } from "effect"
 import { Count, DisplayString, EngineId, ListOf } from "./Common.js"

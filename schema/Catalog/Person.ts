@@ -1,5 +1,5 @@
 /**
- * Persons: the people behind credit names (SPEC 2.3 leaves the fields to us).
+ * Persons: the people behind credit names.
  */
 import { Schema } from "effect"
 import { DisplayString, Gender, Intro, LangTag, ListOf, Localized, PersonId, Ref, WorkLink } from "./Common.js"

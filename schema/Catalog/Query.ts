@@ -1,6 +1,6 @@
 /**
- * Query parameters every collection shares (SPEC 4.1, SPEC 8), with the problem code each one's
- * failure maps to. One definition, used by every list endpoint.
+ * Query parameters every collection shares (docs/api-contract.md, "Cursors and pages"), with the
+ * problem code each one's failure maps to. One definition, used by every list endpoint.
  */
 import { Schema } from "effect"
 import { problemCodeOnFailure } from "../Annotations.js"

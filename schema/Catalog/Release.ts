@@ -1,5 +1,5 @@
 /**
- * Releases: the editions in which a work was (or will be) published (SPEC 2.3 leaves the fields to us).
+ * Releases: the editions in which a work was (or will be) published.
  */
 import { Schema } from "effect"
 import {

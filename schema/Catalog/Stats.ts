@@ -1,5 +1,5 @@
 /**
- * Catalog statistics (SPEC 2.7).
+ * Catalog statistics.
  */
 import { Schema } from "effect"
 import { Count } from "./Common.js"

@@ -1,5 +1,5 @@
 /**
- * Tags (SPEC 2.3 leaves the fields to us).
+ * Tags.
  */
 import { Schema } from "effect"
 import { Count, DisplayString, ListOf, Localized, Spoiler, TagId } from "./Common.js"

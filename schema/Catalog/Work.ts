@@ -1,5 +1,5 @@
 /**
- * Works: the visual novels themselves (SPEC 2.3 leaves the fields to us; includes per SPEC 4.1 rule 5).
+ * Works: the visual novels themselves, at each `view=` and with what each `include=` token adds.
  */
 import { Schema } from "effect"
 import { RosterCharacter } from "./Character.js"

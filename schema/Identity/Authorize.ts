@@ -1,5 +1,5 @@
 /**
- * The authorization request (SPEC 4.2 "GET /oauth/authorize", RFC 6749 section 4.1.1, RFC 7636
+ * The authorization request (`GET /oauth/authorize`, RFC 6749 section 4.1.1, RFC 7636
  * section 4.3, OpenID Connect Core section 3.1.2.1). Every parameter is an optional string on the
  * wire: the provider itself decides which failures may go back to the client's `redirect_uri`
  * (RFC 6749 section 4.1.2.1) and which must stop on an error page (unknown client, bad redirect_uri).

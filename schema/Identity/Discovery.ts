@@ -1,13 +1,14 @@
 /**
  * OpenID Provider metadata (OpenID Connect Discovery 1.0 section 3, RFC 8414 section 2) and the
- * JWK Set (RFC 7517 section 5) served at `{issuer}/oauth/jwks` (DECISIONS 1, 13).
+ * JWK Set (RFC 7517 section 5) served at `{issuer}/oauth/jwks` (key rotation: docs/decisions.md,
+ * "Identity: tokens and sessions").
  */
 import { Schema } from "effect"
 
 const Strings = Schema.Array(Schema.String)
 
 export class DiscoveryDocument extends Schema.Class<DiscoveryDocument>("DiscoveryDocument")({
-  issuer: Schema.String.annotations({ description: "Byte-identical to every token's `iss` (DECISIONS 1)." }),
+  issuer: Schema.String.annotations({ description: "Byte-identical to every token's `iss`." }),
   authorization_endpoint: Schema.String,
   token_endpoint: Schema.String,
   userinfo_endpoint: Schema.String,

@@ -1,8 +1,8 @@
 /**
- * The `{code, message, data}` envelope of the non-protocol identity endpoints (SPEC 4.2, 7.2) and
- * the closed registry of its error codes. `code` 0 is success; clients check the
- * HTTP status first and then `code`. The README's identity section is generated from
- * `EnvelopeCodes`, so every meaning is written once, here.
+ * The `{code, message, data}` envelope of the non-protocol identity endpoints (docs/api-contract.md,
+ * "Errors: identity (OAuth errors and the envelope)") and the closed registry of its error codes. `code`
+ * 0 is success; clients check the HTTP status first and then `code`. The README's identity section is
+ * generated from `EnvelopeCodes`, so every meaning is written once, here.
  */
 import { Schema } from "effect"
 
@@ -26,9 +26,9 @@ const entry = <const C extends number, const S extends number>(
   description: string
 ): EnvelopeCodeEntry<C, S> => ({ code, status, message, description })
 
-/** Every non-zero envelope code with its HTTP status and meaning (SPEC 7.2, DECISIONS 10). */
+/** Every non-zero envelope code with its HTTP status and meaning (README, "Envelope codes"). */
 export const EnvelopeCodes = {
-  // 10xxx authentication: tokens (SPEC 5), sign-in, email and password flows
+  // 10xxx authentication: tokens, sign-in, email and password flows
   TOKEN_MISSING: entry(10001, 401, "Token missing", "No `Authorization: Bearer` token (or session) was sent."),
   TOKEN_INVALID: entry(
     10002,
@@ -163,7 +163,7 @@ export const EnvelopeCodes = {
       "http(s) URL of at most 2048 characters."
   ),
   APPLICATION_NOT_FOUND: entry(17005, 404, "No such application", "No creator application has this id."),
-  // Generic envelope failures outside the SPEC ranges
+  // Generic envelope failures outside the 10xxx, 15xxx and 17xxx ranges
   INVALID_REQUEST: entry(40001, 400, "Invalid request", "The body or a parameter failed validation."),
   PERMISSION_DENIED: entry(40301, 403, "Permission denied", "The signed-in user lacks the role this operation needs."),
   ACCOUNT_BANNED: entry(
@@ -227,7 +227,7 @@ export const Envelope = <A, I, R>(data: Schema.Schema<A, I, R>) =>
     data
   })
 
-/** A failed envelope: non-zero `code`, `data` null or absent (SPEC 4.2). */
+/** A failed envelope: non-zero `code`, `data` null or absent. */
 export class EnvelopeFailure extends Schema.Class<EnvelopeFailure>("EnvelopeFailure")({
   code: EnvelopeErrorCode,
   message: Schema.String,

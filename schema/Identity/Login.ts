@@ -1,5 +1,5 @@
 /**
- * Password sign-in (`POST /api/v1/auth/login`), an envelope endpoint (SPEC 4.2, issue 4 item 1).
+ * Password sign-in (`POST /api/v1/auth/login`), an envelope endpoint.
  */
 import { Schema } from "effect"
 import { Envelope } from "./Envelope.js"

@@ -1,5 +1,5 @@
 /**
- * Protocol errors: bare `{error, error_description}` (SPEC 4.2, 7.2). The names are the closed
+ * Protocol errors: bare `{error, error_description}`. The names are the closed
  * union of RFC 6749 sections 4.1.2.1 and 5.2, RFC 6750 section 3.1, RFC 7009 section 2.2.1 and
  * OpenID Connect Core sections 3.1.2.6 and 6.
  */

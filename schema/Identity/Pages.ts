@@ -1,5 +1,5 @@
 /**
- * The sign-in pages' query strings and form posts (DECISIONS 12). Forms are
+ * The sign-in pages' query strings and form posts (docs/decisions.md, "Identity: pages"). Forms are
  * `application/x-www-form-urlencoded`; every field is an optional string so a page can answer a
  * missing field itself (with the form again, not a JSON error). Each form carries the CSRF token
  * `csrf` of the page that rendered it. A value longer than any browser sends (schema/Identity/Limits.ts)
@@ -47,7 +47,7 @@ export const LogoutParams = Schema.Struct({
   client_id: field(MaxLength.clientId, "The relying party asking for logout."),
   redirect: field(
     MaxLength.uri,
-    "Where to return afterwards (SPEC 4.2); its origin must match a registered redirect URI."
+    "Where to return afterwards; its origin must match a registered redirect URI."
   ),
   post_logout_redirect_uri: field(MaxLength.uri, "OpenID Connect RP-Initiated Logout name for `redirect`."),
   id_token_hint: field(MaxLength.jwt, "An id_token issued to the client; with it no confirmation is asked."),

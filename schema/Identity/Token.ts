@@ -1,17 +1,17 @@
 /**
- * The token endpoint's wire shapes (SPEC 4.2, RFC 6749 sections 4.1.3, 5.1 and 6).
+ * The token endpoint's wire shapes (RFC 6749 sections 4.1.3, 5.1 and 6).
  */
 import { Schema } from "effect"
 import { Bounded, MaxLength, MinLength } from "./Limits.js"
 
-/** Access token lifetime in seconds (SPEC 4.2, SPEC 8). */
+/** Access token lifetime in seconds (15 minutes). */
 export const ACCESS_TOKEN_TTL_SECONDS = 900
 
 const optionalString = (field: Schema.Schema<string>, description: string) =>
   Schema.optionalWith(field, { exact: true }).annotations({ description })
 
 /**
- * The raw token request as a client sends it (JSON per SPEC, or form-urlencoded per RFC 6749).
+ * The raw token request as a client sends it (JSON, or form-urlencoded per RFC 6749).
  * Every field is an optional string so decoding never fails on an unexpected grant; the token
  * service narrows it to one of the grants below and answers RFC 6749 section 5.2 errors
  * (`unsupported_grant_type`, `invalid_request`) itself. Only a value no client sends (too long,
@@ -55,11 +55,11 @@ export const RefreshTokenGrant = Schema.Struct({
 })
 export type RefreshTokenGrant = typeof RefreshTokenGrant.Type
 
-/** The two grants of SPEC 4.2, discriminated by `grant_type`. */
+/** The two grants (`authorization_code`, `refresh_token`), discriminated by `grant_type`. */
 export const TokenGrant = Schema.Union(AuthorizationCodeGrant, RefreshTokenGrant)
 export type TokenGrant = typeof TokenGrant.Type
 
-/** Successful token response (SPEC 4.2, RFC 6749 section 5.1); bare JSON, never the envelope. */
+/** Successful token response (RFC 6749 section 5.1); bare JSON, never the envelope. */
 export class TokenResponse extends Schema.Class<TokenResponse>("TokenResponse")({
   access_token: Schema.String.annotations({ description: "JWT (RFC 9068), valid 15 minutes." }),
   token_type: Schema.Literal("Bearer"),

@@ -1,9 +1,9 @@
 /**
- * Identity values shared by tokens, userinfo and the account records (SPEC 4.2, 5).
+ * Identity values shared by tokens, userinfo and the account records.
  */
 import { Schema } from "effect"
 
-/** The integer user id; "the key downstream tables should store" (SPEC 4.2). */
+/** The integer user id: the key downstream tables should store. */
 export const UserId = Schema.Int.pipe(
   Schema.positive(),
   Schema.brand("UserId"),
@@ -11,14 +11,14 @@ export const UserId = Schema.Int.pipe(
 )
 export type UserId = typeof UserId.Type
 
-/** The UUID subject identifier of the same user (SPEC 4.2). */
+/** The UUID subject identifier of the same user. */
 export const Subject = Schema.UUID.pipe(
   Schema.brand("Subject"),
   Schema.annotations({ description: "UUID identifying the same user as `id`." })
 )
 export type Subject = typeof Subject.Type
 
-/** The five role names of SPEC 5. `user` is implicit and never appears in a `roles` claim. */
+/** The five role names. `user` is implicit and never appears in a `roles` claim. */
 export const Role = Schema.Literal("user", "creator", "moderator", "admin", "ren")
 export type Role = typeof Role.Type
 
@@ -28,7 +28,7 @@ export const GrantedRole = Schema.Literal("creator", "moderator", "admin", "ren"
 })
 export type GrantedRole = typeof GrantedRole.Type
 
-/** A role scoped to the site of the issuing client; `user`, `admin` and `ren` are reserved (SPEC 5). */
+/** A role scoped to the site of the issuing client; `user`, `admin` and `ren` are reserved. */
 export const SiteRole = Schema.String.pipe(
   Schema.pattern(/^[a-z][a-z0-9_-]{0,31}$/),
   Schema.filter((role) => role !== "user" && role !== "admin" && role !== "ren", {

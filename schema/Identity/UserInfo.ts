@@ -1,5 +1,5 @@
 /**
- * The userinfo response (SPEC 4.2 "GET /oauth/userinfo"), bare JSON.
+ * The userinfo response (`GET /oauth/userinfo`, OpenID Connect Core section 5.3), bare JSON.
  *
  * `id`, `sub`, `roles` and `updated_at` are always present. `name` and `picture` come only with scope
  * `profile` or an empty scope, `email` and `email_verified` only with scope `email` or an empty
@@ -29,4 +29,4 @@ export class UserInfo extends Schema.Class<UserInfo>("UserInfo")({
     description: "Roles scoped to the calling token's site; omitted when none granted."
   }),
   updated_at: Schema.Int.annotations({ description: "Unix timestamp (seconds) of the last profile change." })
-}, { description: "User information (SPEC 4.2)." }) {}
+}, { description: "User information." }) {}

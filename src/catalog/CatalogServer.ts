@@ -1,6 +1,6 @@
 /**
  * The catalog server stack: the HttpApi implementation, its middleware, OpenAPI and docs, on
- * its own port. Built fresh so it never shares a router with the identity server (RECIPES.md).
+ * its own port. Built fresh (`Layer.fresh`) so it never shares a router with the identity server.
  */
 import { HttpApiBuilder, HttpApiScalar, HttpServer, OpenApi } from "@effect/platform"
 import { Effect, Layer } from "effect"

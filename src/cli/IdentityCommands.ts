@@ -1,5 +1,5 @@
 /**
- * Operator commands of the identity provider (issue 4 item 1): accounts, roles, OAuth clients and
+ * Operator commands of the identity provider: accounts, roles, OAuth clients and
  * signing keys. Each prints one JSON object with `--json`.
  */
 import { Args, Command, Options } from "@effect/cli"
@@ -113,7 +113,7 @@ const roleRevoke = Command.make("revoke", roleOptions, roleChange(false)).pipe(
 )
 
 export const roleCommand = Command.make("role").pipe(
-  Command.withDescription("Manage roles (SPEC 5): global roles and site roles"),
+  Command.withDescription("Manage roles: global roles and site roles"),
   Command.withSubcommands([roleGrant, roleRevoke])
 )
 
@@ -309,7 +309,7 @@ const keysRotate = Command.make("rotate", {
         "The old key stays in the JWKS until every token it signed has expired."
     )
   }).pipe(Effect.provide(SigningKeys.Default))).pipe(
-    Command.withDescription("Add a new RS256 signing key (DECISIONS 13)")
+    Command.withDescription("Add a new RS256 signing key")
   )
 
 export const keysCommand = Command.make("keys").pipe(

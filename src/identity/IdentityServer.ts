@@ -1,5 +1,5 @@
 /**
- * The identity server stack (SPEC 4.2) on its own port, built fresh (RECIPES.md), served like the
+ * The identity server stack on its own port, built fresh (`Layer.fresh`, like the catalog's), served like the
  * catalog by `listen` (graceful drain; 503 with `Retry-After` while starting, here as the envelope).
  */
 import { HttpApiBuilder, HttpApiScalar, HttpApp, HttpServer, HttpServerResponse } from "@effect/platform"

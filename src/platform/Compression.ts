@@ -6,7 +6,7 @@
  * for in bandwidth and in time on the wire.
  *
  * The gzip representation has its own strong ETag (the identity tag with `-gzip` before its closing
- * quote, DECISIONS 10), and `If-None-Match` with either tag is a 304: both are the same content.
+ * quote), and `If-None-Match` with either tag is a 304: both are the same content.
  *
  * The identity provider does not compress: its answers are small, and a compressed body that holds
  * a secret next to reflected input is what BREACH-style attacks measure.

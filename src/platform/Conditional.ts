@@ -1,6 +1,7 @@
 /**
- * Conditional reads (DECISIONS 10): single-record GETs send a strong `ETag` (a digest of the
- * encoded body) and answer `304 Not Modified` when `If-None-Match` names it (RFC 9110 13.1.2).
+ * Conditional reads (docs/api-contract.md, "Caching, ETags and freshness"): single-record GETs send
+ * a strong `ETag` (a digest of the encoded body) and answer `304 Not Modified` when `If-None-Match`
+ * names it (RFC 9110 13.1.2).
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"

@@ -1,7 +1,8 @@
 /**
- * Turns Schema parse issues into SPEC 7.1 field errors: one entry per bad field, with the reason
- * of the closed registry and the params the reason carries (read from the failing refinement's
- * JSON-Schema annotation, so a `maxLength(512)` in a schema becomes `TOO_LONG {max_length: 512}`).
+ * Turns Schema parse issues into field errors (docs/api-contract.md,
+ * "Errors: catalog problem documents"): one entry per bad field, with the reason of the closed
+ * registry and the params the reason carries (read from the failing refinement's JSON-Schema
+ * annotation, so a `maxLength(512)` in a schema becomes `TOO_LONG {max_length: 512}`).
  */
 import { ParseResult, SchemaAST } from "effect"
 import * as Option from "effect/Option"

@@ -1,5 +1,6 @@
 /**
- * Every 4xx/5xx of the catalog API is an `application/problem+json` document (SPEC 7.1).
+ * Every 4xx/5xx of the catalog API is an `application/problem+json` document (RFC 9457;
+ * docs/api-contract.md, "Errors: catalog problem documents").
  *
  * Declared failures are problem classes; this middleware stamps the request-specific members
  * (`type`, `instance`, `request_id`) on them and adds the headers their code calls for. What the
@@ -7,7 +8,7 @@
  * or oversized bodies, defects, an unreachable database) is turned into the matching problem here;
  * bodies are bounded (size, JSON depth, no multipart) by src/platform/BodyLimit.ts, shared with the
  * identity server.
- * It runs inside `HttpApiBuilder.serve`, before the platform's error encoder (RECIPES.md).
+ * It runs inside `HttpApiBuilder.serve`, before the platform's error encoder.
  */
 import { HttpApiBuilder, HttpMethod, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
@@ -128,7 +129,7 @@ const isArrayAst = (ast: import("effect").SchemaAST.AST): boolean =>
 /**
  * Re-decodes a request whose decoding failed, every part and every field, to report all bad
  * fields with their location. The platform's own decode error stops at the first failing part
- * and does not say which part it was (RECIPES.md).
+ * and does not say which part it was.
  */
 const redecode = (routes: RouteTable, request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {

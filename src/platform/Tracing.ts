@@ -1,7 +1,9 @@
 /**
- * Tracing (ARCHITECTURE.md "Observability"): spans go to an OTLP collector when
- * `OTEL_EXPORTER_OTLP_ENDPOINT` is set; otherwise the tracer is off (no spans are made). Request spans come from the
- * platform (method, route, status) and carry `request_id`; services and SQL add child spans.
+ * Tracing (docs/life-of-a-request.md,
+ * "Middleware: request id, logging, tracing, credentials, limits"): spans go to an OTLP collector
+ * when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; otherwise the tracer is off (no spans are made).
+ * Request spans come from the platform (method, route, status) and carry `request_id`; services and
+ * SQL add child spans.
  */
 import { NodeSdk } from "@effect/opentelemetry"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"

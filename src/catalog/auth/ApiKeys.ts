@@ -1,6 +1,7 @@
 /**
- * Catalog API keys (DECISIONS 3): 256 random bits shown once as `sk_<base64url>`, stored as a
- * sha256 hash, bound to a site, a scope set and a content limit.
+ * Catalog API keys (docs/api-contract.md, "Credentials, scopes and the content limit"): 256 random
+ * bits shown once as `sk_<base64url>`, stored as a sha256 hash, bound to a site, a scope set and a
+ * content limit.
  */
 import { SqlClient } from "@effect/sql"
 import { Data, Effect, Option, Redacted, Schema } from "effect"

@@ -1,5 +1,6 @@
 /**
- * The catalog's credential middleware (SPEC 5; order of checks in ARCHITECTURE.md):
+ * The catalog's credential middleware (docs/api-contract.md, "Credentials, scopes and the content limit"),
+ * checking in this order:
  * present (401 MISSING_CREDENTIAL) -> valid (401 INVALID_CREDENTIAL) -> scope (403 SCOPE_REQUIRED).
  * Person and tenant checks belong to the operations that need them.
  */
@@ -62,7 +63,7 @@ export class Credentials extends Effect.Service<Credentials>()("catalog/Credenti
         })
     })
 
-    /** Not an API key: an access token of the identity provider (SPEC 5), verified on every request. */
+    /** Not an API key: an access token of the identity provider, verified on every request. */
     const authenticateAccessToken = (token: string) =>
       accessTokens.verify(token).pipe(
         Effect.map(principalFromAccessToken),

@@ -1,6 +1,6 @@
 /**
- * The release calendar (SPEC 2.7 CalendarMeta): three windows over releases, keyset-paginated by
- * (released_key, release id) through the one pagination engine, with `meta` on every page.
+ * The release calendar: three windows over releases, keyset-paginated by (released_key, release id)
+ * through the one pagination engine, with `meta` on every page.
  */
 import { DateTime, Effect } from "effect"
 import type { CalendarWindow, ListCalendarParams } from "../../../schema/Api/CalendarApi.js"
@@ -12,7 +12,7 @@ import { inconsistent } from "../shared/Lanes.js"
 import type { CalendarRange } from "./CalendarRepo.js"
 import { CalendarRepo } from "./CalendarRepo.js"
 
-/** The calendar's home timezone (SPEC 2.7). */
+/** The calendar's home timezone. */
 export const CALENDAR_ZONE = "Asia/Tokyo"
 
 /** Today's date (`YYYY-MM-DD`) in the calendar's timezone. */

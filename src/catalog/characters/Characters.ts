@@ -1,7 +1,7 @@
 /**
- * Characters (SPEC 2.4): the id-ordered collection and its batch lane, the detail read with
- * `view=full` and the detail-only includes, and a character's appearances with their voices.
- * Includes and voices are fetched once per page or record.
+ * Characters: the id-ordered collection and its batch lane, the detail read with `view=full` and
+ * the detail-only includes, and a character's appearances with their voices. Includes and voices
+ * are fetched once per page or record.
  */
 import { Effect } from "effect"
 import type { AppearancesParams, CharacterInclude, ListCharactersParams } from "../../../schema/Api/CharactersApi.js"
@@ -34,7 +34,7 @@ const toTrait = (row: TraitRow): CharacterTrait => ({
   is_lie: row.is_lie
 })
 
-/** The character at `view` (SPEC 2.4): view=full adds the profile, each part null when unrecorded. */
+/** The character at `view`: view=full adds the profile, each part null when unrecorded. */
 const toCharacter = (row: CharacterRow, view: CharacterView): Character => ({
   object: "character",
   id: row.id as CharacterId,
@@ -85,7 +85,7 @@ export class Characters extends Effect.Service<Characters>()("catalog/Characters
       }
     })
 
-    /** The visible character `id`, or the 404 that fits (ENTITY_MERGED or NOT_FOUND, SPEC 4.1 rule 9). */
+    /** The visible character `id`, or the 404 that fits (ENTITY_MERGED or NOT_FOUND). */
     const visible = Effect.fn("Characters.visible")(function*(id: string, nsfw: boolean) {
       const key = bigintId(id)
       const [row] = key === undefined ? [] : yield* repo.byIds([key], nsfw)

@@ -1,7 +1,8 @@
 /**
  * SQL of characters, their traits and appearances. Every read applies the content gate
- * (DECISIONS 4: `characters.nsfw` marks a character that appears only in nsfw works); SQL
- * failures die here (HOUSE_STYLE 7).
+ * (docs/api-contract.md, "Credentials, scopes and the content limit"); `characters.nsfw` marks a
+ * character that appears only in nsfw works. SQL failures die here (docs/life-of-a-request.md,
+ * "Handlers, services and SQL").
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -109,7 +110,7 @@ export class CharactersRepo extends Effect.Service<CharactersRepo>()("catalog/Ch
 
     /**
      * The visible works `characterId` appears in: its roster rows, plus the works that credit a
-     * voice for it without a roster row (no identity, role `unknown`, spoiler `none`: SPEC 2.4).
+     * voice for it without a roster row (no identity, role `unknown`, spoiler `none`).
      */
     const appearances = (options: {
       readonly characterId: string

@@ -1,6 +1,6 @@
 /**
- * Company reads (SPEC 2.5): list and batch lanes, detail, and the family graph, all under the
- * caller's content gate for `work_count` (DECISIONS 4).
+ * Company reads: list and batch lanes, detail, and the family graph, all under the caller's content
+ * gate for `work_count` (docs/api-contract.md, "Credentials, scopes and the content limit").
  */
 import { Effect } from "effect"
 import type { CompanyInclude, ListCompaniesParams } from "../../../schema/Api/CompaniesApi.js"
@@ -58,7 +58,7 @@ export class Companies extends Effect.Service<Companies>()("catalog/Companies", 
         page: (afterId, take) => repo.page({ afterId, take, kind: params.company_kind, nsfw }),
         batch: (ids) => repo.byIds(ids, nsfw)
       }).pipe(Effect.provideService(Cursors, cursors))
-      // SPEC 2.5: intros and links are served on the detail and batch lanes only.
+      // Intros and links are served on the detail and batch lanes only.
       const include = new Set(params.include ?? [])
       if (result.lane === "cursor") {
         include.delete("intros")

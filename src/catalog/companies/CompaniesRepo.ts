@@ -1,13 +1,14 @@
 /**
  * SQL of the company reads. `work_count` is read from the column of the caller's content gate
- * (DECISIONS 4): `work_count` counts every live work, `work_count_sfw` only the sfw ones.
+ * (docs/api-contract.md, "Credentials, scopes and the content limit"): `work_count` counts every
+ * live work, `work_count_sfw` only the sfw ones.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { CompanyId } from "../../../schema/Catalog/Common.js"
 import type { CompanyBasic, CompanyGraphEdge, CompanyKind } from "../../../schema/Catalog/Company.js"
 
-/** The walk's bounds (SPEC 2.5, SPEC 8). */
+/** The walk's bounds; the graph's `truncated` says when the family goes beyond them. */
 export const GRAPH_MAX_NODES = 60
 export const GRAPH_MAX_HOPS = 4
 

@@ -1,6 +1,6 @@
 /**
- * Credit names (SPEC 2.5): the id-ordered collection and its batch lane, the detail read with the
- * person's public fields, and the credits of a name. Includes are fetched once per page or record.
+ * Credit names: the id-ordered collection and its batch lane, the detail read with the person's
+ * public fields, and the credits of a name. Includes are fetched once per page or record.
  */
 import { Effect } from "effect"
 import type { CreditNameInclude, ListCreditNamesParams, NameCreditsParams } from "../../../schema/Api/CreditNamesApi.js"
@@ -90,7 +90,7 @@ export class CreditNames extends Effect.Service<CreditNames>()("catalog/CreditNa
       }
     })
 
-    /** The visible name `id`, or the 404 that fits (ENTITY_MERGED or NOT_FOUND, SPEC 4.1 rule 9). */
+    /** The visible name `id`, or the 404 that fits (ENTITY_MERGED or NOT_FOUND). */
     const visible = Effect.fn("CreditNames.visible")(function*(id: string, nsfw: boolean) {
       const key = bigintId(id)
       const [row] = key === undefined ? [] : yield* repo.byIds([key], nsfw)

@@ -1,6 +1,6 @@
 /**
  * SQL of credit names and their credits. Every read applies the content gate (`creditNameGate`,
- * `workGate`); SQL failures die here (HOUSE_STYLE 7).
+ * `workGate`); SQL failures die here (docs/life-of-a-request.md, "Handlers, services and SQL").
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"

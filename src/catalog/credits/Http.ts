@@ -7,7 +7,10 @@ import { conditionalJson } from "../../platform/Conditional.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { CreditNames } from "./CreditNames.js"
 
-/** Whether the caller's credential may see nsfw works (DECISIONS 4). */
+/**
+ * Whether the caller's credential may see nsfw works
+ * (docs/api-contract.md, "Credentials, scopes and the content limit").
+ */
 const nsfw = Effect.map(Principal, (p) => p.contentLimit === "nsfw")
 
 export const HttpCreditNamesLive = HttpApiBuilder.group(

@@ -46,8 +46,8 @@ export const workBasicColumns = (sql: Sql) => sql`w.id::text AS w_id, ${itemJson
 export const toWorkBasic = (row: WorkBasicRow): WorkBasic => JSON.parse(row.w_json)
 
 /**
- * The visibility of a work `w` (DECISIONS 4): live, and not nsfw for an `sfw` credential.
- * Starts with AND so it can follow a join condition.
+ * The visibility of a work `w` (docs/api-contract.md, "Credentials, scopes and the content limit"):
+ * live, and not nsfw for an `sfw` credential. Starts with AND so it can follow a join condition.
  */
 export const workGate = (sql: Sql, nsfw: boolean) => nsfw ? sql`AND w.live` : sql`AND w.live AND NOT w.nsfw`
 
@@ -57,7 +57,7 @@ export const workGate = (sql: Sql, nsfw: boolean) => nsfw ? sql`AND w.live` : sq
 
 /**
  * A credit name with its person link. `p_*` columns are null unless the person is live and its
- * link public: a hidden link is served as no link (SPEC 2.5 `person_id`, detail-face fields).
+ * link public: a hidden link is served as no link (null `person_id`, no detail-face fields).
  */
 export interface CreditNameRow {
   readonly id: string
@@ -82,9 +82,9 @@ export const creditNameFrom = (sql: Sql) =>
   sql`credit_names cn LEFT JOIN persons p ON p.id = cn.person_id AND p.live AND p.is_public`
 
 /**
- * Whether the credit name `alias` is visible (DECISIONS 4: an `sfw` credential never sees what only
- * nsfw works contain). Live, and for `sfw`: a credit on a live sfw work, or none on a live nsfw
- * work. A name credited nowhere is visible.
+ * Whether the credit name `alias` is visible (an `sfw` credential never sees what only nsfw works
+ * contain). Live, and for `sfw`: a credit on a live sfw work, or none on a live nsfw work. A name
+ * credited nowhere is visible.
  */
 export const creditNameGate = (sql: Sql, nsfw: boolean, alias = "cn") => {
   const cn = sql(alias)

@@ -1,5 +1,5 @@
 /**
- * Engine reads (SPEC 2.5): list and batch lanes, detail; `work_count` under the content gate.
+ * Engine reads: list and batch lanes, detail; `work_count` under the content gate.
  */
 import { Effect } from "effect"
 import type { ListEnginesParams } from "../../../schema/Api/EnginesApi.js"

@@ -1,6 +1,6 @@
 /**
- * Merging one catalog entity into another (issue 3 point 7; SPEC 2.7 Change `gone`, SPEC 4.1 rule 9,
- * DECISIONS 8), in one transaction:
+ * Merging one catalog entity into another (the feed's `gone` and the redirects: docs/change-feed.md;
+ * reads of the loser: 404 ENTITY_MERGED, src/catalog/shared/Gone.ts), in one transaction:
  *
  * 1. lock both rows (in id order); refuse merging an id into itself, an unknown id, a loser that is
  *    already merged, a survivor that is merged away (or whose merge chain leads back to the loser: a

@@ -88,7 +88,7 @@ export class Mirror extends Effect.Service<Mirror>()("catalog/Mirror", {
         target_object: row.target_object,
         id: row.id,
         updated_at: row.updated_at,
-        // SPEC 2.7: present only when true, never sent as false.
+        // `gone` is present only when true, never sent as false (docs/change-feed.md).
         ...(row.gone ? { gone: true as const } : {})
       }))
     )

@@ -34,7 +34,7 @@ export interface FeedQuery {
   readonly after: FeedPosition | undefined
   /** The page size. */
   readonly rows: number
-  /** An sfw credential: nsfw works, releases and characters are hidden (DECISIONS 4). */
+  /** An sfw credential: nsfw works, releases and characters are hidden (docs/change-feed.md). */
   readonly sfw: boolean
 }
 

@@ -1,8 +1,9 @@
 /**
- * Cursors (DECISIONS 6): opaque, versioned and authenticated. A cursor carries the sort, the sort
- * key and id of the last row, and a hash of the filters it was issued for; it is HMAC-signed with
- * a key derived from `SHIORI_SECRET`. A malformed, forged, truncated or foreign-filter cursor is
- * 400 INVALID_CURSOR. Every sort ends with `id`, so a position is always unique.
+ * Cursors (docs/api-contract.md, "Cursors and pages"): opaque, versioned and authenticated. A cursor
+ * carries the sort, the sort key and id of the last row, and a hash of the filters it was issued
+ * for; it is HMAC-signed with a key derived from `SHIORI_SECRET`. A malformed, forged, truncated or
+ * foreign-filter cursor is 400 INVALID_CURSOR. Every sort ends with `id`, so a position is always
+ * unique.
  */
 import { Effect, Redacted } from "effect"
 import * as Crypto from "node:crypto"

@@ -1,6 +1,7 @@
 /**
  * SQL of persons. Only persons whose link to their names is public are served, and for an `sfw`
- * credential only those with a name it may see (DECISIONS 4); SQL failures die here.
+ * credential only those with a name it may see (docs/api-contract.md,
+ * "Credentials, scopes and the content limit"); SQL failures die here.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"

@@ -1,7 +1,8 @@
 /**
- * SQL of the release reads. Content gate (DECISIONS 4): a release is visible when it and its work
- * are live and, for an `sfw` credential, neither the release nor its work is nsfw (an all-ages
- * console edition of an nsfw work would otherwise name a work the credential may not see).
+ * SQL of the release reads. Content gate (docs/api-contract.md,
+ * "Credentials, scopes and the content limit"): a release is visible when it and its work are live
+ * and, for an `sfw` credential, neither the release nor its work is nsfw (an all-ages console
+ * edition of an nsfw work would otherwise name a work the credential may not see).
  */
 import { SqlClient } from "@effect/sql"
 import type { Statement } from "@effect/sql"

@@ -1,5 +1,5 @@
 /**
- * The facet values of every work, in memory (issue 3, search + facets p99).
+ * The facet values of every work, in memory.
  *
  * Counting the six facets of a `q=` search in PostgreSQL cost about 190 ms for a word matching 14,000
  * titles: most of it probing `work_facets` once per match and unnesting its arrays into six hash

@@ -1,6 +1,7 @@
 /**
- * The PostgreSQL search index (DECISIONS 7): `work_search` (trigram GIN on the re-spelled `key`, see
- * SearchKey.ts) for `q=`, the works table and its keyset indexes for everything else.
+ * The PostgreSQL search index (docs/decisions.md, "Search and facets"): `work_search` (trigram GIN on
+ * the re-spelled `key`, see SearchKey.ts) for `q=`, the works table and its keyset indexes for
+ * everything else.
  *
  * Cost model and the caches that follow from it (all per process, see TtlCache.ts):
  * - A query's result set is computed once, up to the page-mode depth (10,001 ids with their sort

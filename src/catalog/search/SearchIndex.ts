@@ -1,8 +1,8 @@
 /**
- * The search lane of the works collection (SPEC 4.1 rule 3, DECISIONS 7) behind one interface, so an
- * external engine can replace PostgreSQL later: it answers which works match (`q`, filters, content
- * gate), in which order, how many, and the facet counts. It returns ids and sort keys only; the works
- * service renders the items, the same way as for the batch lane.
+ * The search lane of the works collection (docs/decisions.md, "Search and facets") behind one
+ * interface, so an external engine can replace PostgreSQL later: it answers which works match (`q`,
+ * filters, content gate), in which order, how many, and the facet counts. It returns ids and sort
+ * keys only; the works service renders the items, the same way as for the batch lane.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
@@ -16,7 +16,7 @@ export interface SearchRequest {
   /** Facet filters (never `platform`, which is a listing-lane filter). */
   readonly filters: WorkFilters
   readonly sort: WorkSort
-  /** The credential's content limit (DECISIONS 4): false hides nsfw works from everything. */
+  /** The credential's content limit: false hides nsfw works from everything. */
   readonly nsfw: boolean
 }
 
@@ -28,7 +28,7 @@ export interface SearchHit {
 
 export interface SearchTotal {
   readonly total: number
-  /** `gte` when the count stopped at the page-mode depth (SPEC 4.1 rule 7). */
+  /** `gte` when the count stopped at the page-mode depth (docs/api-contract.md, "Cursors and pages"). */
   readonly relation: "eq" | "gte"
 }
 

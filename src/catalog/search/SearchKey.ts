@@ -1,6 +1,6 @@
 /**
- * The text of the title search (DECISIONS.md 7), shared by whoever writes `work_search` (the seed, the
- * write side) and the search query, so both spell it the same way.
+ * The text of the title search (docs/decisions.md, "Search and facets"), shared by whoever writes
+ * `work_search` (the seed, the write side) and the search query, so both spell it the same way.
  *
  * pg_trgm only indexes characters the database's ctype calls alphanumeric: under the `C` locale that
  * is ASCII alone, so Japanese, Chinese and Korean titles would not be indexed at all, and even under a

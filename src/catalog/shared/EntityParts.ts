@@ -27,7 +27,7 @@ export class EntityParts extends Effect.Service<EntityParts>()("catalog/EntityPa
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    /** Served aliases (`search_hint` aliases are internal and never appear, SPEC 2.3). */
+    /** Served aliases (`search_hint` aliases are internal and never appear). */
     const aliases = (type: EntityType, ids: ReadonlyArray<string>) =>
       sql<EntityName & { readonly entity_id: string }>`
         SELECT entity_id::text AS entity_id, lang, value, alias_kind, is_machine FROM entity_aliases

@@ -1,6 +1,7 @@
 /**
- * SPEC 4.1 rule 9 and SPEC 7.1: a merged-away entity read by id is 404 ENTITY_MERGED naming the
- * surviving id (never a redirect); anything else that is not visible is 404 NOT_FOUND.
+ * A merged-away entity read by id is 404 ENTITY_MERGED naming the surviving id (never a redirect);
+ * anything else that is not visible is 404 NOT_FOUND (docs/api-contract.md,
+ * "Errors: catalog problem documents").
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"

@@ -31,7 +31,10 @@ import { bearerToken, Credentials } from "../auth/Authorization.js"
 import { makeByteLru } from "./ByteLru.js"
 import { ReadCache } from "./ReadCache.js"
 
-/** A read's answer: JSON text, with an ETag when the resource is a single record (DECISIONS 10). */
+/**
+ * A read's answer: JSON text, with an ETag when the resource is a single record
+ * (docs/api-contract.md, "Caching, ETags and freshness").
+ */
 export interface Answer {
   readonly json: string
   readonly etag?: string | undefined

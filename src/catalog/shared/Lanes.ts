@@ -1,7 +1,8 @@
 /**
- * The two lanes of an id-ordered collection (SPEC 4.1 rules 6 and 8) for the registries served
- * here (companies, engines, tags, releases, characters, credit names, persons): the cursor lane pages by id through the one
- * pagination engine (`Cursors`), the `ids=` batch lane answers in request order with `missing[]`.
+ * The two lanes of an id-ordered collection (docs/api-contract.md, "Records and lists" and
+ * "Cursors and pages") for the registries served here (companies, engines, tags, releases,
+ * characters, credit names, persons): the cursor lane pages by id through the one pagination engine
+ * (`Cursors`), the `ids=` batch lane answers in request order with `missing[]`.
  */
 import { Effect } from "effect"
 import { InvalidParameter } from "../../../schema/Problem.js"

@@ -7,10 +7,10 @@
  * upserts `catalog_changes` in its transaction and a statement trigger NOTIFYs `catalog_changed` at
  * commit (migrations/0005); each process empties its cache when it hears it, and an answer whose
  * computation started before the latest notification is never stored. Readers of a process can
- * therefore lag a commit by the notification's delivery time (milliseconds, like a read replica,
- * ARCHITECTURE "Scale-out"). Entries also expire after `CATALOG_CACHE_SECONDS` (default 60), which
- * bounds what a notification lost while the listener reconnects could leave behind; on every
- * (re)connection the cache is emptied as well.
+ * therefore lag a commit by the notification's delivery time (milliseconds, like a read replica).
+ * Entries also expire after `CATALOG_CACHE_SECONDS` (default 60), which bounds what a notification
+ * lost while the listener reconnects could leave behind; on every (re)connection the cache is
+ * emptied as well.
  *
  * The mirror protocol needs more than that: a client that saw a change in the feed and then reads
  * the record must get the new record, even if the notification is still on its way. So the feeds

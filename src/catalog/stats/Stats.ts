@@ -1,7 +1,8 @@
 /**
- * Catalog statistics (SPEC 2.7 CatalogStats). The counts are exact (`count(*)` of live rows, not
- * planner estimates), which costs a scan of the works table; so each process counts at most once
- * per content limit every STATS_TTL and serves that result meanwhile. Failures are not cached.
+ * Catalog statistics (`CatalogStats`, schema/Catalog/Stats.ts). The counts are exact (`count(*)` of
+ * live rows, not planner estimates), which costs a scan of the works table; so each process counts
+ * at most once per content limit every STATS_TTL and serves that result meanwhile. Failures are not
+ * cached.
  */
 import { Cache, Duration, Effect, Exit } from "effect"
 import type { ContentLimit } from "../../../schema/Api/Security.js"

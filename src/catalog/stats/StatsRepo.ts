@@ -1,6 +1,7 @@
 /**
  * SQL of the catalog statistics: exact counts of live rows. Works and characters are counted under
- * the content gate (DECISIONS 4; `characters.nsfw` marks characters that appear only in nsfw works).
+ * the content gate (docs/api-contract.md, "Credentials, scopes and the content limit");
+ * `characters.nsfw` marks characters that appear only in nsfw works.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Tag reads: list and batch lanes, detail; `work_count` under the content gate (DECISIONS 4).
+ * Tag reads: list and batch lanes, detail; `work_count` under the content gate.
  */
 import { Effect } from "effect"
 import type { ContentLimit } from "../../../schema/Api/Security.js"

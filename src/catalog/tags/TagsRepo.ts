@@ -1,5 +1,6 @@
 /**
- * SQL of the tag reads; `work_count` from the column of the caller's content gate (DECISIONS 4).
+ * SQL of the tag reads; `work_count` from the column of the caller's content gate
+ * (docs/api-contract.md, "Credentials, scopes and the content limit").
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"

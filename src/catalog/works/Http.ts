@@ -8,7 +8,10 @@ import { HotResponses } from "../shared/HotResponses.js"
 import { ReadCache } from "../shared/ReadCache.js"
 import { Works } from "./Works.js"
 
-/** Whether the caller's credential may see nsfw works (DECISIONS 4). */
+/**
+ * Whether the caller's credential may see nsfw works
+ * (docs/api-contract.md, "Credentials, scopes and the content limit").
+ */
 const nsfwOf = (p: PrincipalShape) => p.contentLimit === "nsfw"
 const nsfw = Effect.map(Principal, nsfwOf)
 

@@ -21,11 +21,11 @@ export interface WorkFilters {
   readonly olang?: string | undefined
   readonly content_rating?: "sfw" | "nsfw" | undefined
   readonly medium?: string | undefined
-  /** Listing lane only (SPEC 4.1 rule 3). */
+  /** Listing lane only. */
   readonly platform?: string | undefined
 }
 
-/** `w.live`, and not nsfw for an `sfw` credential (DECISIONS 4). */
+/** `w.live`, and not nsfw for an `sfw` credential. */
 export const gateSql = (sql: Sql, nsfw: boolean): Fragment => nsfw ? sql`w.live` : sql`w.live AND NOT w.nsfw`
 
 export const filterSql = (sql: Sql, filters: WorkFilters): Fragment => {

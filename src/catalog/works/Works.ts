@@ -1,5 +1,6 @@
 /**
- * Works (SPEC 4.1): the rules of the collection's lanes, and the single-work reads.
+ * Works: the rules of the collection's lanes (docs/api-contract.md, "Cursors and pages"), and the
+ * single-work reads.
  *
  * - Listing lane (cursor mode, no search trigger): one keyset query on the sort's index builds the
  *   page's items (WorksRepo.keyset).
@@ -50,7 +51,10 @@ interface Envelope {
   readonly missing?: ReadonlyArray<string> | undefined
 }
 
-/** The list envelope (SPEC 2.2) as JSON text around items that already are JSON text. */
+/**
+ * The list envelope (docs/api-contract.md, "Records and lists") as JSON text around items that
+ * already are JSON text.
+ */
 const envelope = (e: Envelope): string => {
   let out = `{"object":"list","items":[${e.items.join(",")}]`
   if (e.next_cursor !== undefined) out += `,"next_cursor":${JSON.stringify(e.next_cursor)}`
@@ -180,7 +184,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
       medium: params.medium
     })
 
-    /** The `ids=` / `refs=` lane (SPEC 4.1 rule 6). */
+    /** The `ids=` / `refs=` batch lane (docs/api-contract.md, "Records and lists"). */
     const batchLane = Effect.fn("Works.batch")(function*(params: ListWorksParams, nsfw: boolean) {
       const view = params.view ?? "basic"
       // Each wanted entry: what the client sent (echoed in missing[]) and the work id it names.
@@ -215,7 +219,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
       return envelope({ items, missing })
     })
 
-    /** The search lane (SPEC 4.1 rules 3, 4, 7, 8). */
+    /** The search lane (docs/decisions.md, "Search and facets"; docs/api-contract.md, "Cursors and pages"). */
     const searchLane = Effect.fn("Works.search")(function*(params: ListWorksParams, nsfw: boolean) {
       const view = params.view ?? "basic"
       const limit = params.limit ?? DEFAULT_LIMIT
@@ -285,7 +289,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
       const after = params.cursor === undefined
         ? undefined
         : yield* cursors.decode(params.cursor, { sort, filters: digest })
-      // Claims attach works to sites (SPEC 2.6); until claims are served no work is claimed.
+      // Claims attach works to sites; until claims are served no work is claimed.
       if (params.owner_uid !== undefined || params.site !== undefined) {
         return envelope({ items: [], total: params.include_total === true ? 0 : undefined })
       }

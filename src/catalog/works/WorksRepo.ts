@@ -1,7 +1,8 @@
 /**
  * SQL of works: the listing lane's keyset pages, items by id, the parts of a page (includes and
  * view=full arrays, one statement per page), upstream-reference lookups, counts, and a work's roster,
- * credit groups, covers and intros. SQL failures die here (HOUSE_STYLE 7).
+ * credit groups, covers and intros. SQL failures die here (docs/life-of-a-request.md, "Handlers,
+ * services and SQL").
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -126,7 +127,7 @@ export class WorksRepo extends Effect.Service<WorksRepo>()("catalog/WorksRepo", 
         die("count")
       )
 
-    /** Number of matching works, counted up to `cap` (the page-mode total, SPEC 4.1 rule 7). */
+    /** Number of matching works, counted up to `cap` (the page-mode total). */
     const countUpTo = (filters: WorkFilters, nsfw: boolean, cap: number) =>
       sql<{ n: string }>`
         SELECT count(*)::text AS n FROM (

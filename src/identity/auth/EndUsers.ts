@@ -1,8 +1,8 @@
 /**
- * Who the end user is on a request to the provider (DECISIONS 2): a Bearer access token minted by
- * the provider's own sign-in (`POST /auth/login`), or the session cookie. Tokens issued to relying
- * parties are not accepted here: a client holding a user's token must not be able to mint codes
- * for other clients with it.
+ * Who the end user is on a request to the provider (docs/decisions.md, "Identity: protocol"): a
+ * Bearer access token minted by the provider's own sign-in (`POST /auth/login`), or the session
+ * cookie. Tokens issued to relying parties are not accepted here: a client holding a user's token
+ * must not be able to mint codes for other clients with it.
  */
 import type { HttpServerRequest } from "@effect/platform"
 import { Data, Effect, Option } from "effect"

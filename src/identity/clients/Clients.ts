@@ -1,12 +1,13 @@
 /**
- * Registered OAuth clients (SPEC 5): id, secret (stored as SHA-256; null for a public client, which
+ * Registered OAuth clients: id, secret (stored as SHA-256; null for a public client, which
  * must use PKCE), exact redirect URIs, auto-consent flag, the site its users' site roles are scoped
  * to, a refresh-lifetime override, the catalog content limit of its users' tokens and the scopes it
  * may request (migrations/0012; `DEFAULT_CLIENT_SCOPES` unless an operator chose others), and its
  * entry in the public application directory (logo, tagline, homepage, order, listed; migrations/0015).
  *
  * Lookups are cached for a short time: the token endpoint finds the client before anything else
- * (DECISIONS 9), so a flood of requests for one client costs no database round trip here.
+ * (src/identity/oauth/TokenService.ts), so a flood of requests for one client costs no database
+ * round trip here.
  */
 import { SqlClient } from "@effect/sql"
 import { Cache, Data, Duration, Effect, Exit, Option, Schema } from "effect"
@@ -341,9 +342,9 @@ export const isRegisteredRedirect = (client: Client, redirectUri: string): boole
   client.redirectUris.includes(redirectUri)
 
 /**
- * DECISIONS 8: a logout target is allowed when its origin equals the origin of a registered redirect
- * URI. Answers the normalised URL to redirect to (never the raw string, so no parser differential
- * between this check and the browser), or none.
+ * A logout target is allowed when its origin equals the origin of a registered redirect URI
+ * (README.md, "Security"). Answers the normalised URL to redirect to (never the raw string, so no
+ * parser differential between this check and the browser), or none.
  */
 export const allowedLogoutTarget = (client: Client, target: string): Option.Option<string> => {
   let url: URL

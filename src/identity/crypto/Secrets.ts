@@ -11,14 +11,14 @@ import * as Crypto from "node:crypto"
 /** 256-bit random value, base64url without padding (43 characters). */
 export const randomToken = (): string => Crypto.randomBytes(32).toString("base64url")
 
-/** An authorization code: 64 hex characters = 256 bits (SPEC 4.2). */
+/** An authorization code: 64 hex characters = 256 bits. */
 export const randomAuthorizationCode = (): string => Crypto.randomBytes(32).toString("hex")
 
 /** The storage form of a secret: SHA-256, lowercase hex. */
 export const sha256Hex = (value: string): string => Crypto.createHash("sha256").update(value, "utf8").digest("hex")
 
 /**
- * Constant-time equality of two strings (DECISIONS 11). Both sides are hashed first so the
+ * Constant-time equality of two strings. Both sides are hashed first so the
  * comparison takes the same time whatever their lengths, and `timingSafeEqual` never throws.
  */
 export const constantTimeEquals = (a: string, b: string): boolean =>
@@ -58,7 +58,7 @@ export const s256Challenge = (verifier: string): string =>
   Crypto.createHash("sha256").update(verifier, "ascii").digest("base64url")
 
 /**
- * The outcome of the PKCE check at the token endpoint (RFC 7636 section 4.6, DECISIONS 3):
+ * The outcome of the PKCE check at the token endpoint (RFC 7636 section 4.6):
  * - a code issued with a challenge needs a verifier that matches under the method bound to the code
  *   (an S256 challenge replayed as a "plain" verifier fails, because S256 is applied to it);
  * - a code issued without a challenge must not receive a verifier (`invalid_grant`), so a

@@ -1,8 +1,9 @@
 /**
- * CSRF tokens of the sign-in pages (DECISIONS 12): `exp.mac`, where `mac` is an HMAC-SHA-256 (key
- * derived from `SHIORI_SECRET`) over the form's purpose, a random per-browser cookie and, once
- * signed in, the session. A token therefore works only in the browser that loaded the form, for that
- * form, for one hour; another site can neither read nor forge it (double-submit cookie, signed).
+ * CSRF tokens of the sign-in pages (docs/decisions.md, "Identity: pages"): `exp.mac`, where `mac`
+ * is an HMAC-SHA-256 (key derived from `SHIORI_SECRET`) over the form's purpose, a random
+ * per-browser cookie and, once signed in, the session. A token therefore works only in the browser
+ * that loaded the form, for that form, for one hour; another site can neither read nor forge it
+ * (double-submit cookie, signed).
  */
 import { Clock, Effect, Redacted } from "effect"
 import * as Crypto from "node:crypto"

@@ -1,7 +1,7 @@
 /**
- * The provider's pages (DECISIONS 12): plain server-rendered HTML, no script, one stylesheet.
- * Accessibility: `lang`, one `h1` per page, every input labelled, errors announced (`role="alert"`),
- * visible focus, works without CSS.
+ * The provider's pages (docs/decisions.md, "Identity: pages"): plain server-rendered HTML, no
+ * script, one stylesheet. Accessibility: `lang`, one `h1` per page, every input labelled, errors
+ * announced (`role="alert"`), visible focus, works without CSS.
  */
 import { html } from "./Html.js"
 import type { Html } from "./Html.js"
@@ -149,7 +149,7 @@ export const messagePage = (ctx: PageContext, input: {
 ${input.link === undefined ? "" : html`<p><a href="${input.link.href}">${input.link.text}</a></p>`}`
   )
 
-/** The error page for requests that must not redirect (DECISIONS 2): unknown client, bad redirect_uri. */
+/** The error page for requests that must not redirect (RFC 6749 section 4.1.2.1): unknown client, bad redirect_uri. */
 export const errorPage = (ctx: PageContext, input: {
   readonly title: string
   readonly message: string

@@ -5,7 +5,7 @@ import { runToCompletion } from "../../platform/HttpListener.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 import { makeDiscoveryDocument } from "../oauth/Discovery.js"
 
-/** Both metadata locations serve the same document (DECISIONS 1). */
+/** Both metadata locations serve the same document (OpenID Connect Discovery 1.0 section 4, RFC 8414 section 3). */
 export const HttpDiscoveryLive = HttpApiBuilder.group(IdentityApi, "discovery", (handlers) =>
   Effect.gen(function*() {
     const { issuer } = yield* IdentityConfig

@@ -1,12 +1,13 @@
 /**
- * The identity server's errors are not problem documents (SPEC 7.2). This middleware covers what the
- * router and decoder produce on their own, in the shape of the part of the server that failed:
- * protocol paths (`/oauth/*`, discovery) answer RFC 6749 `{error, error_description}` with
+ * The identity server's errors are not problem documents
+ * (docs/api-contract.md, "Errors: identity (OAuth errors and the envelope)"). This middleware covers
+ * what the router and decoder produce on their own, in the shape of the part of the server that
+ * failed: protocol paths (`/oauth/*`, discovery) answer RFC 6749 `{error, error_description}` with
  * `Cache-Control: no-store`; the authorization endpoint and the pages answer an HTML error page
  * (they are browser navigations and must never redirect on a malformed request); everything else
- * answers the envelope (DECISIONS 10). Declared failures pass through to their own schemas.
- * Request bodies are bounded here too (src/platform/BodyLimit.ts, `IDENTITY_MAX_BODY_BYTES`): a
- * larger one is answered 413 in the same three shapes, before it is read.
+ * answers the envelope (README.md, "Envelope codes"). Declared failures pass through to their own
+ * schemas. Request bodies are bounded here too (src/platform/BodyLimit.ts, `IDENTITY_MAX_BODY_BYTES`):
+ * a larger one is answered 413 in the same three shapes, before it is read.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"

@@ -1,5 +1,5 @@
 /**
- * Handlers of the `oauth` group (SPEC 4.2). Each calls one service and turns its outcome into the
+ * Handlers of the `oauth` group. Each calls one service and turns its outcome into the
  * wire response: redirects, bare RFC JSON with `Cache-Control: no-store`, or the error page.
  *
  * Authorize, userinfo and revocation are limited per client address first (AddressLimits.ts), each

@@ -1,5 +1,6 @@
 /**
- * Handlers of the `pages` group: the provider's sign-in, consent and logout pages (DECISIONS 12).
+ * Handlers of the `pages` group: the provider's sign-in, consent and logout pages
+ * (docs/decisions.md, "Identity: pages").
  *
  * Every form carries a CSRF token bound to a random `shiori_csrf` cookie (and to the session once
  * signed in); over https the cookie is `__Host-shiori_csrf` (src/identity/IdentityConfig.ts), so no

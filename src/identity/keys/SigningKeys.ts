@@ -1,5 +1,5 @@
 /**
- * RS256 signing keys (DECISIONS 13).
+ * RS256 signing keys (docs/decisions.md, "Identity: tokens and sessions").
  *
  * Keys live in `signing_keys`. The first process to start generates one; two processes starting at
  * once are serialised by a transaction-scoped advisory lock (and the partial unique index allows
@@ -35,8 +35,8 @@ const MISS_RELOAD_SECONDS = 10
 export const ROTATION_GRACE_SECONDS = 2 * RELOAD_INTERVAL_SECONDS
 
 /**
- * How long a key stays published after it stops signing (DECISIONS 13): the longest token lifetime,
- * plus one reload interval for a process that missed the rotation, plus clock skew.
+ * How long a key stays published after it stops signing: the longest token lifetime, plus one
+ * reload interval for a process that missed the rotation, plus clock skew.
  */
 export const RETIRED_KEY_RETENTION_SECONDS = MAX_SIGNED_TOKEN_TTL_SECONDS + RELOAD_INTERVAL_SECONDS +
   CLOCK_SKEW_SECONDS

@@ -1,5 +1,6 @@
 /**
- * The authorization endpoint (SPEC 4.2, DECISIONS 2-4) and the consent decision behind it.
+ * The authorization endpoint (RFC 6749 section 4.1.1; docs/decisions.md, "Identity: protocol") and
+ * the consent decision behind it.
  *
  * Order of checks (RFC 6749 section 4.1.2.1): the client and its exact `redirect_uri` first; until
  * both are known good nothing redirects (error page). Every later failure goes back to the

@@ -67,7 +67,7 @@ export const presentedClient = (
     })
   })
 
-/** The registered client behind a claimed id, before any secret is checked (DECISIONS 9). */
+/** The registered client behind a claimed id, before any secret is checked. */
 export const findClient = (clients: Clients, presented: PresentedClient): Effect.Effect<Client, OAuthFailure> =>
   clients.find(presented.clientId).pipe(
     Effect.flatMap(Option.match({

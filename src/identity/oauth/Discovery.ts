@@ -1,6 +1,6 @@
 /**
- * The provider metadata document (DECISIONS 1), derived from the issuer so every URL and the
- * `issuer` value are byte-identical to the tokens' `iss`.
+ * The provider metadata document (docs/decisions.md, "Identity: protocol"), derived from the issuer
+ * so every URL and the `issuer` value are byte-identical to the tokens' `iss`.
  */
 import { DiscoveryDocument } from "../../../schema/Identity/Discovery.js"
 import { SUPPORTED_SCOPES } from "./Scopes.js"

@@ -1,5 +1,6 @@
 /**
- * The SQL behind authorization codes, refresh families, refresh tokens and consents (DECISIONS 2-7).
+ * The SQL behind authorization codes, refresh families, refresh tokens and consents (docs/decisions.md,
+ * "Identity: protocol" and "Identity: tokens and sessions").
  * Every secret is looked up by its SHA-256; single use and rotation are conditional UPDATEs, so
  * concurrent redemptions of one code or one refresh token have exactly one winner.
  */
@@ -98,10 +99,11 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
       )
 
     /**
-     * DECISIONS 4: a replayed code revokes every family it produced. The code is marked first (which
-     * waits for a redemption holding its row), then the families are revoked in a second statement
-     * of the same transaction, whose snapshot includes a family committed meanwhile; a family not
-     * yet inserted will see the mark and not be (`createFamily`). Answers whether the code exists.
+     * A replayed code revokes every family it produced (RFC 6749 section 4.1.2). The code is marked
+     * first (which waits for a redemption holding its row), then the families are revoked in a
+     * second statement of the same transaction, whose snapshot includes a family committed
+     * meanwhile; a family not yet inserted will see the mark and not be (`createFamily`). Answers
+     * whether the code exists.
      */
     const revokeCodeReplay = (codeHash: string) =>
       Effect.gen(function*() {
@@ -226,7 +228,7 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
         Effect.orDie
       )
 
-    /** The scopes the user already granted the client (DECISIONS 2), if ever. */
+    /** The scopes the user already granted the client, if ever. */
     const consentedScopes = (userId: number, clientId: string) =>
       sql<{ scopes: ReadonlyArray<string> }>`
         SELECT scopes FROM consents WHERE user_id = ${userId} AND client_id = ${clientId}

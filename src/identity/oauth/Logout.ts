@@ -1,9 +1,9 @@
 /**
- * Relying-party logout (SPEC 4.2, DECISIONS 8). `/oauth/logout` only forwards to the logout page;
- * the page ends the session (after confirmation unless a valid `id_token_hint` for the signed-in
- * user is given) and returns to `redirect` only when its origin equals the origin of a registered
- * redirect URI of `client_id`. `/oauth/post-logout-redirect` answers that same check. The return
- * target is always the re-serialised URL, never the raw string (no parser differential).
+ * Relying-party logout (docs/decisions.md, "Identity: protocol"). `/oauth/logout` only forwards to
+ * the logout page; the page ends the session (after confirmation unless a valid `id_token_hint` for
+ * the signed-in user is given) and returns to `redirect` only when its origin equals the origin of
+ * a registered redirect URI of `client_id`. `/oauth/post-logout-redirect` answers that same check.
+ * The return target is always the re-serialised URL, never the raw string (no parser differential).
  */
 import { Effect, Option } from "effect"
 import type { LogoutParams } from "../../../schema/Identity/Pages.js"

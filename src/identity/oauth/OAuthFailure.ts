@@ -1,5 +1,6 @@
 /**
- * A protocol failure on its way to the wire as bare `{error, error_description}` (SPEC 4.2, 7.2):
+ * A protocol failure on its way to the wire as bare `{error, error_description}`
+ * (docs/api-contract.md, "Errors: identity (OAuth errors and the envelope)"):
  * the status of RFC 6749 section 5.2 / RFC 6750 section 3.1 unless given, plus any headers the
  * failure needs (`WWW-Authenticate`, `Retry-After`).
  */

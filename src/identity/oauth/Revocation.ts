@@ -1,8 +1,8 @@
 /**
- * `POST /oauth/revoke` (RFC 7009, DECISIONS 7). Revoking a refresh token, or an access token of a
- * family, ends the whole family. 200 for a valid, unknown or malformed token; a token of another
- * client is left alone (still 200). Client credentials are optional (SPEC: "Auth: none"), but when
- * sent they must be right (401 `invalid_client`). A missing `token` is 400 `invalid_request`.
+ * `POST /oauth/revoke` (RFC 7009). Revoking a refresh token, or an access token of a family, ends
+ * the whole family. 200 for a valid, unknown or malformed token; a token of another client is left
+ * alone (still 200). Client credentials are optional (README.md, "Security"), but when sent they
+ * must be right (401 `invalid_client`). A missing `token` is 400 `invalid_request`.
  */
 import { Effect, Option } from "effect"
 import type { RevokeRequest } from "../../../schema/Identity/Token.js"

@@ -1,5 +1,5 @@
 /**
- * Scope strings (RFC 6749 section 3.3) and the scope rules of userinfo (SPEC 4.2).
+ * Scope strings (RFC 6749 section 3.3) and the scope rules of userinfo (`userInfoFor`).
  */
 import { Scopes as CatalogScopes } from "../../../schema/Annotations.js"
 import { GrantedRole, Subject, UserId } from "../../../schema/Identity/User.js"
@@ -9,9 +9,10 @@ import { UserInfo } from "../../../schema/Identity/UserInfo.js"
 export const OIDC_SCOPES = ["openid", "profile", "email", "offline_access"] as const
 
 /**
- * The scopes this provider knows; an authorize request with any other is `invalid_scope`. The catalog
- * scopes (DECISIONS 3) are OAuth scopes of the same name: a user token granted `catalog:read` may
- * read the catalog on the user's behalf, and nothing else maps to a catalog scope.
+ * The scopes this provider knows; an authorize request with any other is `invalid_scope`. The
+ * catalog scopes (docs/api-contract.md, "Credentials, scopes and the content limit") are OAuth
+ * scopes of the same name: a user token granted `catalog:read` may read the catalog on the user's
+ * behalf, and nothing else maps to a catalog scope.
  */
 export const SUPPORTED_SCOPES = [...OIDC_SCOPES, ...CatalogScopes] as const
 
@@ -76,7 +77,7 @@ export const parseScope = (scope: string | undefined): ReadonlyArray<string> | u
 
 export const formatScope = (scopes: ReadonlyArray<string>): string => scopes.join(" ")
 
-/** Whether every scope of `requested` is in `granted` (consent reuse, refresh narrowing: DECISIONS 2, 6). */
+/** Whether every scope of `requested` is in `granted` (consent reuse; refresh narrowing, RFC 6749 section 6). */
 export const isSubset = (requested: ReadonlyArray<string>, granted: ReadonlyArray<string>): boolean => {
   const set = new Set(granted)
   return requested.every((scope) => set.has(scope))
@@ -94,7 +95,7 @@ export interface UserInfoSource {
 }
 
 /**
- * SPEC 4.2 userinfo: `id`, `sub`, `roles`, `updated_at` always; `name` and `picture` with scope
+ * Userinfo claims: `id`, `sub`, `roles`, `updated_at` always; `name` and `picture` with scope
  * `profile` or an empty scope; `email` and `email_verified` (OIDC Core section 5.1) with scope
  * `email` or an empty scope; `site_roles` (already scoped to the token's site by the caller) omitted
  * when none are granted.

@@ -1,5 +1,6 @@
 /**
- * The token endpoint (SPEC 4.2, RFC 6749 sections 4.1.3, 5 and 6; DECISIONS 3-6, 9).
+ * The token endpoint (RFC 6749 sections 4.1.3, 5 and 6, RFC 7636; docs/decisions.md,
+ * "Identity: protocol" and "Identity: tokens and sessions").
  *
  * Order: client id known -> failed-authentication bucket of (client_id, address) -> secret ->
  * per-client token bucket -> grant.
@@ -20,7 +21,7 @@
  * `authorization_code`: two statements, no transaction. The first consumes the code (committed at
  * once, so a consumed code stays consumed even when a later check fails: a stolen code cannot be
  * tried twice) and reads its user; the second creates the refresh family unless a replay marked the
- * code meanwhile. A replay marks the code and revokes what it produced (DECISIONS 4).
+ * code meanwhile. A replay marks the code and revokes what it produced (RFC 6749 section 4.1.2).
  *
  * `refresh_token`: rotation is one conditional statement (exactly one winner among concurrent
  * uses) that also checks the client binding, the family, the user and that `scope` only narrows

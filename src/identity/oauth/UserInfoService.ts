@@ -1,7 +1,7 @@
 /**
- * `GET /oauth/userinfo` (SPEC 4.2, OpenID Connect Core section 5.3): the Bearer access token is
- * verified with the provider's keys (RS256, `typ: at+jwt`, our issuer), must belong to a live family
- * or session, and its user must not be banned. Failures are RFC 6750 section 3 errors with a
+ * `GET /oauth/userinfo` (OpenID Connect Core section 5.3): the Bearer access token is verified with
+ * the provider's keys (RS256, `typ: at+jwt`, our issuer), must belong to a live family or session,
+ * and its user must not be banned. Failures are RFC 6750 section 3 errors with a
  * `WWW-Authenticate: Bearer` challenge.
  */
 import type { HttpServerRequest } from "@effect/platform"

@@ -4,7 +4,7 @@
  * backoffs, the growing delays of sign-in per account. One interface, two layers:
  *
  * - `RateLimiterLive`: PostgreSQL. One atomic statement refills and takes against
- *   `rate_limit_buckets`, so every process shares the same buckets (ARCHITECTURE "Scale-out").
+ *   `rate_limit_buckets`, so every process shares the same buckets.
  * - `RateLimiterMemory`: a map in this process; a single-process option and the unit-test layer.
  *
  * A bucket holds at most `capacity` tokens and gains `refillPerSecond` per second; `take` takes one,

@@ -1,9 +1,9 @@
 /**
- * The provider's own browser session (DECISIONS 2, 12). The cookie holds 256 random bits; the table
- * keeps only its SHA-256. A session also has a public `sid` (a UUID) that the access tokens minted
- * by sign-in carry, so ending the session kills them too. Ending a session revokes the refresh
- * families it produced: logging out of the provider logs the user out of the relying parties that
- * signed in through it.
+ * The provider's own browser session (docs/decisions.md, "Identity: tokens and sessions"). The
+ * cookie holds 256 random bits; the table keeps only its SHA-256. A session also has a public `sid`
+ * (a UUID) that the access tokens minted by sign-in carry, so ending the session kills them too.
+ * Ending a session revokes the refresh families it produced: logging out of the provider logs the
+ * user out of the relying parties that signed in through it.
  */
 import type { HttpServerRequest } from "@effect/platform"
 import { HttpServerResponse } from "@effect/platform"

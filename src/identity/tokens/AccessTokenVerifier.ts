@@ -1,10 +1,10 @@
 /**
- * Access-token verification for resource servers other than the provider itself (the catalog, SPEC
- * 5; ARCHITECTURE "Authentication"): the token's signature is checked against the provider's JWKS
- * at `{IDENTITY_ISSUER}/oauth/jwks` (override: `IDENTITY_JWKS_URL`), fetched over HTTP, cached, and
- * refetched when a token names an unknown `kid` (at most once per cooldown, so random `kid`s cannot
- * make the catalog hammer the provider). The same code path runs whether the catalog shares a
- * process with the provider or runs alone (`SHIORI_SERVE=catalog`).
+ * Access-token verification for resource servers other than the provider itself (the catalog): the
+ * token's signature is checked against the provider's JWKS at `{IDENTITY_ISSUER}/oauth/jwks`
+ * (override: `IDENTITY_JWKS_URL`), fetched over HTTP, cached, and refetched when a token names an
+ * unknown `kid` (at most once per cooldown, so random `kid`s cannot make the catalog hammer the
+ * provider). The same code path runs whether the catalog shares a process with the provider or runs
+ * alone (`SHIORI_SERVE=catalog`).
  *
  * After the signature: `typ` must be `at+jwt` (no id_tokens), the issuer must be ours, RS256 only
  * (no `alg: none`, no HS256 keyed with the public key), `aud` must name the catalog

@@ -1,6 +1,6 @@
 /**
- * Lifetimes of everything the provider issues (SPEC 4.2, SPEC 8). Signing-key retention is derived
- * from them, so they live in one place.
+ * Lifetimes of everything the provider issues. Signing-key retention is derived from them, so they
+ * live in one place.
  */
 import { ACCESS_TOKEN_TTL_SECONDS } from "../../../schema/Identity/Token.js"
 
@@ -9,10 +9,13 @@ export { ACCESS_TOKEN_TTL_SECONDS }
 /** id_tokens are read once by the client at the token endpoint; one hour as most providers use. */
 export const ID_TOKEN_TTL_SECONDS = 3600
 
-/** Authorization codes: single use, 10 minutes (SPEC 4.2). */
+/** Authorization codes: single use, 10 minutes (RFC 6749 section 4.1.2). */
 export const AUTHORIZATION_CODE_TTL_SECONDS = 600
 
-/** Refresh tokens follow the session: 90 days unless the client overrides it (SPEC 4.2, DECISIONS 6). */
+/**
+ * Refresh tokens follow the session: 90 days unless the client overrides it
+ * (docs/decisions.md, "Identity: tokens and sessions").
+ */
 export const REFRESH_TOKEN_TTL_SECONDS = 90 * 24 * 3600
 
 /** The longest any signed token stays valid; a retired key is published at least this long. */

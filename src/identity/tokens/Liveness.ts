@@ -2,7 +2,8 @@
  * The second half of accepting an access token: is what it belongs to still alive? Client tokens
  * carry their refresh family (`fid`); sign-in tokens carry their session (`sid`). A revoked family
  * (reuse, code replay, RFC 7009 revocation, logout, ban) or an ended session makes its access
- * tokens dead before `exp` (DECISIONS 4, 6, 7). A token with neither claim was not minted here.
+ * tokens dead before `exp` (docs/decisions.md, "Identity: tokens and sessions"). A token with
+ * neither claim was not minted here.
  *
  * `TokenLiveness` asks the database every time (userinfo, authorize, the provider's own endpoints);
  * `cachedLiveness` remembers "alive" for a few seconds and "dead" for good, for the catalog's hot

@@ -1,12 +1,12 @@
 /**
- * Signed tokens: RFC 9068 access tokens (DECISIONS 5) and OpenID Connect id_tokens (OIDC Core 1.0
- * section 2), both RS256 with the active key's `kid`.
+ * Signed tokens: RFC 9068 access tokens and OpenID Connect id_tokens (OIDC Core 1.0 section 2),
+ * both RS256 with the active key's `kid`.
  *
  * Access token claims: `iss sub aud client_id scope jti iat exp` (RFC 9068 section 2.2) plus `uid`
  * (integer user id), `roles`, `site_roles`, `site` (the client's site, when it has one),
  * `auth_time`, `content_limit` (the client's catalog content gate), and either `fid` (the refresh
  * family of a client's token) or `sid` (the provider session of a sign-in token). A revoked family
- * or an ended session makes its access tokens dead at userinfo and the catalog (DECISIONS 7); that
+ * or an ended session makes its access tokens dead at userinfo and the catalog; that
  * lookup needs the database and is the caller's second step after verification (`Liveness.ts`).
  * `aud` of a client's token is the catalog, the resource server it is for (RFC 9068 section 3;
  * `catalogAudienceConfig`), the client being named by `client_id`; a sign-in token's is the issuer.
@@ -108,7 +108,7 @@ export class AccessTokenRejected extends Schema.TaggedError<AccessTokenRejected>
   reason: AccessTokenRejection,
   message: Schema.String
 }) {
-  /** Envelope code (DECISIONS 10): 10003 for an expired token, 10002 for every other rejection. */
+  /** Envelope code (README.md, "Envelope codes"): 10003 for an expired token, 10002 for every other rejection. */
   get envelopeCode(): 10002 | 10003 {
     return this.reason === "expired" ? 10003 : 10002
   }
@@ -218,7 +218,7 @@ export interface AccessTokenInput {
   readonly sessionId?: string | undefined
   /** Unix seconds of the end-user authentication (RFC 9068 section 2.2.1). */
   readonly authTime?: number | undefined
-  /** The catalog content gate of the client (DECISIONS 4). */
+  /** The catalog content gate of the client (docs/api-contract.md, "Credentials, scopes and the content limit"). */
   readonly contentLimit?: "sfw" | "nsfw" | undefined
 }
 

@@ -1,6 +1,6 @@
 /**
- * Accounts (SPEC 5): integer `id`, UUID `sub`, email, name, picture, granted roles (`user` is
- * implicit), site roles per site, banned flag; passwords hashed with scrypt (DECISIONS 11).
+ * Accounts: integer `id`, UUID `sub`, email, name, picture, granted roles (`user` is implicit),
+ * site roles per site, banned flag; passwords hashed with scrypt (README.md, "Security").
  */
 import { SqlClient } from "@effect/sql"
 import { Data, Effect, Option, Schema } from "effect"
@@ -176,7 +176,7 @@ export class Users extends Effect.Service<Users>()("identity/Users", {
 
     /**
      * Bans (or unbans) an account. A ban also ends every session and revokes every refresh family
-     * of the user, so tokens already out stop working at userinfo and the catalog (SPEC 5).
+     * of the user, so tokens already out stop working at userinfo and the catalog.
      */
     const setBanned = Effect.fn("Users.setBanned")(function*(id: number, banned: boolean) {
       return yield* Effect.gen(function*() {
@@ -234,7 +234,7 @@ export class Users extends Effect.Service<Users>()("identity/Users", {
       return rows.length > 0
     })
 
-    /** The user's roles at `site`; none without a site (SPEC 5: scoped to the issuing client's site). */
+    /** The user's roles at `site`; none without a site (site roles are scoped to the issuing client's site). */
     const siteRoles = (id: number, site: string | null | undefined) =>
       site === null || site === undefined
         ? Effect.succeed<ReadonlyArray<string>>([])
