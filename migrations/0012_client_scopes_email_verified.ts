@@ -7,9 +7,10 @@
  *   clients get the default set, `DEFAULT_CLIENT_SCOPES` in src/identity/oauth/Scopes.ts; the write
  *   scopes and `moderation` need an operator's `client update --scope`. A public client (no secret,
  *   RFC 6749 section 2.1) can never hold `moderation`: anyone can present its id.
- * - `users.email_verified` (OpenID Connect Core section 5.1): false unless someone vouched for the
- *   address. Every account so far was created by an operator (`user create`, the only path that
- *   creates accounts), who vouches for it, so existing rows are verified.
+ * - `users.email_verified` (OpenID Connect Core section 5.1): false unless the address was proven.
+ *   When this migration ran, every account had been created by an operator (`user create`), who
+ *   vouches for it, so existing rows are verified; registration and email changes (with an emailed
+ *   code, migrations/0016) verify addresses since.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
