@@ -22,7 +22,7 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, Option, Stream } from "effect"
+import { Effect, Option, Predicate, Stream } from "effect"
 
 /**
  * A route that takes an upload: `multipart/form-data` is let through to it (its handler parses the
@@ -53,10 +53,8 @@ export interface BodyLimit<R> {
 }
 
 /** The platform reader's failure once a body passes `MaxBodySize` (the backstop). */
-export const isBodyTooLarge = (error: unknown): boolean => {
-  const cause = (error as any)?.cause
-  return cause instanceof Error && cause.message === "maxBytes exceeded"
-}
+export const isBodyTooLarge = (error: unknown): boolean =>
+  Predicate.hasProperty(error, "cause") && error.cause instanceof Error && error.cause.message === "maxBytes exceeded"
 
 type Buffered =
   | { readonly _tag: "Body"; readonly bytes: Buffer }

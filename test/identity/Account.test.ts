@@ -5,9 +5,10 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import * as Jose from "jose"
 import sharp from "sharp"
+import { eventually } from "../support/Eventually.js"
 import {
   createClient,
   createUser,
@@ -179,6 +180,36 @@ describe("Self-service account endpoints", () => {
         })
         expect(taken.status).toBe(409)
         expect(taken.body).toEqual({ code: 10006, message: "Email already registered", data: null })
+      }))
+
+    it.effect("SPEC 4.2: an address taken by a transaction committing during PUT /auth/email is 409 10006, never a 500", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const sql = yield* SqlClient.SqlClient
+        const user = yield* createUser()
+        const other = yield* createUser()
+        const target = freshEmail()
+        const { accessToken } = yield* promise(() => login(identity, user))
+        yield* call(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: target } })
+        const code = yield* lastCode(identity, target)
+        // Another writer moves `other` to the address and commits only after the request has passed
+        // its "is the address free?" check: the request's write then meets the unique index.
+        const answer = yield* Effect.gen(function*() {
+          yield* sql`UPDATE users SET email = ${target} WHERE id = ${other.id}`
+          const request = yield* Effect.fork(
+            call(identity, "PUT", "/auth/email", { token: accessToken, body: { email: target, code } })
+          )
+          yield* eventually(
+            sql`SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'`.pipe(
+              Effect.flatMap((rows) => rows.length > 0 ? Effect.void : Effect.fail("not waiting yet"))
+            )
+          )
+          return request
+        }).pipe(sql.withTransaction, Effect.flatMap(Fiber.join))
+        expect(answer.status).toBe(409)
+        expect(answer.body.code).toBe(10006)
+        const owners = yield* sql`SELECT id FROM users WHERE lower(email) = ${target}`
+        expect(owners.map((row) => Number(row.id))).toEqual([other.id])
       }))
 
     it.effect("an emailed code takes 5 tries, then 429 10012 even for the right code", () =>

@@ -17,6 +17,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { AccountSession, AccountSessions, CodeSent, Me, ProfileLength } from "../../../schema/Identity/Me.js"
 import { GrantedRole, Subject, UserId } from "../../../schema/Identity/User.js"
+import { isUniqueViolation } from "../../platform/SqlState.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import { Login } from "../auth/Login.js"
 import { Passwords } from "../crypto/Passwords.js"
@@ -153,7 +154,7 @@ export class Account extends Effect.Service<Account>()("identity/Account", {
           WHERE id = ${endUser.user.id}
             AND NOT EXISTS (SELECT 1 FROM users o WHERE lower(o.email) = lower(${email}) AND o.id <> ${endUser.user.id})
           RETURNING id
-        `.pipe(Effect.orDie)
+        `
         if (rows.length === 0) return true
         if (previous.toLowerCase() !== email.toLowerCase()) {
           yield* mailer.send({
@@ -169,7 +170,10 @@ export class Account extends Effect.Service<Account>()("identity/Account", {
       }).pipe(
         sql.withTransaction,
         // A concurrent registration or change may take the address between the check and the write.
-        Effect.catchTag("SqlError", (error) => isUniqueViolation(error) ? Effect.succeed(true) : Effect.die(error))
+        Effect.catchTag(
+          "SqlError",
+          (error) => isUniqueViolation(error, "users_email_lower_key") ? Effect.succeed(true) : Effect.die(error)
+        )
       )
       if (taken) return yield* refused("EMAIL_TAKEN")
       return yield* me(endUser.user.id)
@@ -317,6 +321,3 @@ export class Account extends Effect.Service<Account>()("identity/Account", {
     } as const
   })
 }) {}
-
-const isUniqueViolation = (error: { readonly cause?: unknown }) =>
-  typeof error.cause === "object" && error.cause !== null && (error.cause as { code?: unknown }).code === "23505"

@@ -22,6 +22,7 @@ import {
   CreatorApplicationStatus,
   REAPPLY_AFTER_DAYS
 } from "../../../schema/Identity/Creator.js"
+import { isUniqueViolation } from "../../platform/SqlState.js"
 import { html } from "../frontend/Html.js"
 import { Mailer } from "../mail/Mailer.js"
 import { refused, retryAfter } from "../Refused.js"
@@ -94,11 +95,8 @@ const toEntry = (row: typeof EntryRow.Type): ApplicationEntry => ({
 
 const isUuid = Schema.is(Schema.UUID)
 
-/** The one pending application a user may have (migrations/0017); SQLSTATE 23505 is unique_violation. */
-const isPendingConflict = (error: SqlError) => {
-  const cause = error.cause as { readonly code?: unknown; readonly constraint?: unknown } | undefined
-  return cause?.code === "23505" && cause.constraint === "creator_applications_pending_key"
-}
+/** The one pending application a user may have (migrations/0017). */
+const isPendingConflict = (error: SqlError) => isUniqueViolation(error, "creator_applications_pending_key")
 
 /** The applicant's mail: plain text and the same as HTML (values escaped). */
 const decisionMail = (entry: ApplicationEntry) => {

@@ -8,14 +8,14 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import { MyCreatorApplicationResponse } from "../../../schema/Identity/Creator.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { signedInUser } from "../auth/SignedIn.js"
 import { CreatorApplications } from "../creator/CreatorApplications.js"
 import { envelopeError, envelopeSuccess, refusal } from "./Responses.js"
 
-/** Success without a `data` member: the user never applied. */
-const nothing = () =>
-  HttpServerResponse.unsafeJson({ code: 0, message: "ok" }, { headers: { "cache-control": "no-store" } })
+/** The newest application, or (the user never applied) a success without a `data` member. */
+const mineResponse = HttpServerResponse.schemaJson(MyCreatorApplicationResponse)
 
 export const HttpCreatorLive = HttpApiBuilder.group(IdentityApi, "creator", (handlers) =>
   Effect.gen(function*() {
@@ -35,7 +35,15 @@ export const HttpCreatorLive = HttpApiBuilder.group(IdentityApi, "creator", (han
         }).pipe(Effect.catchTag("Refused", refusal)), runToCompletion)
       .handle("mine", () =>
         Effect.flatMap(signedInUser, ({ user }) => applications.mine(user.id)).pipe(
-          Effect.map(Option.match({ onNone: nothing, onSome: (application) => envelopeSuccess(application) })),
+          Effect.flatMap((application) =>
+            mineResponse(
+              Option.match(application, {
+                onNone: () => ({ code: 0, message: "ok" }) as const,
+                onSome: (data) => ({ code: 0, message: "ok", data }) as const
+              }),
+              { headers: { "cache-control": "no-store" } }
+            ).pipe(Effect.orDie)
+          ),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
   }))

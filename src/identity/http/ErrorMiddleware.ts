@@ -11,7 +11,7 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Effect, Option, Predicate } from "effect"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
@@ -101,7 +101,7 @@ export const identityErrorMiddleware = HttpApiBuilder.middleware(Effect.map(
             const request = yield* HttpServerRequest.HttpServerRequest
             const failure = Cause.failureOption(cause)
             const squashed = Option.isSome(failure) ? failure.value : Cause.squash(cause)
-            const tag = (squashed as any)?._tag
+            const tag = Predicate.hasProperty(squashed, "_tag") ? squashed._tag : undefined
             if (tag === "HttpApiDecodeError") {
               const invalid = {
                 status: 400,
