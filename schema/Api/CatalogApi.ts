@@ -13,6 +13,7 @@ import {
 } from "../Problem.js"
 import { CalendarApi } from "./CalendarApi.js"
 import { CharactersApi } from "./CharactersApi.js"
+import { ClaimEventsApi, ClaimsApi, ModerationApi } from "./ClaimsApi.js"
 import { CompaniesApi } from "./CompaniesApi.js"
 import { CredentialApi } from "./CredentialApi.js"
 import { CreditNamesApi } from "./CreditNamesApi.js"
@@ -41,6 +42,9 @@ export class CatalogApi extends HttpApi.make("catalog")
   .add(CharactersApi)
   .add(CreditNamesApi)
   .add(PersonsApi)
+  .add(ClaimsApi)
+  .add(ModerationApi)
+  .add(ClaimEventsApi)
   // Failures any operation can meet: bad parameters, a bad body, a defect, the database away.
   .addError(problem(InvalidParameter))
   .addError(problem(ValidationFailed))

@@ -8,7 +8,15 @@ import { HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@eff
 import { Context, Schema } from "effect"
 import type { Option } from "effect"
 import type { Scope } from "../Annotations.js"
-import { InvalidCredential, MissingCredential, problem, ScopeRequired } from "../Problem.js"
+import {
+  InvalidCredential,
+  MissingCredential,
+  PermissionRequired,
+  problem,
+  RateLimited,
+  ScopeRequired,
+  UserIdentityRequired
+} from "../Problem.js"
 
 export type ContentLimit = "sfw" | "nsfw"
 
@@ -23,6 +31,11 @@ export interface PrincipalShape {
   readonly credential: "api_key" | "access_token"
   /** API key id or token `jti`; never the secret. */
   readonly credentialId: string
+  /**
+   * What request budgets and idempotency keys belong to: the API key, or for access tokens the
+   * client and user (stable across refreshes, unlike `jti`).
+   */
+  readonly owner: string
   readonly site: string
   readonly scopes: ReadonlySet<Scope>
   readonly contentLimit: ContentLimit
@@ -31,18 +44,39 @@ export interface PrincipalShape {
 
 export class Principal extends Context.Tag("catalog/Principal")<Principal, PrincipalShape>() {}
 
+const bearer = HttpApiSecurity.bearer.pipe(
+  HttpApiSecurity.annotate(
+    OpenApi.Description,
+    "An API key (`sk_...`, issued by an operator: `npm run cli -- api-key create`) or an access token of the " +
+      "identity provider. Each operation names the scope it needs."
+  )
+)
+
+/** The credential middleware of read routes: proves the credential, checks the scope and the request budget. */
 export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("catalog/Authorization", {
-  failure: Schema.Union(problem(MissingCredential), problem(InvalidCredential), problem(ScopeRequired)).pipe(
-    HttpApiSchema.withEncoding({ kind: "Json", contentType: "application/problem+json" })
-  ),
+  failure: Schema.Union(
+    problem(MissingCredential),
+    problem(InvalidCredential),
+    problem(ScopeRequired),
+    problem(RateLimited)
+  ).pipe(HttpApiSchema.withEncoding({ kind: "Json", contentType: "application/problem+json" })),
   provides: Principal,
-  security: {
-    bearer: HttpApiSecurity.bearer.pipe(
-      HttpApiSecurity.annotate(
-        OpenApi.Description,
-        "An API key (`sk_...`, issued by an operator: `npm run cli -- api-key create`) or an access token of the " +
-          "identity provider. Each operation names the scope it needs."
-      )
-    )
-  }
+  security: { bearer }
+}) {}
+
+/**
+ * The same middleware for routes with a rule (schema/Api/Writes.ts): it also checks the rule's user
+ * and role, so it can answer `USER_IDENTITY_REQUIRED` and `PERMISSION_REQUIRED`.
+ */
+export class WriteAuthorization extends HttpApiMiddleware.Tag<WriteAuthorization>()("catalog/WriteAuthorization", {
+  failure: Schema.Union(
+    problem(MissingCredential),
+    problem(InvalidCredential),
+    problem(ScopeRequired),
+    problem(RateLimited),
+    problem(UserIdentityRequired),
+    problem(PermissionRequired)
+  ).pipe(HttpApiSchema.withEncoding({ kind: "Json", contentType: "application/problem+json" })),
+  provides: Principal,
+  security: { bearer }
 }) {}

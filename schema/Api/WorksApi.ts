@@ -178,14 +178,14 @@ export const ListWorksParams = Schema.Struct({
   })),
   owner_uid: Schema.optional(
     Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)).annotations({
-      description: "Listing lane only: works whose claim is owned by this user id of the calling site (the " +
-        "site's own id space). Claims are not yet served, so no work matches until they are."
+      description: "Listing lane only: works whose claim is live and was made by this user (the identity " +
+        "provider's user id, the `uid` a site stores). A site sees its claims in other states at `GET /v2/claims`."
     })
   ),
   site: Schema.optional(
     Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/), Schema.maxLength(64)).annotations({
-      description: "Listing lane only: works claimed by this site. Claims are not yet served, so no work " +
-        "matches until they are."
+      description: "Listing lane only: works whose claim is live and held by this site. The answer is the " +
+        "same for every caller; a site sees its claims in other states at `GET /v2/claims`."
     })
   )
 }).annotations(strict)

@@ -12,9 +12,10 @@ import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListe
 import { problemMiddleware, problemOpenApiTransform, startingProblem } from "../platform/ProblemMiddleware.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { ExactSlashes, RouteTable } from "../platform/RouteTable.js"
-import { AuthorizationLive, Credentials } from "./auth/Authorization.js"
+import { AuthorizationLive, Credentials, WriteAuthorizationLive } from "./auth/Authorization.js"
 import { HttpCredentialsLive } from "./auth/Http.js"
 import { HttpCalendarLive } from "./calendar/Http.js"
+import { HttpClaimGroupsLive } from "./claims/Http.js"
 import { HttpCharactersLive } from "./characters/Http.js"
 import { HttpCompaniesLive } from "./companies/Http.js"
 import { HttpCreditNamesLive } from "./credits/Http.js"
@@ -28,6 +29,9 @@ import { ReadCache } from "./shared/ReadCache.js"
 import { HttpStatsLive } from "./stats/Http.js"
 import { HttpTagsLive } from "./tags/Http.js"
 import { HttpWorksLive } from "./works/Http.js"
+import { RequestBudget } from "./limits/RequestBudget.js"
+import { Writes } from "./writes/Writes.js"
+import { UserStanding } from "../identity/users/Standing.js"
 
 /** The documented API: the contract plus how its errors are documented. */
 export const CatalogApiDocumented = CatalogApi.annotate(OpenApi.Transform, problemOpenApiTransform)
@@ -59,11 +63,14 @@ export const CatalogApiLive = HttpApiBuilder.api(CatalogApiDocumented).pipe(
     HttpStatsLive,
     HttpCharactersLive,
     HttpCreditNamesLive,
-    HttpPersonsLive
+    HttpPersonsLive,
+    HttpClaimGroupsLive
   ]),
-  Layer.provide(HotResponsesLive(catalogRoutes)),
-  Layer.provideMerge(AuthorizationLive(catalogRoutes)),
-  Layer.provideMerge(Layer.merge(Credentials.Default, ReadCache.Default))
+  Layer.provide(Layer.merge(HotResponsesLive(catalogRoutes), Writes.Default)),
+  Layer.provideMerge(Layer.merge(AuthorizationLive(catalogRoutes), WriteAuthorizationLive(catalogRoutes))),
+  Layer.provideMerge(
+    Layer.mergeAll(Credentials.Default, ReadCache.Default, RequestBudget.Default, UserStanding.Default)
+  )
 )
 
 /** Everything but the listening socket: tests put it on an ephemeral port. */

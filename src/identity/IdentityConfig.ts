@@ -5,7 +5,7 @@
  */
 import { Config, ConfigError, Effect, Either } from "effect"
 import { parseTrustedProxies } from "./http/ClientAddress.js"
-import type { BackoffPolicy, BucketPolicy } from "./ratelimit/RateLimiter.js"
+import type { BackoffPolicy, BucketPolicy } from "../platform/RateLimiter.js"
 import { issuerConfig } from "./tokens/Tokens.js"
 
 const perMinute = (name: string, fallback: number) =>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
-import type { Attempt } from "../../src/identity/ratelimit/RateLimiter.js"
-import { RateLimiter, RateLimiterLive, RateLimiterMemory } from "../../src/identity/ratelimit/RateLimiter.js"
+import type { Attempt } from "../../src/platform/RateLimiter.js"
+import { RateLimiter, RateLimiterLive, RateLimiterMemory } from "../../src/platform/RateLimiter.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
 
 const policy = { capacity: 3, refillPerSecond: 0.5 }

@@ -1,21 +1,34 @@
 /**
- * The catalog's credential middleware (docs/api-contract.md, "Credentials, scopes and the content limit"),
- * checking in this order:
- * present (401 MISSING_CREDENTIAL) -> valid (401 INVALID_CREDENTIAL) -> scope (403 SCOPE_REQUIRED).
- * Person and tenant checks belong to the operations that need them.
+ * The catalog's credential middleware (docs/api-contract.md, "Credentials, scopes and the content limit";
+ * docs/writing.md, "Who may write"), checking in this order:
+ * present (401 MISSING_CREDENTIAL) -> valid (401 INVALID_CREDENTIAL) -> request budget (429
+ * RATE_LIMITED) -> scope (403 SCOPE_REQUIRED) -> and on routes with a rule (schema/Api/Writes.ts):
+ * a user (403 USER_IDENTITY_REQUIRED) in good standing with the rule's role (403 PERMISSION_REQUIRED).
+ * The user's roles are read at that moment, whatever the credential carried. Tenant checks belong to
+ * the operations, which know whose resource it is.
  */
-import { HttpRouter, HttpServerRequest } from "@effect/platform"
+import { HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { Scope } from "../../../schema/Annotations.js"
 import { RequiredScope, Scopes } from "../../../schema/Annotations.js"
-import { Authorization } from "../../../schema/Api/Security.js"
+import { Authorization, WriteAuthorization } from "../../../schema/Api/Security.js"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
-import { InvalidCredential, MissingCredential, ScopeRequired } from "../../../schema/Problem.js"
+import { ManagementRoles, type RouteRule, RouteRules } from "../../../schema/Api/Writes.js"
+import {
+  InvalidCredential,
+  MissingCredential,
+  PermissionRequired,
+  RateLimited,
+  ScopeRequired,
+  UserIdentityRequired
+} from "../../../schema/Problem.js"
 import { AccessTokenVerifier, AccessTokenVerifierJwks } from "../../identity/tokens/AccessTokenVerifier.js"
 import { TokenLiveness } from "../../identity/tokens/Liveness.js"
 import type { AccessTokenClaims } from "../../identity/tokens/Tokens.js"
+import { UserStanding } from "../../identity/users/Standing.js"
 import { keepListening } from "../../platform/Notifications.js"
 import type { RouteTable } from "../../platform/RouteTable.js"
+import { RequestBudget } from "../limits/RequestBudget.js"
 import { API_KEYS_CHANNEL, ApiKeys, hashKey } from "./ApiKeys.js"
 
 /** How long a verified key is trusted without a lookup; revocation also evicts at once (NOTIFY). */
@@ -33,6 +46,7 @@ const catalogScopes: ReadonlySet<string> = new Set(Scopes)
 export const principalFromAccessToken = (claims: AccessTokenClaims): PrincipalShape => ({
   credential: "access_token",
   credentialId: claims.jti,
+  owner: `client:${claims.client_id}:user:${claims.uid}`,
   site: claims.site ?? "",
   scopes: new Set(claims.scopes.filter((scope): scope is Scope => catalogScopes.has(scope))),
   contentLimit: claims.content_limit ?? "sfw",
@@ -91,6 +105,7 @@ export class Credentials extends Effect.Service<Credentials>()("catalog/Credenti
       const principal: PrincipalShape = {
         credential: "api_key",
         credentialId: key.id,
+        owner: `key:${key.id}`,
         site: key.site,
         scopes: new Set(key.scopes),
         contentLimit: key.contentLimit,
@@ -129,42 +144,112 @@ export const bearerToken = (header: string | undefined): Option.Option<string> =
   return match ? Option.some(match[1]!) : Option.some("")
 }
 
+/** True when `roles` hold `role` or a management role above it. */
+export const holdsRole = (roles: ReadonlyArray<string>, role: (typeof ManagementRoles)[number]): boolean =>
+  ManagementRoles.slice(ManagementRoles.indexOf(role)).some((r) => roles.includes(r))
+
+interface RouteNeeds {
+  readonly scope: Scope | "any"
+  readonly rule: RouteRule | undefined
+}
+
+const makeAuthorize = (routes: RouteTable) =>
+  Effect.gen(function*() {
+    const credentials = yield* Credentials
+    const budget = yield* RequestBudget
+    const standing = yield* UserStanding
+    const needs = new Map<string, RouteNeeds>()
+    for (const route of routes.routes) {
+      const middlewares = route.group.middlewares as ReadonlySet<unknown>
+      if (!middlewares.has(Authorization) && !middlewares.has(WriteAuthorization)) continue
+      const scope = Context.getOption(route.annotations, RequiredScope)
+      if (Option.isNone(scope)) {
+        return yield* Effect.dieMessage(`${route.method} ${route.path} has no RequiredScope annotation`)
+      }
+      const rule = Option.getOrUndefined(Context.getOption(route.annotations, RouteRules))
+      if (rule !== undefined && !middlewares.has(WriteAuthorization)) {
+        return yield* Effect.dieMessage(`${route.method} ${route.path} has a rule but not WriteAuthorization`)
+      }
+      needs.set(`${route.method} ${route.path}`, { scope: scope.value, rule })
+    }
+
+    const routeNeeds = Effect.map(
+      HttpRouter.RouteContext,
+      (route) => needs.get(`${route.route.method} ${route.route.path}`)
+    )
+
+    /** The user the rule needs, with the roles and standing they have now. */
+    const actingUser = (principal: PrincipalShape, rule: RouteRule) =>
+      Effect.gen(function*() {
+        if (Option.isNone(principal.user)) {
+          return yield* new UserIdentityRequired({
+            detail: "This operation acts for a person: use an identity access token or an API key created for a " +
+              "user (`api-key create --user <id>`)."
+          })
+        }
+        const user = principal.user.value
+        const now = yield* standing.of(user.id)
+        if (Option.isNone(now) || now.value.banned) {
+          return yield* new PermissionRequired({ detail: "The credential's user may not act on the catalog." })
+        }
+        if (rule.role !== undefined && !holdsRole(now.value.roles, rule.role)) {
+          return yield* new PermissionRequired({
+            detail: `This operation needs the \`${rule.role}\` role or one above it.`
+          })
+        }
+        return { ...principal, user: Option.some({ ...user, roles: now.value.roles }) } satisfies PrincipalShape
+      })
+
+    /** Credential, budget and scope: what every route checks. */
+    const authenticate = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const token = bearerToken(request.headers.authorization)
+      if (Option.isNone(token)) {
+        return yield* new MissingCredential({ detail: "Send `Authorization: Bearer <token>`." })
+      }
+      if (token.value === "") {
+        return yield* new InvalidCredential({ detail: "The Authorization header is not a Bearer credential." })
+      }
+      const principal = yield* credentials.authenticate(token.value)
+      const admission = yield* budget.take(principal.owner)
+      const limitHeaders = budget.headers(admission)
+      yield* HttpApp.appendPreResponseHandler((_request, response) =>
+        Effect.succeed(HttpServerResponse.setHeaders(response, limitHeaders))
+      )
+      if (admission.retryAfterSeconds > 0) {
+        return yield* new RateLimited({
+          detail: "This credential's request budget is spent; wait `Retry-After` seconds.",
+          retry_after: admission.retryAfterSeconds
+        })
+      }
+      const need = yield* routeNeeds
+      if (need !== undefined && need.scope !== "any" && !principal.scopes.has(need.scope)) {
+        return yield* new ScopeRequired({ detail: `This operation needs the \`${need.scope}\` scope.` })
+      }
+      return principal
+    })
+
+    /** Then the route's rule. */
+    const authenticateForRule = Effect.gen(function*() {
+      const principal = yield* authenticate
+      const need = yield* routeNeeds
+      return need?.rule?.user === true ? yield* actingUser(principal, need.rule) : principal
+    })
+
+    return { authenticate, authenticateForRule } as const
+  })
+
 export const AuthorizationLive = (routes: RouteTable) =>
   Layer.effect(
     Authorization,
-    Effect.gen(function*() {
-      const credentials = yield* Credentials
-      const scopes = new Map<string, Scope | "any">()
-      for (const route of routes.routes) {
-        const needsCredential = route.group.middlewares.has(Authorization as any)
-        if (!needsCredential) continue
-        const scope = Context.getOption(route.annotations, RequiredScope)
-        if (Option.isNone(scope)) {
-          return yield* Effect.dieMessage(`${route.method} ${route.path} has no RequiredScope annotation`)
-        }
-        scopes.set(`${route.method} ${route.path}`, scope.value)
-      }
-      return Authorization.of({
-        bearer: (_decoded: Redacted.Redacted) =>
-          Effect.gen(function*() {
-            const request = yield* HttpServerRequest.HttpServerRequest
-            const token = bearerToken(request.headers.authorization)
-            if (Option.isNone(token)) {
-              return yield* new MissingCredential({ detail: "Send `Authorization: Bearer <token>`." })
-            }
-            if (token.value === "") {
-              return yield* new InvalidCredential({ detail: "The Authorization header is not a Bearer credential." })
-            }
-            const principal = yield* credentials.authenticate(token.value)
-            const route = yield* HttpRouter.RouteContext
-            const required = scopes.get(`${route.route.method} ${route.route.path}`)
-            if (required !== undefined && required !== "any" && !principal.scopes.has(required)) {
-              return yield* new ScopeRequired({
-                detail: `This operation needs the \`${required}\` scope.`
-              })
-            }
-            return principal
-          })
-      })
-    })
+    Effect.map(makeAuthorize(routes), (a) => Authorization.of({ bearer: (_: Redacted.Redacted) => a.authenticate }))
+  )
+
+export const WriteAuthorizationLive = (routes: RouteTable) =>
+  Layer.effect(
+    WriteAuthorization,
+    Effect.map(
+      makeAuthorize(routes),
+      (a) => WriteAuthorization.of({ bearer: (_: Redacted.Redacted) => a.authenticateForRule })
+    )
   )

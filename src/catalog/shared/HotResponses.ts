@@ -6,7 +6,10 @@
  * the same URL itself when the request carries an API key that was verified within the last minute
  * and not revoked since (`Credentials.peek`, in memory), with the same content limit and the route's
  * scope: the same body, content type and ETag (304 when `If-None-Match` matches it), a fresh
- * `X-Request-ID`, gzip-encoded for a client that accepts it as the stack's is (Compression.ts).
+ * `X-Request-ID`, gzip-encoded for a client that accepts it as the stack's is (Compression.ts). Each
+ * such answer spends a token of the credential's request budget from this process's lease
+ * (limits/RequestBudget.ts) and carries the same RateLimit headers as the stack's; with no lease in
+ * memory the stack answers.
  * Anything else (unknown or unverified credentials, access tokens, other methods or URLs) goes
  * through the stack as usual, which is also what fills this cache.
  *
@@ -28,6 +31,7 @@ import { Preemption } from "../../platform/HttpListener.js"
 import { makeRequestId } from "../../platform/RequestId.js"
 import type { RouteTable } from "../../platform/RouteTable.js"
 import { bearerToken, Credentials } from "../auth/Authorization.js"
+import { RequestBudget } from "../limits/RequestBudget.js"
 import { makeByteLru } from "./ByteLru.js"
 import { ReadCache } from "./ReadCache.js"
 
@@ -98,6 +102,7 @@ export const HotResponsesLive = (routes: RouteTable) =>
     Effect.gen(function*() {
       const cache = yield* ReadCache
       const credentials = yield* Credentials
+      const budget = yield* RequestBudget
       const preemption = yield* Preemption
       const scopes = new Map<string, Scope | "any">()
       for (const route of routes.routes) {
@@ -134,6 +139,11 @@ export const HotResponsesLive = (routes: RouteTable) =>
           const compressible = entry.bytes.length >= MIN_COMPRESSED_BYTES
           const gzipped = compressible && acceptsGzip(req.headers["accept-encoding"])
           if (gzipped && entry.gzip === undefined) return false
+          // The request counts against the credential's budget like any other; without a leased token
+          // in memory the stack answers (and leases, or refuses with 429).
+          const admission = budget.takeNow(principal.owner)
+          if (admission === undefined) return false
+          const limits = budget.headers(admission)
           hotResponses.unsafeUpdate(1, [])
           const etag = entry.answer.etag === undefined
             ? undefined
@@ -143,7 +153,7 @@ export const HotResponsesLive = (routes: RouteTable) =>
           const vary = compressible ? { vary: VARY } : {}
           const requestId = makeRequestId()
           if (etag !== undefined && noneMatch(req.headers["if-none-match"], entry.answer.etag!)) {
-            res.writeHead(304, { etag, ...vary, "x-request-id": requestId })
+            res.writeHead(304, { etag, ...vary, "x-request-id": requestId, ...limits })
             res.end()
             return true
           }
@@ -154,7 +164,8 @@ export const HotResponsesLive = (routes: RouteTable) =>
             ...(gzipped ? { "content-encoding": "gzip" } : {}),
             ...vary,
             "x-request-id": requestId,
-            ...(etag === undefined ? {} : { etag })
+            ...(etag === undefined ? {} : { etag }),
+            ...limits
           })
           res.end(body)
           return true

@@ -23,6 +23,10 @@ export interface WorkFilters {
   readonly medium?: string | undefined
   /** Listing lane only. */
   readonly platform?: string | undefined
+  /** Listing lane only: works whose claim is live and held by this site. */
+  readonly site?: string | undefined
+  /** Listing lane only: works whose live claim was made by this user (identity user id). */
+  readonly owner_uid?: string | undefined
 }
 
 /** `w.live`, and not nsfw for an `sfw` credential. */
@@ -43,6 +47,14 @@ export const filterSql = (sql: Sql, filters: WorkFilters): Fragment => {
   if (filters.content_rating !== undefined) clauses.push(sql`w.nsfw = ${filters.content_rating === "nsfw"}`)
   if (filters.medium !== undefined) clauses.push(sql`w.media @> ARRAY[${filters.medium}]::text[]`)
   if (filters.platform !== undefined) clauses.push(sql`w.platforms @> ARRAY[${filters.platform}]::text[]`)
+  if (filters.site !== undefined) {
+    clauses.push(sql`EXISTS (SELECT 1 FROM claims fs WHERE fs.work_id = w.id AND fs.state = 'live'
+      AND fs.site = ${filters.site})`)
+  }
+  if (filters.owner_uid !== undefined) {
+    clauses.push(sql`EXISTS (SELECT 1 FROM claims fo WHERE fo.work_id = w.id AND fo.state = 'live'
+      AND fo.owner_uid = ${filters.owner_uid})`)
+  }
   return clauses.length === 0 ? sql`TRUE` : sql.and(clauses)
 }
 

@@ -278,21 +278,16 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
       const view = params.view ?? "basic"
       const limit = params.limit ?? DEFAULT_LIMIT
       const sort: WorkSort = params.sort ?? "id"
-      const filters: WorkFilters = { ...facetFilters(params), platform: params.platform }
-      const digest = filterDigest({
-        "": "works",
-        lane: "list",
-        ...filters,
-        owner_uid: params.owner_uid,
-        site: params.site
-      })
+      const filters: WorkFilters = {
+        ...facetFilters(params),
+        platform: params.platform,
+        site: params.site,
+        owner_uid: params.owner_uid
+      }
+      const digest = filterDigest({ "": "works", lane: "list", ...filters })
       const after = params.cursor === undefined
         ? undefined
         : yield* cursors.decode(params.cursor, { sort, filters: digest })
-      // Claims attach works to sites; until claims are served no work is claimed.
-      if (params.owner_uid !== undefined || params.site !== undefined) {
-        return envelope({ items: [], total: params.include_total === true ? 0 : undefined })
-      }
       const keyset = repo.keyset({ filters, sort, after, take: limit + 1, nsfw, view })
       // Side by side only when there is a count to run (forking a fiber is not free).
       const [rows, total] = params.include_total !== true

@@ -9,7 +9,7 @@
 import { Effect } from "effect"
 import { addressBucket } from "../http/ClientAddress.js"
 import { IdentityConfig } from "../IdentityConfig.js"
-import { makeLeasedBuckets, RateLimiter } from "./RateLimiter.js"
+import { makeLeasedBuckets, RateLimiter } from "../../platform/RateLimiter.js"
 
 export type AddressLimitedEndpoint = "authorize" | "userinfo" | "revoke"
 

@@ -1,7 +1,8 @@
 /**
- * Token buckets for the identity provider: the token endpoint per `client_id`, sign-in
- * per address and per (account, address), authorize, userinfo and revocation per address; and
- * backoffs, the growing delays of sign-in per account. One interface, two layers:
+ * Token buckets shared by every process: the catalog's request budget per credential; the identity
+ * provider's token endpoint per `client_id`, sign-in per address and per (account, address),
+ * authorize, userinfo and revocation per address; and backoffs, the growing delays of sign-in per
+ * account. One interface, two layers:
  *
  * - `RateLimiterLive`: PostgreSQL. One atomic statement refills and takes against
  *   `rate_limit_buckets`, so every process shares the same buckets.
@@ -39,6 +40,8 @@ export interface LeaseResult {
   readonly granted: number
   /** Whole seconds until one token is available when none was granted; 0 otherwise. */
   readonly retryAfterSeconds: number
+  /** Whole tokens left in the bucket after this call. */
+  readonly remaining: number
 }
 
 export interface BackoffPolicy {
@@ -58,7 +61,7 @@ export interface Attempt {
   readonly backoffPolicy: BackoffPolicy
 }
 
-export class RateLimiter extends Context.Tag("identity/RateLimiter")<RateLimiter, {
+export class RateLimiter extends Context.Tag("platform/RateLimiter")<RateLimiter, {
   readonly take: (key: string, policy: BucketPolicy) => Effect.Effect<TakeResult>
   readonly takeUpTo: (key: string, policy: BucketPolicy, want: number) => Effect.Effect<LeaseResult>
   /**
@@ -108,7 +111,11 @@ export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClien
         FROM rate_limit_take(${key}, ${policy.capacity}::float8, ${policy.refillPerSecond}::float8, ${want}::integer)
       `.pipe(Effect.flatMap(decode), Effect.orDie)
       const row = rows[0] ?? { granted: 0, tokens: 0 }
-      return { granted: row.granted, retryAfterSeconds: row.granted > 0 ? 0 : retryAfter(row.tokens, policy) }
+      return {
+        granted: row.granted,
+        retryAfterSeconds: row.granted > 0 ? 0 : retryAfter(row.tokens, policy),
+        remaining: Math.max(0, Math.floor(row.tokens))
+      }
     })
 
     // `rate_limit_admit` (migrations/0013): one round trip that locks the backoff's row, then the
@@ -200,7 +207,11 @@ export const makeMemoryRateLimiter = Effect.sync(() => {
       // A refused call leaves the bucket as it was, refill clock included.
       if (granted > 0 || bucket === undefined) buckets.set(key, { tokens: tokens - granted, updatedAt: now })
       policies.set(key, policy)
-      return { granted, retryAfterSeconds: granted > 0 ? 0 : retryAfter(tokens, policy) }
+      return {
+        granted,
+        retryAfterSeconds: granted > 0 ? 0 : retryAfter(tokens, policy),
+        remaining: Math.max(0, Math.floor(tokens - granted))
+      }
     })
 
   // The same rules as `rate_limit_admit` (migrations/0013), synchronous like `takeUpTo`.
@@ -252,34 +263,52 @@ export const RateLimiterMemory: Layer.Layer<RateLimiter> = Layer.effect(RateLimi
 // Leased buckets
 // ---------------------------------------------------------------------------------------------
 
-/** The most tokens one process takes from a shared bucket at once, and how long it keeps them. */
-const LEASE_MAX = 16
+/** How long a process keeps leased tokens; unspent ones lapse, which only makes the limit stricter. */
 const LEASE_MILLIS = 1_000
 /** Above this many keys a map of this process's limiter state starts afresh. */
 const LEASE_KEYS_MAX = 10_000
 
+/** The verdict on one request: admitted (`retryAfterSeconds` 0) or refused for that many seconds. */
+export interface Admission {
+  readonly retryAfterSeconds: number
+  /** Tokens left for the key as this process knows them (its lease plus the shared bucket's rest). */
+  readonly remaining: number
+}
+
+export interface LeasedBudget {
+  /** Takes one token of `key`'s shared bucket, from this process's lease or a new one. */
+  readonly take: (key: string) => Effect.Effect<Admission>
+  /**
+   * Takes one token from this process's current lease without any I/O, for answers given before
+   * the request stack runs. `undefined` when there is no lease to spend from: the caller then goes
+   * the way of `take`.
+   */
+  readonly takeNow: (key: string) => Admission | undefined
+}
+
 /**
  * Shared buckets (one per key, all with `policy`) for a path too busy for a database round trip per
- * request: an in-process bucket with the same policy in front cuts a burst to `capacity` round trips,
- * a process takes a few tokens of the shared bucket at once (`capacity / 20`, at most 16, kept one
- * second; unspent ones lapse, which only makes the shared limit stricter) with one refill per key at
- * a time, and a key the shared bucket refused is refused from memory until it refills. Answers the
- * `Retry-After` seconds of a refused request, 0 for an admitted one.
+ * request: a process takes several tokens of the shared bucket at once (`capacity / 20`, at most
+ * `leaseMax`) and spends them from memory for up to a second, with one refill per key at a time; a
+ * key the shared bucket refused is refused from memory until it refills. With n processes a key can
+ * overdraw by at most n leases.
  */
-export const makeLeasedBuckets = (
+export const makeLeasedBudget = (
   limiter: Context.Tag.Service<RateLimiter>,
-  policy: BucketPolicy
-): Effect.Effect<(key: string) => Effect.Effect<number>> =>
-  Effect.gen(function*() {
-    const local = yield* makeMemoryRateLimiter
+  policy: BucketPolicy,
+  leaseMax: number
+): Effect.Effect<LeasedBudget> =>
+  Effect.sync(() => {
     const blockedUntil = new Map<string, number>()
     interface Lease {
       tokens: number
       until: number
+      /** The shared bucket's rest when the lease was taken. */
+      shared: number
       refill: Deferred.Deferred<void> | undefined
     }
     const leases = new Map<string, Lease>()
-    const leaseSize = Math.max(1, Math.min(LEASE_MAX, Math.floor(policy.capacity / 20)))
+    const leaseSize = Math.max(1, Math.min(leaseMax, Math.floor(policy.capacity / 20)))
 
     const blocked = (key: string, now: number) => {
       const until = blockedUntil.get(key)
@@ -300,40 +329,62 @@ export const makeLeasedBuckets = (
         if (taken.granted === 0) {
           if (blockedUntil.size > LEASE_KEYS_MAX) blockedUntil.clear()
           blockedUntil.set(key, now + taken.retryAfterSeconds * 1000)
-          return taken.retryAfterSeconds
+          return { retryAfterSeconds: taken.retryAfterSeconds, remaining: 0 }
         }
         blockedUntil.delete(key)
         lease.tokens = taken.granted - 1
+        lease.shared = taken.remaining
         lease.until = now + LEASE_MILLIS
-        return 0
+        return { retryAfterSeconds: 0, remaining: lease.tokens + lease.shared }
       })
 
-    const fromLease = (key: string): Effect.Effect<number> =>
+    const takeNow = (key: string, now = Date.now()): Admission | undefined => {
+      const lease = leases.get(key)
+      if (lease === undefined || lease.until <= now || lease.tokens <= 0) return undefined
+      lease.tokens -= 1
+      return { retryAfterSeconds: 0, remaining: lease.tokens + lease.shared }
+    }
+
+    const take = (key: string): Effect.Effect<Admission> =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const wait = blocked(key, now)
-        if (wait > 0) return wait
+        if (wait > 0) return { retryAfterSeconds: wait, remaining: 0 }
+        const spent = takeNow(key, now)
+        if (spent !== undefined) return spent
         let lease = leases.get(key)
         if (lease === undefined) {
           if (leases.size > LEASE_KEYS_MAX) leases.clear()
-          lease = { tokens: 0, until: 0, refill: undefined }
+          lease = { tokens: 0, until: 0, shared: 0, refill: undefined }
           leases.set(key, lease)
-        }
-        if (lease.until > now && lease.tokens > 0) {
-          lease.tokens -= 1
-          return 0
         }
         if (lease.refill === undefined) return yield* refill(key, lease)
         yield* Deferred.await(lease.refill)
-        return yield* fromLease(key)
+        return yield* take(key)
       })
 
+    return { take, takeNow: (key) => takeNow(key) }
+  })
+
+/** Lease sizes of `makeLeasedBuckets`: a few tokens at a time. */
+const LEASE_MAX = 16
+
+/**
+ * A leased budget (`makeLeasedBudget`, at most 16 tokens a lease) with an in-process bucket of the
+ * same policy in front, which cuts a burst to `capacity` round trips. Answers the `Retry-After`
+ * seconds of a refused request, 0 for an admitted one.
+ */
+export const makeLeasedBuckets = (
+  limiter: Context.Tag.Service<RateLimiter>,
+  policy: BucketPolicy
+): Effect.Effect<(key: string) => Effect.Effect<number>> =>
+  Effect.gen(function*() {
+    const local = yield* makeMemoryRateLimiter
+    const budget = yield* makeLeasedBudget(limiter, policy, LEASE_MAX)
     return (key: string) =>
       Effect.gen(function*() {
-        const wait = blocked(key, yield* Clock.currentTimeMillis)
-        if (wait > 0) return wait
         const inProcess = yield* local.take(key, policy)
         if (!inProcess.allowed) return inProcess.retryAfterSeconds
-        return yield* fromLease(key)
+        return (yield* budget.take(key)).retryAfterSeconds
       })
   })

@@ -1,0 +1,271 @@
+/**
+ * Claims, their moderation and their event log (docs/writing.md). Every route that acts for a
+ * person declares its rule (schema/Api/Writes.ts); the credential middleware, the write runner,
+ * the OpenAPI document and the credential matrix test all read it from here.
+ */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { NotModified, RequiredScope } from "../Annotations.js"
+import {
+  ClaimDecisionRecord,
+  ClaimRecord,
+  ClaimState,
+  CreateClaimInputBody,
+  DecideClaimInputBody,
+  ListClaimEvent,
+  ListClaimRecord,
+  Site,
+  Snapshot
+} from "../Catalog/Claim.js"
+import { TargetObject } from "../Catalog/Change.js"
+import { Id } from "../Catalog/Common.js"
+import { CursorParam, Limit } from "../Catalog/Query.js"
+import {
+  AlreadyExists,
+  InvalidCursor,
+  InvalidStateTransition,
+  LimitTooLarge,
+  NotFound,
+  problem
+} from "../Problem.js"
+import { Authorization, WriteAuthorization } from "./Security.js"
+import { declare, type RouteRule } from "./Writes.js"
+
+const strict = { parseOptions: { errors: "all", onExcessProperty: "error" } } as const
+
+export const ClaimPath = Schema.Struct({
+  work_id: Id.annotations({ description: "The catalog work id." })
+}).annotations(strict)
+
+const paging = {
+  limit: Schema.optional(Limit),
+  cursor: Schema.optional(CursorParam)
+}
+
+export const ListClaimsParams = Schema.Struct({
+  ...paging,
+  site: Schema.optional(Site.annotations({ description: "Only the bearer's actions within this site." })),
+  state: Schema.optional(ClaimState.annotations({ description: "Only claims currently in this state." }))
+}).annotations(strict)
+export type ListClaimsParams = typeof ListClaimsParams.Type
+
+export const QueueParams = Schema.Struct({
+  ...paging,
+  state: Schema.optional(ClaimState.annotations({ description: "Claims in this state (default `pending`)." })),
+  site: Schema.optional(Site.annotations({ description: "Only this site's claims." }))
+}).annotations(strict)
+export type QueueParams = typeof QueueParams.Type
+
+export const ClaimEventsParams = Schema.Struct({
+  ...paging,
+  after: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^[0-9]{1,18}$/)).annotations({
+      description: "The highest event id the mirror has: only events above it. Not with `cursor`."
+    })
+  ),
+  work_id: Schema.optional(Id.annotations({ description: "Only this work's events." }))
+}).annotations(strict)
+export type ClaimEventsParams = typeof ClaimEventsParams.Type
+
+export const SnapshotPath = Schema.Struct({
+  object: TargetObject,
+  id: Id
+}).annotations(strict)
+
+/** The rules of the claim routes, by endpoint name (the matrix test reads them from the route table). */
+export const claimRules = {
+  createClaim: { user: true, tenant: false, idempotent: true, quota: "claims" },
+  listClaims: { user: true, tenant: false, idempotent: false },
+  getClaim: { user: true, tenant: false, idempotent: false },
+  submitClaim: { user: true, tenant: true, idempotent: true, ifMatch: "optional", quota: "claims" },
+  releaseClaim: { user: true, tenant: true, idempotent: false, ifMatch: "optional" },
+  moderationQueue: { user: true, role: "moderator", tenant: false, idempotent: false },
+  decideClaim: {
+    user: true,
+    role: "moderator",
+    tenant: false,
+    idempotent: true,
+    ifMatch: "required",
+    quota: "decisions"
+  },
+  snapshot: { user: true, role: "moderator", tenant: false, idempotent: false }
+} as const satisfies Record<string, RouteRule>
+
+const etag = "The claim's strong `ETag` changes with every event on it; send it back as `If-Match`."
+
+export class ClaimsApi extends HttpApiGroup.make("claims")
+  .add(
+    declare(
+      HttpApiEndpoint.post("createClaim", "/v2/claims")
+        .setPayload(CreateClaimInputBody)
+        .addSuccess(ClaimRecord, { status: 201 })
+        .addError(problem(AlreadyExists))
+        .annotate(OpenApi.Summary, "Claim a work")
+        .annotate(
+          OpenApi.Description,
+          "`work_id` claims an existing work. Otherwise `refs` are matched against the works' upstream " +
+            "references: one work is claimed, several are 422 (`INCONSISTENT_WITH` on `/refs`), none mints a new " +
+            "work (which needs `display_name`). `site_work_id` with `display_name` alone, or `field_values`, mint " +
+            "a work too. A claim on an existing work starts `pending` (a `creator` publishes directly: `live`); a " +
+            "minted work starts `draft` and stays invisible to every read until its claim is `live`. A work holds " +
+            "one claim at a time: 409 `ALREADY_EXISTS`. Answers 201 with `Location` and the claim's `ETag`."
+        ),
+      "claims:write",
+      claimRules.createClaim
+    )
+  )
+  .add(
+    declare(
+      HttpApiEndpoint.get("listClaims", "/v2/claims")
+        .setUrlParams(ListClaimsParams)
+        .addSuccess(ListClaimRecord)
+        .addError(problem(LimitTooLarge))
+        .addError(problem(InvalidCursor))
+        .annotate(OpenApi.Summary, "The bearer's claims")
+        .annotate(
+          OpenApi.Description,
+          "Every work the bearer acted on (created, submitted, released or decided), oldest id first, with " +
+            "`acted_count`, `first_acted_at` and `last_event`. `site=` counts only actions within that site."
+        ),
+      "claims:write",
+      claimRules.listClaims
+    )
+  )
+  .add(
+    declare(
+      HttpApiEndpoint.get("getClaim", "/v2/claims/:work_id")
+        .setPath(ClaimPath)
+        .addSuccess(ClaimRecord)
+        .addSuccess(NotModified, { status: 304 })
+        .addError(problem(NotFound))
+        .annotate(OpenApi.Summary, "One claim (the bearer's face)")
+        .annotate(OpenApi.Description, `State \`none\` when the work is not claimed. ${etag}`),
+      "claims:write",
+      claimRules.getClaim
+    )
+  )
+  .add(
+    declare(
+      HttpApiEndpoint.post("submitClaim", "/v2/claims/:work_id/submission")
+        .setPath(ClaimPath)
+        .addSuccess(ClaimRecord)
+        .addError(problem(NotFound))
+        .addError(problem(InvalidStateTransition))
+        .annotate(OpenApi.Summary, "Submit a claim for moderation")
+        .annotate(
+          OpenApi.Description,
+          "`draft` or `declined` -> `pending` (a `creator` publishes directly: `live`). Other states: 409 " +
+            `\`INVALID_STATE_TRANSITION\`. Only the claiming site may submit. ${etag}`
+        ),
+      "claims:write",
+      claimRules.submitClaim
+    )
+  )
+  .add(
+    declare(
+      HttpApiEndpoint.del("releaseClaim", "/v2/claims/:work_id")
+        .setPath(ClaimPath)
+        .addSuccess(ClaimRecord)
+        .addError(problem(NotFound))
+        .addError(problem(InvalidStateTransition))
+        .annotate(OpenApi.Summary, "Release a claim")
+        .annotate(
+          OpenApi.Description,
+          "The claiming site gives the work up: -> `none`. A `hidden` (banned) claim cannot be released. A minted " +
+            "work that was published stays in the catalog; one that never was stays invisible."
+        ),
+      "claims:write",
+      claimRules.releaseClaim
+    )
+  )
+  .middleware(WriteAuthorization)
+  .annotate(OpenApi.Title, "Claims")
+  .annotate(
+    OpenApi.Description,
+    "Sites claim works for their products. Every route acts for a user: an identity access token, or an API key " +
+      "created for a user."
+  )
+{}
+
+export class ModerationApi extends HttpApiGroup.make("moderation")
+  .add(
+    declare(
+      HttpApiEndpoint.get("moderationQueue", "/v2/moderation/claims")
+        .setUrlParams(QueueParams)
+        .addSuccess(ListClaimRecord)
+        .addError(problem(LimitTooLarge))
+        .addError(problem(InvalidCursor))
+        .annotate(OpenApi.Summary, "Moderation queue")
+        .annotate(
+          OpenApi.Description,
+          "Claims in a state (default `pending`), longest waiting first; rows carry no `last_event`."
+        ),
+      "moderation",
+      claimRules.moderationQueue
+    )
+  )
+  .add(
+    declare(
+      HttpApiEndpoint.post("decideClaim", "/v2/moderation/claims/:work_id/decisions")
+        .setPath(ClaimPath)
+        .setPayload(DecideClaimInputBody)
+        .addSuccess(ClaimDecisionRecord, { status: 201 })
+        .addError(problem(NotFound))
+        .addError(problem(InvalidStateTransition))
+        .annotate(OpenApi.Summary, "Decide a claim")
+        .annotate(
+          OpenApi.Description,
+          "`approve`: `pending` -> `live`. `decline` (needs `note`): `pending` -> `declined`. `ban`: any claimed " +
+            "state -> `hidden`, remembering it. `unban`: `hidden` -> the remembered state. Anything else is 409 " +
+            "`INVALID_STATE_TRANSITION`. `If-Match` is required; of two moderators deciding at once, exactly one " +
+            "wins and the other gets 412. The record's `id` is the new claim event's id."
+        ),
+      "moderation",
+      claimRules.decideClaim
+    )
+  )
+  .add(
+    declare(
+      HttpApiEndpoint.get("snapshot", "/v2/moderation/snapshots/:object/:id")
+        .setPath(SnapshotPath)
+        .addSuccess(Snapshot)
+        .addError(problem(NotFound))
+        .annotate(OpenApi.Summary, "Snapshot of an entity's fields")
+        .annotate(
+          OpenApi.Description,
+          "Field key -> current value, in the `field_values` shape of claim creation (served for works, and the " +
+            "name fields of every other type)."
+        ),
+      "moderation",
+      claimRules.snapshot
+    )
+  )
+  .middleware(WriteAuthorization)
+  .annotate(OpenApi.Title, "Moderation")
+  .annotate(
+    OpenApi.Description,
+    "Deciding claims. Needs the `moderation` scope and a user with the `moderator` role or above."
+  )
+{}
+
+export class ClaimEventsApi extends HttpApiGroup.make("claimEvents")
+  .add(
+    HttpApiEndpoint.get("listClaimEvents", "/v2/catalog/claim-events")
+      .setUrlParams(ClaimEventsParams)
+      .addSuccess(ListClaimEvent)
+      .addError(problem(LimitTooLarge))
+      .addError(problem(InvalidCursor))
+      .annotate(OpenApi.Summary, "Claim event log")
+      .annotate(
+        OpenApi.Description,
+        "Every claim state change, in strictly ascending `id`. Ids become visible in ascending order (an event " +
+          "committed later always has a higher id), so a mirror that stores the highest id it has and asks " +
+          "`after=<id>` (or keeps the last `next_cursor`) while writers commit gets every event exactly once. A page " +
+          "with items always has a `next_cursor`; the page past the current end is empty and has none. Content " +
+          "gate: an `sfw` credential is not shown events of nsfw works."
+      )
+  )
+  .middleware(Authorization)
+  .annotate(RequiredScope, "catalog:read")
+  .annotate(OpenApi.Title, "Claim events")
+{}

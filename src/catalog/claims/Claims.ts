@@ -1,0 +1,464 @@
+/**
+ * Claims (docs/writing.md, "Claims"): creation and minting, the state machine, the bearer's faces,
+ * the moderation queue, the event log and snapshots. Every write returns a `WriteAnswer` for the
+ * write runner (src/catalog/writes/Writes.ts), which owns the transaction; each state change is one
+ * claim event in it.
+ *
+ * The state machine. A claim on an existing work starts `pending` (a `creator` publishes it: `live`);
+ * a minted work's claim starts `draft`. Submission: `draft`/`declined` -> `pending` (creator: `live`).
+ * Release: any claimed state but `hidden` -> `none`. Decisions: approve `pending` -> `live`, decline
+ * `pending` -> `declined` (note required), ban any claimed state -> `hidden` remembering it, unban
+ * `hidden` -> the remembered state. Anything else is 409 `INVALID_STATE_TRANSITION`.
+ */
+import { Effect, Option } from "effect"
+import type { PrincipalShape } from "../../../schema/Api/Security.js"
+import type { RouteRule } from "../../../schema/Api/Writes.js"
+import type { TargetObject } from "../../../schema/Catalog/Change.js"
+import {
+  ClaimDecisionRecord,
+  type ClaimEvent,
+  type ClaimRecord,
+  ClaimRecord as ClaimRecordSchema,
+  type ClaimState,
+  type CreateClaimInputBody,
+  type DecideClaimInputBody
+} from "../../../schema/Catalog/Claim.js"
+import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
+import {
+  AlreadyExists,
+  InvalidCursor,
+  InvalidStateTransition,
+  NotFound,
+  UserIdentityRequired,
+  ValidationFailed
+} from "../../../schema/Problem.js"
+import { entityTables } from "../merge/MergeRepo.js"
+import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
+import { checkIfMatch, checkTenant, jsonAnswer } from "../writes/Writes.js"
+import { type Bearer, ClaimsRepo, type RecordRow } from "./ClaimsRepo.js"
+import { decodeWorkFields, type MintFields } from "./WorkFields.js"
+
+/** The claim's strong ETag: it changes with every event on the work. */
+export const claimEtag = (workId: string, lastEventId: string | null) => `"claim-${workId}-${lastEventId ?? "0"}"`
+
+const toRecord = (row: RecordRow, face: "bearer" | "queue"): ClaimRecord => ({
+  object: "claim",
+  id: row.work_id,
+  state: row.state,
+  display_name: row.display_name,
+  site: row.site,
+  product_work_id: row.product_work_id,
+  ...(face === "bearer"
+    ? {
+      ...(row.last_event_id === null ? {} : {
+        last_event: {
+          object: "claim_event" as const,
+          id: row.last_event_id,
+          from_state: row.le_from,
+          to_state: row.le_to!,
+          reason: row.le_reason,
+          actor_uid: row.le_actor!,
+          created_at: row.le_created_at!
+        }
+      }),
+      acted_count: row.acted_count ?? 0,
+      first_acted_at: row.first_acted_at
+    }
+    : {})
+})
+
+const invalidTransition = (from: ClaimState, action: string) =>
+  new InvalidStateTransition({ detail: `A claim in state \`${from}\` cannot be ${action}.` })
+
+const userOf = (principal: PrincipalShape) =>
+  Option.match(principal.user, {
+    onNone: () => Effect.fail(new UserIdentityRequired({ detail: "This operation acts for a person." })),
+    onSome: (user) => Effect.succeed(user)
+  })
+
+const isCreator = (principal: PrincipalShape) =>
+  Option.exists(principal.user, (user) => user.roles.includes("creator"))
+
+const validation = (errors: ValidationFailed["errors"], detail: string) => new ValidationFailed({ detail, errors })
+
+export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
+  effect: Effect.gen(function*() {
+    const repo = yield* ClaimsRepo
+    const cursors = yield* Cursors
+
+    /** The bearer's face of one work's claim, as a write answers it. */
+    const answerRecord = (workId: string, bearer: Bearer, status: number, extra: Record<string, string> = {}) =>
+      Effect.gen(function*() {
+        const row = yield* repo.record(workId, bearer)
+        return yield* jsonAnswer(ClaimRecordSchema, toRecord(row!, "bearer"), {
+          status,
+          headers: { etag: claimEtag(workId, row!.last_event_id), ...extra }
+        })
+      })
+
+    // -------------------------------------------------------------------------------------------
+    // Creation
+    // -------------------------------------------------------------------------------------------
+
+    /** What a creation asks for: an existing work, or a work to mint. Checked before any statement. */
+    const planCreation = (body: CreateClaimInputBody) =>
+      Effect.gen(function*() {
+        if (body.work_id !== undefined && body.field_values !== undefined) {
+          return yield* validation([{
+            reason: "INCONSISTENT_WITH",
+            detail: "`/field_values` mints a work; it cannot be sent with `work_id`.",
+            pointer: "/field_values"
+          }], "`work_id` and `field_values` contradict each other.")
+        }
+        const fields = body.field_values === undefined ? {} : yield* decodeWorkFields(body.field_values)
+        const displayName = body.display_name ?? (fields["catalog.work.display_name"] as string | undefined)
+        const mint: MintFields | undefined = displayName === undefined ? undefined : {
+          display_name: displayName,
+          latin: (fields["catalog.work.latin"] as string | null | undefined) ?? null,
+          olang: (fields["catalog.work.olang"] as string | null | undefined) ?? null,
+          length_minutes: (fields["catalog.work.length_minutes"] as number | null | undefined) ?? null,
+          development_status: (fields["catalog.work.development_status"] as MintFields["development_status"]) ??
+            "finished"
+        }
+        if (
+          body.work_id === undefined && body.refs === undefined && body.field_values === undefined &&
+          body.site_work_id === undefined
+        ) {
+          return yield* validation([{
+            reason: "REQUIRED",
+            detail: "Give `work_id`, `refs`, `site_work_id` with `display_name`, or `field_values`.",
+            pointer: "/work_id"
+          }], "The body names no work to claim or mint.")
+        }
+        return { mint, refs: body.refs ?? [] }
+      })
+
+    const create = (principal: PrincipalShape, body: CreateClaimInputBody) =>
+      Effect.gen(function*() {
+        const user = yield* userOf(principal)
+        const plan = yield* planCreation(body)
+        const requireMint = (pointer: string) =>
+          plan.mint === undefined
+            ? Effect.fail(validation([{
+              reason: "REQUIRED",
+              detail: "`display_name` is required to mint a work.",
+              pointer: "/display_name"
+            }], `Nothing matched ${pointer}, so a work is minted, and minting needs a name.`))
+            : Effect.succeed(plan.mint)
+
+        let workId: string
+        let minted = false
+        if (body.work_id !== undefined) {
+          const found = yield* repo.liveWork(body.work_id)
+          if (found === undefined) {
+            return yield* validation([{
+              reason: "UNKNOWN_REFERENCE",
+              detail: "`/work_id` names no work in the catalog.",
+              pointer: "/work_id"
+            }], "The work does not exist or is not served.")
+          }
+          workId = found.id
+        } else {
+          const matches = plan.refs.length === 0 ? [] : yield* repo.worksByRefs(plan.refs)
+          if (matches.length > 1) {
+            return yield* validation([{
+              reason: "INCONSISTENT_WITH",
+              detail: "`/refs` name more than one work.",
+              pointer: "/refs"
+            }], "The refs match several works; claim one by `work_id`.")
+          }
+          if (matches.length === 1 && body.field_values === undefined) {
+            workId = matches[0]!
+          } else {
+            const fields = yield* requireMint(plan.refs.length > 0 ? "`refs`" : "no `work_id`")
+            workId = yield* repo.mintWork(fields, matches.length === 0 ? plan.refs : [])
+            minted = true
+          }
+        }
+
+        const state: ClaimState = minted ? "draft" : isCreator(principal) ? "live" : "pending"
+        const actorUid = String(user.id)
+        const eventId = yield* repo.nextEventId
+        const inserted = yield* repo.insertClaim({
+          workId,
+          state,
+          site: principal.site,
+          siteWorkId: body.site_work_id ?? null,
+          ownerUid: actorUid,
+          minted,
+          eventId
+        })
+        if (!inserted) {
+          return yield* new AlreadyExists({ detail: `Work ${workId} already holds a claim; read it first.` })
+        }
+        yield* repo.insertEvent(eventId, {
+          workId,
+          from: null,
+          to: state,
+          decision: null,
+          reason: null,
+          actorUid,
+          site: principal.site
+        })
+        return yield* answerRecord(workId, { uid: actorUid, site: undefined }, 201, {
+          location: `/v2/claims/${workId}`
+        })
+      })
+
+    // -------------------------------------------------------------------------------------------
+    // Changes of state
+    // -------------------------------------------------------------------------------------------
+
+    /** Locks the work's claim; 404 when the work was never claimed or is not visible to the caller. */
+    const locked = (workId: string, principal: PrincipalShape) =>
+      Effect.gen(function*() {
+        const claim = yield* repo.lock(workId)
+        if (claim === undefined || (!claim.work_live && claim.site !== principal.site)) {
+          return yield* new NotFound({ detail: `Work ${workId} has no claim.` })
+        }
+        return claim
+      })
+
+    /** Moves a locked claim to `to`, as one event. */
+    const move = (
+      claim: Effect.Effect.Success<ReturnType<typeof locked>>,
+      to: ClaimState,
+      event: { readonly actorUid: string; readonly decision: DecideClaimInputBody["decision"] | null; readonly reason: string | null }
+    ) =>
+      Effect.gen(function*() {
+        const released = to === "none"
+        if (claim.minted && !released) yield* repo.setServed(claim.work_id, to === "live")
+        const eventId = yield* repo.nextEventId
+        yield* repo.updateClaim(claim.work_id, {
+          state: to,
+          hiddenFrom: to === "hidden" ? claim.state : null,
+          eventId,
+          released
+        })
+        yield* repo.insertEvent(eventId, {
+          workId: claim.work_id,
+          from: claim.state,
+          to,
+          decision: event.decision,
+          reason: event.reason,
+          actorUid: event.actorUid,
+          site: claim.site
+        })
+        return eventId
+      })
+
+    const submit = (principal: PrincipalShape, rule: RouteRule, workId: string, ifMatch: string | undefined) =>
+      Effect.gen(function*() {
+        const user = yield* userOf(principal)
+        const claim = yield* locked(workId, principal)
+        if (claim.state === "none") return yield* invalidTransition("none", "submitted")
+        yield* checkTenant(principal, claim.site)
+        yield* checkIfMatch(rule, ifMatch, claimEtag(workId, claim.last_event_id))
+        if (claim.state !== "draft" && claim.state !== "declined") {
+          return yield* invalidTransition(claim.state, "submitted")
+        }
+        const actorUid = String(user.id)
+        yield* move(claim, isCreator(principal) ? "live" : "pending", { actorUid, decision: null, reason: null })
+        return yield* answerRecord(workId, { uid: actorUid, site: undefined }, 200)
+      })
+
+    const release = (principal: PrincipalShape, rule: RouteRule, workId: string, ifMatch: string | undefined) =>
+      Effect.gen(function*() {
+        const user = yield* userOf(principal)
+        const claim = yield* locked(workId, principal)
+        if (claim.state === "none") return yield* invalidTransition("none", "released")
+        yield* checkTenant(principal, claim.site)
+        yield* checkIfMatch(rule, ifMatch, claimEtag(workId, claim.last_event_id))
+        if (claim.state === "hidden") return yield* invalidTransition("hidden", "released")
+        const actorUid = String(user.id)
+        yield* move(claim, "none", { actorUid, decision: null, reason: null })
+        return yield* answerRecord(workId, { uid: actorUid, site: undefined }, 200)
+      })
+
+    const decide = (
+      principal: PrincipalShape,
+      rule: RouteRule,
+      workId: string,
+      body: DecideClaimInputBody,
+      ifMatch: string | undefined
+    ) =>
+      Effect.gen(function*() {
+        if (body.decision === "decline" && (body.note === undefined || body.note.trim() === "")) {
+          return yield* validation([{
+            reason: "REQUIRED",
+            detail: "`/note` is required to decline: it is the reason the site reads.",
+            pointer: "/note"
+          }], "A decline needs a note.")
+        }
+        const user = yield* userOf(principal)
+        const claim = yield* repo.lock(workId)
+        if (claim === undefined) return yield* new NotFound({ detail: `Work ${workId} has no claim.` })
+        yield* checkIfMatch(rule, ifMatch, claimEtag(workId, claim.last_event_id))
+        const from = claim.state
+        const to: ClaimState | undefined = body.decision === "approve"
+          ? (from === "pending" ? "live" : undefined)
+          : body.decision === "decline"
+          ? (from === "pending" ? "declined" : undefined)
+          : body.decision === "ban"
+          ? (from !== "none" && from !== "hidden" ? "hidden" : undefined)
+          : (from === "hidden" ? claim.hidden_from ?? undefined : undefined)
+        if (to === undefined) return yield* invalidTransition(from, `decided \`${body.decision}\``)
+        const eventId = yield* move(claim, to, {
+          actorUid: String(user.id),
+          decision: body.decision,
+          reason: body.note === undefined || body.note === "" ? null : body.note
+        })
+        return yield* jsonAnswer(ClaimDecisionRecord, {
+          object: "decision",
+          id: eventId,
+          decision: body.decision,
+          note: body.note ?? "",
+          from_state: from,
+          to_state: to
+        }, { status: 201 })
+      })
+
+    // -------------------------------------------------------------------------------------------
+    // Reads
+    // -------------------------------------------------------------------------------------------
+
+    /** One claim as the bearer sees it, with its ETag; 404 for a work the caller cannot see. */
+    const get = (principal: PrincipalShape, workId: string) =>
+      Effect.gen(function*() {
+        const user = yield* userOf(principal)
+        const row = yield* repo.record(workId, { uid: String(user.id), site: undefined })
+        const visible = row !== undefined &&
+          (row.work_live ? principal.contentLimit === "nsfw" || !row.nsfw : row.site === principal.site)
+        if (!visible) return yield* new NotFound({ detail: `No work ${workId}.` })
+        return { record: toRecord(row, "bearer"), etag: claimEtag(workId, row.last_event_id) }
+      })
+
+    const decodeAfter = (cursor: string | undefined, sort: string, filters: Record<string, unknown>) =>
+      cursor === undefined
+        ? Effect.succeed(undefined)
+        : Effect.flatMap(cursors.decode(cursor, { sort, filters: filterDigest(filters) }), (position) =>
+          /^[0-9]{1,20}$/.test(position.id)
+            ? Effect.succeed(position.id)
+            : Effect.fail(new InvalidCursor({ detail: "The cursor does not hold a position." })))
+
+    const list = (
+      principal: PrincipalShape,
+      params: {
+        readonly site?: string | undefined
+        readonly state?: ClaimState | undefined
+        readonly limit?: number | undefined
+        readonly cursor?: string | undefined
+      }
+    ) =>
+      Effect.gen(function*() {
+        const user = yield* userOf(principal)
+        const limit = params.limit ?? DEFAULT_LIMIT
+        const filters = { "": "claims", uid: user.id, site: params.site, state: params.state }
+        const afterId = yield* decodeAfter(params.cursor, "claims", filters)
+        const rows = yield* repo.actedOn({
+          bearer: { uid: String(user.id), site: params.site },
+          state: params.state,
+          afterId,
+          limit: limit + 1,
+          nsfw: principal.contentLimit === "nsfw"
+        })
+        const page = pageOf(
+          rows,
+          limit,
+          (row) => ({ sort: "claims", key: [], id: row.work_id }),
+          (p) => cursors.encode(p, filterDigest(filters))
+        )
+        return {
+          object: "list" as const,
+          items: page.items.map((row) => toRecord(row, "bearer")),
+          ...(page.next_cursor === undefined ? {} : { next_cursor: page.next_cursor })
+        }
+      })
+
+    const queue = (
+      principal: PrincipalShape,
+      params: {
+        readonly site?: string | undefined
+        readonly state?: ClaimState | undefined
+        readonly limit?: number | undefined
+        readonly cursor?: string | undefined
+      }
+    ) =>
+      Effect.gen(function*() {
+        const limit = params.limit ?? DEFAULT_LIMIT
+        const state = params.state ?? "pending"
+        const filters = { "": "queue", site: params.site, state }
+        const afterEventId = yield* decodeAfter(params.cursor, "queue", filters)
+        const rows = yield* repo.queue({
+          state,
+          site: params.site,
+          afterEventId,
+          limit: limit + 1,
+          nsfw: principal.contentLimit === "nsfw"
+        })
+        const page = pageOf(
+          rows,
+          limit,
+          (row) => ({ sort: "queue", key: [], id: row.last_event_id ?? "0" }),
+          (p) => cursors.encode(p, filterDigest(filters))
+        )
+        return {
+          object: "list" as const,
+          items: page.items.map((row) => toRecord(row, "queue")),
+          ...(page.next_cursor === undefined ? {} : { next_cursor: page.next_cursor })
+        }
+      })
+
+    /**
+     * A page of the event log. Like the change feed, a page with items always carries a cursor (the log
+     * grows), and the page past the current end carries none.
+     */
+    const events = (
+      contentLimit: PrincipalShape["contentLimit"],
+      params: {
+        readonly after?: string | undefined
+        readonly work_id?: string | undefined
+        readonly limit?: number | undefined
+        readonly cursor?: string | undefined
+      }
+    ) =>
+      Effect.gen(function*() {
+        if (params.after !== undefined && params.cursor !== undefined) {
+          return yield* new InvalidCursor({
+            detail: "`after` and `cursor` both say where to start; send one.",
+            errors: [{ reason: "INCONSISTENT_WITH", detail: "`cursor` cannot be sent with `after`.", parameter: "cursor" }]
+          })
+        }
+        const filters = { "": "claim_events", work_id: params.work_id }
+        const fromCursor = yield* decodeAfter(params.cursor, "claim_events", filters)
+        const limit = params.limit ?? DEFAULT_LIMIT
+        const rows = yield* repo.events({
+          after: fromCursor ?? params.after,
+          workId: params.work_id,
+          limit,
+          nsfw: contentLimit === "nsfw"
+        })
+        const last = rows[rows.length - 1]
+        const items: Array<ClaimEvent> = rows.map((row) => ({ object: "claim_event", ...row }))
+        return {
+          object: "list" as const,
+          items,
+          ...(last === undefined
+            ? {}
+            : { next_cursor: cursors.encode({ sort: "claim_events", key: [], id: last.id }, filterDigest(filters)) })
+        }
+      })
+
+    /** The field keys of an entity with their current values. */
+    const snapshot = (object: TargetObject, id: string) =>
+      Effect.gen(function*() {
+        const row = yield* repo.snapshotRow(entityTables[object], id, object === "work")
+        if (row === undefined) return yield* new NotFound({ detail: `No ${object} ${id}.` })
+        const prefix = object === "work" ? "catalog.work" : `catalog.${object}`
+        return Object.fromEntries(Object.entries(row).map(([field, value]) => [`${prefix}.${field}`, value]))
+      })
+
+    return { create, submit, release, decide, get, list, queue, events, snapshot } as const
+  }),
+  dependencies: [ClaimsRepo.Default, Cursors.Default]
+}) {}

@@ -1,0 +1,329 @@
+/**
+ * The claim tables (migrations/0021): statements only, run inside the transaction of the write
+ * runner (src/catalog/writes/Writes.ts) for writes. Rules live in Claims.ts.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { ClaimState } from "../../../schema/Catalog/Claim.js"
+import { searchDocument } from "../search/SearchKey.js"
+import type { MintFields } from "./WorkFields.js"
+
+const rfc3339 = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
+
+/** A claim as locked for a change. */
+export const LockedClaim = Schema.Struct({
+  work_id: Schema.String,
+  state: ClaimState,
+  site: Schema.String,
+  site_work_id: Schema.NullOr(Schema.String),
+  owner_uid: Schema.NullOr(Schema.String),
+  hidden_from: Schema.NullOr(ClaimState),
+  minted: Schema.Boolean,
+  last_event_id: Schema.String,
+  work_live: Schema.Boolean
+})
+export type LockedClaim = typeof LockedClaim.Type
+
+/** One row of a claim record, with the newest event and the bearer's counts. */
+export const RecordRow = Schema.Struct({
+  work_id: Schema.String,
+  display_name: Schema.String,
+  state: ClaimState,
+  site: Schema.String,
+  product_work_id: Schema.NullOr(Schema.String),
+  minted: Schema.Boolean,
+  work_live: Schema.Boolean,
+  nsfw: Schema.Boolean,
+  last_event_id: Schema.NullOr(Schema.String),
+  le_from: Schema.NullOr(ClaimState),
+  le_to: Schema.NullOr(ClaimState),
+  le_reason: Schema.NullOr(Schema.String),
+  le_actor: Schema.NullOr(Schema.String),
+  le_created_at: Schema.NullOr(Schema.String),
+  acted_count: Schema.NullOr(Schema.Number),
+  first_acted_at: Schema.NullOr(Schema.String)
+})
+export type RecordRow = typeof RecordRow.Type
+
+export const EventRow = Schema.Struct({
+  id: Schema.String,
+  work_id: Schema.String,
+  from_state: Schema.NullOr(ClaimState),
+  to_state: ClaimState,
+  reason: Schema.NullOr(Schema.String),
+  actor_uid: Schema.String,
+  site: Schema.String,
+  product_work_id: Schema.NullOr(Schema.String),
+  created_at: Schema.String
+})
+export type EventRow = typeof EventRow.Type
+
+export interface NewEvent {
+  readonly workId: string
+  readonly from: ClaimState | null
+  readonly to: ClaimState
+  readonly decision: "approve" | "decline" | "ban" | "unban" | null
+  readonly reason: string | null
+  readonly actorUid: string
+  readonly site: string
+}
+
+export interface Bearer {
+  readonly uid: string
+  /** Count only actions within this site. */
+  readonly site: string | undefined
+}
+
+export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const decodeLocked = Schema.decodeUnknown(Schema.Array(LockedClaim))
+    const decodeRecords = Schema.decodeUnknown(Schema.Array(RecordRow))
+    const decodeEvents = Schema.decodeUnknown(Schema.Array(EventRow))
+
+    /** A live work's id and name; none when the work does not exist or is not served. */
+    const liveWork = (workId: string) =>
+      sql<{ id: string }>`SELECT id::text AS id FROM works WHERE id = ${workId}::bigint AND live`.pipe(
+        Effect.map((rows) => rows[0])
+      )
+
+    /** The distinct live works the refs name (exact source and external id). */
+    const worksByRefs = (refs: ReadonlyArray<{ readonly source: string; readonly external_id: string }>) =>
+      sql<{ id: string }>`
+        SELECT DISTINCT r.entity_id::text AS id
+        FROM entity_refs r JOIN works w ON w.id = r.entity_id AND w.live
+        WHERE r.entity_type = 'work'
+          AND (r.source, r.external_id) IN (
+            SELECT * FROM unnest(${refs.map((r) => r.source)}::text[], ${refs.map((r) => r.external_id)}::text[]))
+        ORDER BY 1 LIMIT 2`.pipe(Effect.map((rows) => rows.map((r) => r.id)))
+
+    /** Creates a work for a claim, withdrawn (invisible) until its claim goes live. */
+    const mintWork = (fields: MintFields, refs: ReadonlyArray<{ readonly source: string; readonly external_id: string }>) =>
+      Effect.gen(function*() {
+        const lang = fields.olang ?? "und"
+        const localized = { [lang]: { value: fields.display_name, latin: fields.latin } }
+        const [row] = yield* sql<{ id: string }>`
+          INSERT INTO works (display_name, latin, lang, localized, olang, length_minutes, development_status, withdrawn)
+          VALUES (${fields.display_name}, ${fields.latin}, ${lang}, ${JSON.stringify(localized)}::jsonb, ${fields.olang},
+                  ${fields.length_minutes}, ${fields.development_status}, true)
+          RETURNING id::text AS id`
+        const id = row!.id
+        yield* sql`
+          INSERT INTO work_titles (work_id, lang, value, latin, is_main, is_official)
+          VALUES (${id}::bigint, ${lang}, ${fields.display_name}, ${fields.latin}, true, true)`
+        const document = searchDocument([fields.display_name, ...(fields.latin === null ? [] : [fields.latin])])
+        yield* sql`INSERT INTO work_search (work_id, norm, key) VALUES (${id}::bigint, ${document.norm}, ${document.key})`
+        if (refs.length > 0) {
+          yield* sql`
+            INSERT INTO entity_refs (entity_type, entity_id, source, external_id)
+            SELECT 'work', ${id}::bigint, s, e
+            FROM unnest(${refs.map((r) => r.source)}::text[], ${refs.map((r) => r.external_id)}::text[]) AS x (s, e)
+            ON CONFLICT DO NOTHING`
+        }
+        return id
+      })
+
+    /**
+     * A minted work follows its claim: served while the claim is live, withdrawn otherwise. The change
+     * feed lists it when it appears and (gone) when it leaves again.
+     */
+    const setServed = (workId: string, served: boolean) =>
+      Effect.gen(function*() {
+        const changed = yield* sql`
+          UPDATE works SET withdrawn = ${!served}, updated_at = now()
+          WHERE id = ${workId}::bigint AND withdrawn = ${served} RETURNING id`
+        if (changed.length > 0) yield* sql`SELECT catalog_touch('work', ${workId}::bigint, ${!served})`
+      })
+
+    /** Locks the work's claim row; none when the work was never claimed. */
+    const lock = (workId: string) =>
+      sql`
+        SELECT c.work_id::text AS work_id, c.state, c.site, c.site_work_id, c.owner_uid, c.hidden_from, c.minted,
+               c.last_event_id::text AS last_event_id, w.live AS work_live
+        FROM claims c JOIN works w ON w.id = c.work_id
+        WHERE c.work_id = ${workId}::bigint
+        FOR UPDATE OF c`.pipe(Effect.flatMap(decodeLocked), Effect.map((rows) => rows[0]))
+
+    /**
+     * Takes the event lock (held until commit: ids become visible in ascending order) and allocates
+     * the next event id. Call as late as possible in the transaction.
+     */
+    const nextEventId = Effect.gen(function*() {
+      yield* sql`SELECT claim_event_lock()`
+      const [row] = yield* sql<{ id: string }>`SELECT nextval('claim_event_seq')::text AS id`
+      return row!.id
+    })
+
+    const insertEvent = (id: string, event: NewEvent) =>
+      sql`
+        INSERT INTO claim_events (id, work_id, from_state, to_state, decision, reason, actor_uid, site)
+        VALUES (${id}::bigint, ${event.workId}::bigint, ${event.from}, ${event.to}, ${event.decision}, ${event.reason},
+                ${event.actorUid}, ${event.site})`
+
+    /** A new claim on a work without one (or released): none when the work holds a claim. */
+    const insertClaim = (claim: {
+      readonly workId: string
+      readonly state: ClaimState
+      readonly site: string
+      readonly siteWorkId: string | null
+      readonly ownerUid: string
+      readonly minted: boolean
+      readonly eventId: string
+    }) =>
+      sql<{ work_id: string }>`
+        INSERT INTO claims AS c (work_id, state, site, site_work_id, owner_uid, minted, last_event_id)
+        VALUES (${claim.workId}::bigint, ${claim.state}, ${claim.site}, ${claim.siteWorkId}, ${claim.ownerUid},
+                ${claim.minted}, ${claim.eventId}::bigint)
+        ON CONFLICT (work_id) DO UPDATE SET state = EXCLUDED.state, site = EXCLUDED.site,
+          site_work_id = EXCLUDED.site_work_id, owner_uid = EXCLUDED.owner_uid, hidden_from = NULL,
+          minted = EXCLUDED.minted, last_event_id = EXCLUDED.last_event_id, updated_at = now()
+        WHERE c.state = 'none'
+        RETURNING work_id::text AS work_id`.pipe(Effect.map((rows) => rows.length > 0))
+
+    const updateClaim = (workId: string, change: {
+      readonly state: ClaimState
+      readonly hiddenFrom: ClaimState | null
+      readonly eventId: string
+      readonly released: boolean
+    }) =>
+      sql`
+        UPDATE claims SET state = ${change.state}, hidden_from = ${change.hiddenFrom},
+          last_event_id = ${change.eventId}::bigint, updated_at = now(),
+          site = CASE WHEN ${change.released} THEN '' ELSE site END,
+          minted = CASE WHEN ${change.released} THEN false ELSE minted END
+        WHERE work_id = ${workId}::bigint`
+
+    /** Claim records: the newest event on each work, and the bearer's counts when a bearer is given. */
+    const records = (options: {
+      readonly bearer: Bearer | undefined
+      readonly where: ReturnType<typeof sql.and>
+      readonly order: "work" | "queue"
+      readonly limit: number
+    }) => {
+      const { bearer } = options
+      const counts = bearer === undefined
+        ? sql`NULL::int AS acted_count, NULL::text AS first_acted_at`
+        : sql`
+          (SELECT count(*)::int FROM claim_events a WHERE a.work_id = w.id AND a.actor_uid = ${bearer.uid}
+             AND (${bearer.site ?? null}::text IS NULL OR a.site = ${bearer.site ?? null})) AS acted_count,
+          (SELECT ${sql.literal(rfc3339("min(a.created_at)"))} FROM claim_events a
+           WHERE a.work_id = w.id AND a.actor_uid = ${bearer.uid}
+             AND (${bearer.site ?? null}::text IS NULL OR a.site = ${bearer.site ?? null})) AS first_acted_at`
+      const order = options.order === "work" ? sql`w.id` : sql`c.last_event_id`
+      return sql`
+        SELECT w.id::text AS work_id, w.display_name, coalesce(c.state, 'none') AS state, coalesce(c.site, '') AS site,
+               CASE WHEN coalesce(c.state, 'none') = 'none' THEN NULL ELSE c.site_work_id END AS product_work_id,
+               coalesce(c.minted, false) AS minted, w.live AS work_live, w.nsfw,
+               le.id::text AS last_event_id, le.from_state AS le_from, le.to_state AS le_to, le.reason AS le_reason,
+               le.actor_uid AS le_actor, ${sql.literal(rfc3339("le.created_at"))} AS le_created_at,
+               ${counts}
+        FROM works w
+        LEFT JOIN claims c ON c.work_id = w.id
+        LEFT JOIN LATERAL (
+          SELECT e.id, e.from_state, e.to_state, e.reason, e.actor_uid, e.created_at FROM claim_events e
+          WHERE e.work_id = w.id ORDER BY e.id DESC LIMIT 1
+        ) le ON true
+        WHERE ${options.where}
+        ORDER BY ${order}
+        LIMIT ${options.limit}`.pipe(Effect.flatMap(decodeRecords))
+    }
+
+    const record = (workId: string, bearer: Bearer | undefined) =>
+      Effect.map(
+        records({ bearer, where: sql.and([sql`w.id = ${workId}::bigint`]), order: "work", limit: 1 }),
+        (rows) => rows[0]
+      )
+
+    /** The works the bearer acted on, by id, after `afterId`. */
+    const actedOn = (options: {
+      readonly bearer: Bearer
+      readonly state: ClaimState | undefined
+      readonly afterId: string | undefined
+      readonly limit: number
+      readonly nsfw: boolean
+    }) =>
+      records({
+        bearer: options.bearer,
+        where: sql.and([
+          sql`w.id IN (SELECT a.work_id FROM claim_events a WHERE a.actor_uid = ${options.bearer.uid}
+            AND (${options.bearer.site ?? null}::text IS NULL OR a.site = ${options.bearer.site ?? null}))`,
+          options.afterId === undefined ? sql`TRUE` : sql`w.id > ${options.afterId}::bigint`,
+          options.state === undefined ? sql`TRUE` : sql`coalesce(c.state, 'none') = ${options.state}`,
+          options.nsfw ? sql`TRUE` : sql`NOT w.nsfw`
+        ]),
+        order: "work",
+        limit: options.limit
+      })
+
+    /** Claims in `state`, longest waiting first (by their newest event). */
+    const queue = (options: {
+      readonly state: ClaimState
+      readonly site: string | undefined
+      readonly afterEventId: string | undefined
+      readonly limit: number
+      readonly nsfw: boolean
+    }) =>
+      records({
+        bearer: undefined,
+        where: sql.and([
+          sql`c.state = ${options.state}`,
+          options.site === undefined ? sql`TRUE` : sql`c.site = ${options.site}`,
+          options.afterEventId === undefined ? sql`TRUE` : sql`c.last_event_id > ${options.afterEventId}::bigint`,
+          options.nsfw ? sql`TRUE` : sql`NOT w.nsfw`
+        ]),
+        order: "queue",
+        limit: options.limit
+      })
+
+    /** The event log above `after`, ascending. */
+    const events = (options: {
+      readonly after: string | undefined
+      readonly workId: string | undefined
+      readonly limit: number
+      readonly nsfw: boolean
+    }) =>
+      sql`
+        SELECT e.id::text AS id, e.work_id::text AS work_id, e.from_state, e.to_state, e.reason, e.actor_uid, e.site,
+               CASE WHEN c.state IS NULL OR c.state = 'none' THEN NULL ELSE c.site_work_id END AS product_work_id,
+               ${sql.literal(rfc3339("e.created_at"))} AS created_at
+        FROM claim_events e
+        LEFT JOIN claims c ON c.work_id = e.work_id
+        ${options.nsfw ? sql`` : sql`JOIN works w ON w.id = e.work_id AND NOT w.nsfw`}
+        WHERE e.id > ${options.after ?? "0"}::bigint
+          ${options.workId === undefined ? sql`` : sql`AND e.work_id = ${options.workId}::bigint`}
+        ORDER BY e.id
+        LIMIT ${options.limit}`.pipe(Effect.flatMap(decodeEvents))
+
+    /** The row of an entity for a snapshot: its name fields, and for works the other field keys. */
+    const snapshotRow = (table: string, id: string, work: boolean) =>
+      (work
+        ? sql<Record<string, unknown>>`
+          SELECT display_name, latin, olang, length_minutes, development_status
+          FROM works WHERE id = ${id}::bigint AND live`
+        : sql<Record<string, unknown>>`
+          SELECT display_name, latin FROM ${sql(table)} WHERE id = ${id}::bigint AND live`).pipe(
+          Effect.map((rows) => rows[0])
+        )
+
+    // A statement that fails here is a defect (the rules above it refuse every bad input first).
+    const orDie = <Args extends ReadonlyArray<any>, A, E, R>(f: (...args: Args) => Effect.Effect<A, E, R>) =>
+    (...args: Args) => Effect.orDie(f(...args))
+
+    return {
+      liveWork: orDie(liveWork),
+      worksByRefs: orDie(worksByRefs),
+      mintWork: orDie(mintWork),
+      setServed: orDie(setServed),
+      lock: orDie(lock),
+      nextEventId: Effect.orDie(nextEventId),
+      insertEvent: orDie(insertEvent),
+      insertClaim: orDie(insertClaim),
+      updateClaim: orDie(updateClaim),
+      record: orDie(record),
+      actedOn: orDie(actedOn),
+      queue: orDie(queue),
+      events: orDie(events),
+      snapshotRow: orDie(snapshotRow)
+    } as const
+  })
+}) {}

@@ -1,0 +1,63 @@
+/**
+ * Field keys of works (docs/writing.md, "Field keys"): `catalog.work.<field>`, named as in the work
+ * record, each with the schema of its value. One registry for both directions: minting a work
+ * from `field_values` checks against it, and a snapshot reads the same keys back.
+ */
+import { Effect, Schema } from "effect"
+import { LangTag } from "../../../schema/Catalog/Common.js"
+import { DevelopmentStatus } from "../../../schema/Catalog/Work.js"
+import type { FieldError } from "../../../schema/Problem.js"
+import { ValidationFailed } from "../../../schema/Problem.js"
+import { type Collected, collectFieldErrors } from "../../platform/FieldErrors.js"
+
+export const WorkFieldSchemas = {
+  "catalog.work.display_name": Schema.String.pipe(Schema.minLength(1), Schema.maxLength(512)),
+  "catalog.work.latin": Schema.NullOr(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(512))),
+  "catalog.work.olang": Schema.NullOr(LangTag),
+  "catalog.work.length_minutes": Schema.NullOr(Schema.Int.pipe(Schema.between(0, 1_000_000))),
+  "catalog.work.development_status": DevelopmentStatus
+} as const
+
+export type WorkFieldKey = keyof typeof WorkFieldSchemas
+export const workFieldKeys = Object.keys(WorkFieldSchemas) as ReadonlyArray<WorkFieldKey>
+
+/** The values of a minted work, every key decoded. */
+export interface MintFields {
+  readonly display_name: string
+  readonly latin: string | null
+  readonly olang: string | null
+  readonly length_minutes: number | null
+  readonly development_status: "finished" | "in_development" | "cancelled"
+}
+
+/**
+ * Checks `field_values` key by key: an unknown key is `UNKNOWN_VALUE`, a bad value the schema's
+ * reason, each at `/field_values/<key>`. Answers the decoded values by key.
+ */
+export const decodeWorkFields = (values: Readonly<Record<string, unknown>>) =>
+  Effect.gen(function*() {
+    const out: Partial<Record<WorkFieldKey, unknown>> = {}
+    const collected: Collected = { errors: [], code: undefined }
+    for (const [key, value] of Object.entries(values)) {
+      if (!(key in WorkFieldSchemas)) {
+        collected.errors.push({
+          reason: "UNKNOWN_VALUE",
+          detail: `\`/field_values/${key}\` is not a field key of works.`,
+          pointer: `/field_values/${key}`,
+          params: { allowed: [...workFieldKeys] }
+        } as FieldError)
+        continue
+      }
+      const schema = WorkFieldSchemas[key as WorkFieldKey] as Schema.Schema<unknown, unknown>
+      const decoded = Schema.decodeUnknownEither(schema)(value)
+      if (decoded._tag === "Left") {
+        collectFieldErrors(decoded.left.issue, "pointer", collected, ["field_values", key])
+      } else {
+        out[key as WorkFieldKey] = decoded.right
+      }
+    }
+    if (collected.errors.length > 0) {
+      return yield* new ValidationFailed({ detail: "`field_values` has invalid entries.", errors: collected.errors })
+    }
+    return out
+  })

@@ -1,0 +1,39 @@
+/**
+ * Every credential's request budget (docs/writing.md, "Limits"): one token of a bucket shared by
+ * every process per request, on every catalog route, whether the stack or the hot-response path
+ * answers it. Processes lease tokens in batches (platform/RateLimiter.ts, `makeLeasedBudget`), so a
+ * busy credential costs one database round trip per lease, and the hot path spends from its lease
+ * without I/O.
+ *
+ * Answers carry the IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers): the policy
+ * `"requests";q=<burst>;w=<seconds to refill it>` and the state `"requests";r=<left>;t=<seconds
+ * until full>`.
+ */
+import { Effect } from "effect"
+import { type Admission, makeLeasedBudget, RateLimiter, RateLimiterLive } from "../../platform/RateLimiter.js"
+import { CatalogLimits } from "./Limits.js"
+
+export class RequestBudget extends Effect.Service<RequestBudget>()("catalog/RequestBudget", {
+  effect: Effect.gen(function*() {
+    const limits = yield* CatalogLimits
+    const policy = limits.requests
+    const budget = yield* makeLeasedBudget(yield* RateLimiter, policy, limits.leaseMax)
+    const policyHeader = `"requests";q=${policy.capacity};w=${Math.ceil(policy.capacity / policy.refillPerSecond)}`
+
+    /** `RateLimit-Policy` and `RateLimit` for an admission. */
+    const headers = (admission: Admission): Record<string, string> => {
+      const left = admission.retryAfterSeconds > 0 ? 0 : Math.min(policy.capacity, admission.remaining)
+      const untilFull = admission.retryAfterSeconds > 0
+        ? admission.retryAfterSeconds
+        : Math.ceil((policy.capacity - left) / policy.refillPerSecond)
+      return { "ratelimit-policy": policyHeader, ratelimit: `"requests";r=${left};t=${untilFull}` }
+    }
+
+    return {
+      take: (owner: string) => budget.take(`catalog:${owner}`),
+      takeNow: (owner: string) => budget.takeNow(`catalog:${owner}`),
+      headers
+    } as const
+  }),
+  dependencies: [CatalogLimits.Default, RateLimiterLive]
+}) {}

@@ -1,0 +1,235 @@
+/**
+ * The write runner: the one path every catalog write takes (docs/writing.md). It owns the
+ * transaction and, in it and in this order:
+ *
+ * 1. idempotency (when the route's rule says so and the request sent `Idempotency-Key`): the key,
+ *    scoped to the credential's owner, is locked with a transaction-scoped advisory lock taken
+ *    without waiting (held elsewhere: 409 `IDEMPOTENCY_REQUEST_IN_PROGRESS` with `Retry-After`); a
+ *    stored answer younger than a day is replayed as it was (`Idempotent-Replayed: true`) when the
+ *    request's fingerprint (method, path, canonical body) is the same, and a different request is
+ *    409 `IDEMPOTENCY_KEY_REUSED`. This comes before any precondition, so a retried decision
+ *    replays its first answer although its `If-Match` is stale by then;
+ * 2. the write itself, which checks preconditions and tenancy against the rows it locks;
+ * 3. the site's daily quota of the rule's kind (429 `QUOTA_EXCEEDED`);
+ * 4. the answer's record under the key.
+ *
+ * Everything commits together or not at all: a crash never leaves a write without its record or a
+ * record without its write, and a refused request (any failure) stores nothing, so its retry is
+ * judged afresh. After the commit this process's read caches are emptied at once; other processes
+ * hear the catalog notification the write's tables send.
+ */
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect, Option, Schedule, Schema } from "effect"
+import * as Crypto from "node:crypto"
+import type { PrincipalShape } from "../../../schema/Api/Security.js"
+import { idempotencyKeyValue, type RouteRule } from "../../../schema/Api/Writes.js"
+import {
+  IdempotencyKeyReused,
+  IdempotencyRequestInProgress,
+  PreconditionFailed,
+  PreconditionRequired,
+  QuotaExceeded,
+  TenantMismatch
+} from "../../../schema/Problem.js"
+import { CatalogLimits } from "../limits/Limits.js"
+import { ReadCache } from "../shared/ReadCache.js"
+
+/** What a write answers: kept as it was sent, so a replay is byte-identical. */
+export interface WriteAnswer {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+}
+
+/** A JSON answer encoded through its schema. */
+export const jsonAnswer = <A, I>(
+  schema: Schema.Schema<A, I>,
+  value: A,
+  options: { readonly status?: number; readonly headers?: Record<string, string> } = {}
+): Effect.Effect<WriteAnswer> =>
+  Effect.map(Schema.encode(schema)(value).pipe(Effect.orDie), (encoded) => ({
+    status: options.status ?? 200,
+    headers: { "content-type": "application/json", ...options.headers },
+    body: JSON.stringify(encoded)
+  }))
+
+/** JSON with object keys sorted, so two bodies that differ only in key order or spacing are one request. */
+const canonical = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined)
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`
+  }
+  return JSON.stringify(value) ?? "null"
+}
+
+const StoredRow = Schema.Struct({
+  fingerprint: Schema.Uint8ArrayFromSelf,
+  status: Schema.Number,
+  headers: Schema.Record({ key: Schema.String, value: Schema.String }),
+  body: Schema.String
+})
+
+/** Seconds until the next UTC midnight, when daily quotas start again. */
+const secondsToUtcMidnight = (now: Date): number => {
+  const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)
+  return Math.max(1, Math.ceil((next - now.getTime()) / 1000))
+}
+
+/** How long answers are kept under their key. */
+const KEEP = "24 hours"
+
+/**
+ * `If-Match` against the current strong ETag (RFC 9110 13.1.1: strong comparison; `*` matches any
+ * current representation). `required` and absent: 428.
+ */
+export const checkIfMatch = (
+  rule: RouteRule,
+  header: string | undefined,
+  current: string
+): Effect.Effect<void, PreconditionRequired | PreconditionFailed> => {
+  if (header === undefined) {
+    return rule.ifMatch === "required"
+      ? Effect.fail(
+        new PreconditionRequired({
+          detail: "Send `If-Match` with the ETag from your last read of this resource.",
+          errors: [{ reason: "REQUIRED", detail: "`If-Match` is required.", header: "If-Match" }]
+        })
+      )
+      : Effect.void
+  }
+  const matches = header.trim() === "*" ||
+    header.split(",").some((candidate) => {
+      const tag = candidate.trim()
+      return !tag.startsWith("W/") && tag === current
+    })
+  return matches ? Effect.void : Effect.fail(
+    new PreconditionFailed({ detail: `The resource changed since it was read; its ETag is now ${current}.` })
+  )
+}
+
+/** 403 `TENANT_MISMATCH` unless the resource belongs to the credential's site. */
+export const checkTenant = (principal: PrincipalShape, site: string): Effect.Effect<void, TenantMismatch> =>
+  principal.site === site
+    ? Effect.void
+    : Effect.fail(new TenantMismatch({ detail: "The resource belongs to another site than this credential." }))
+
+export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
+  scoped: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const cache = yield* ReadCache
+    const limits = yield* CatalogLimits
+    const decodeStored = Schema.decodeUnknown(Schema.Array(StoredRow))
+
+    // Expired answers and past quota days, swept by every process now and then (cheap, indexed).
+    yield* Effect.gen(function*() {
+      yield* sql`DELETE FROM catalog_idempotency WHERE created_at < now() - ${KEEP}::interval`
+      yield* sql`DELETE FROM catalog_quota_usage WHERE day < (now() AT TIME ZONE 'UTC')::date - 1`
+    }).pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("write sweep failed", cause)),
+      Effect.repeat(Schedule.spaced(Duration.minutes(10))),
+      Effect.delay(Duration.seconds(30)),
+      Effect.forkScoped
+    )
+
+    const fingerprintOf = (request: HttpServerRequest.HttpServerRequest, payload: unknown) => {
+      const path = request.url.split("?")[0] ?? "/"
+      return Crypto.createHash("sha256").update(`${request.method} ${path}\n${canonical(payload)}`).digest()
+    }
+
+    const respond = (answer: WriteAnswer, extra: Record<string, string> = {}) => {
+      const { "content-type": contentType, ...headers } = answer.headers
+      return HttpServerResponse.text(answer.body, {
+        status: answer.status,
+        contentType: contentType ?? "application/json",
+        headers: { ...headers, ...extra }
+      })
+    }
+
+    /** Counts one write of `kind` against the site's quota for today, or fails when it is spent. */
+    const useQuota = (site: string, kind: NonNullable<RouteRule["quota"]>) =>
+      Effect.gen(function*() {
+        const limit = limits.quotas[kind]
+        const rows = yield* sql<{ used: number }>`
+          INSERT INTO catalog_quota_usage AS q (site, kind, day, used)
+          VALUES (${site}, ${kind}, (now() AT TIME ZONE 'UTC')::date, 1)
+          ON CONFLICT (site, kind, day) DO UPDATE SET used = q.used + 1 WHERE q.used < ${limit}
+          RETURNING used`
+        if (rows.length === 0) {
+          const retryAfter = secondsToUtcMidnight(new Date())
+          return yield* new QuotaExceeded({
+            detail: `The site's daily quota of ${limit} ${kind} writes is used up; it starts again at 00:00 UTC.`,
+            retry_after: retryAfter
+          })
+        }
+      })
+
+    /**
+     * Runs `write` as the route's write for `principal`: idempotency, the write, the quota and the
+     * stored answer in one transaction. `payload` is the decoded body (the request's fingerprint).
+     */
+    const run = <E, R>(options: {
+      readonly principal: PrincipalShape
+      readonly rule: RouteRule
+      readonly idempotencyKey: string | undefined
+      readonly payload: unknown
+      readonly write: Effect.Effect<WriteAnswer, E, R>
+    }) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const { principal, rule } = options
+        const key = rule.idempotent && options.idempotencyKey !== undefined
+          ? Option.some(idempotencyKeyValue(options.idempotencyKey))
+          : Option.none<string>()
+        const fingerprint = fingerprintOf(request, options.payload)
+
+        const outcome = yield* Effect.gen(function*() {
+          if (Option.isSome(key)) {
+            const [lock] = yield* sql<{ ok: boolean }>`
+              SELECT pg_try_advisory_xact_lock(hashtextextended(${`${principal.owner}\n${key.value}`}, 0)) AS ok`
+            if (lock?.ok !== true) {
+              return yield* new IdempotencyRequestInProgress({
+                detail: "A request with this Idempotency-Key is still running; retry with the same body.",
+                retry_after: 1
+              })
+            }
+            const stored = yield* sql`
+              SELECT fingerprint, status, headers, body FROM catalog_idempotency
+              WHERE scope = ${principal.owner} AND key = ${key.value} AND created_at > now() - ${KEEP}::interval`
+              .pipe(Effect.flatMap(decodeStored), Effect.orDie)
+            const found = stored[0]
+            if (found !== undefined) {
+              const same = found.fingerprint.length === fingerprint.length &&
+                Crypto.timingSafeEqual(found.fingerprint, fingerprint)
+              if (!same) {
+                return yield* new IdempotencyKeyReused({
+                  detail: "This Idempotency-Key was used with a different request; use a new key."
+                })
+              }
+              return { replayed: true as const, answer: found }
+            }
+          }
+          const answer = yield* options.write
+          if (rule.quota !== undefined) yield* useQuota(principal.site, rule.quota)
+          if (Option.isSome(key)) {
+            yield* sql`
+              INSERT INTO catalog_idempotency (scope, key, fingerprint, status, headers, body)
+              VALUES (${principal.owner}, ${key.value}, ${fingerprint}, ${answer.status},
+                      ${JSON.stringify(answer.headers)}::jsonb, ${answer.body})
+              ON CONFLICT (scope, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status,
+                headers = EXCLUDED.headers, body = EXCLUDED.body, created_at = now()`
+          }
+          return { replayed: false as const, answer }
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+
+        if (outcome.replayed) return respond(outcome.answer, { "idempotent-replayed": "true" })
+        cache.invalidate()
+        return respond(outcome.answer)
+      })
+
+    return { run } as const
+  }),
+  dependencies: [CatalogLimits.Default]
+}) {}

@@ -1,0 +1,45 @@
+/**
+ * A claim's whole life through real HTTP (SPEC 2.6, 3; the state machine of docs/writing.md).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { ClaimsFixture, ClaimsFixtureLive } from "../support/Claims.js"
+import { serverLayerOptions } from "../support/TestServers.js"
+
+describe("claims lifecycle (SPEC 3)", () => {
+  it.layer(ClaimsFixtureLive(), serverLayerOptions())((it) => {
+    it.effect("create -> approve -> events", () =>
+      Effect.gen(function*() {
+        const f = yield* ClaimsFixture
+        const work = f.works[0]!
+        const created = yield* f.call("POST", "/v2/claims", {
+          key: f.siteUser.key,
+          body: { work_id: work, site_work_id: "77" },
+          headers: { "idempotency-key": "k1" }
+        })
+        expect(created.status, JSON.stringify(created.body)).toBe(201)
+        expect(created.body.state).toBe("pending")
+        const etag = created.headers.get("etag")!
+        const decided = yield* f.call("POST", `/v2/moderation/claims/${work}/decisions`, {
+          key: f.moderator.key,
+          body: { decision: "approve" },
+          headers: { "if-match": etag }
+        })
+        expect(decided.status, JSON.stringify(decided.body)).toBe(201)
+        expect(decided.body.to_state).toBe("live")
+        const events = yield* f.call("GET", "/v2/catalog/claim-events", { key: f.siteUser.key })
+        expect(events.status, JSON.stringify(events.body)).toBe(200)
+        expect(events.body.items.map((e: any) => e.to_state)).toEqual(["pending", "live"])
+        const listed = yield* f.call("GET", "/v2/catalog/works?site=site_a", { key: f.siteUser.key })
+        expect(listed.body.items.map((w: any) => w.id)).toEqual([work])
+        const replay = yield* f.call("POST", "/v2/claims", {
+          key: f.siteUser.key,
+          body: { work_id: work, site_work_id: "77" },
+          headers: { "idempotency-key": "k1" }
+        })
+        expect(replay.status).toBe(201)
+        expect(replay.headers.get("idempotent-replayed")).toBe("true")
+        console.log(created.headers.get("ratelimit"), created.headers.get("ratelimit-policy"))
+      }))
+  })
+})

@@ -1,0 +1,118 @@
+/**
+ * Real servers over a seeded catalog with the people and credentials the claim tests need: users
+ * of two sites (one a creator), a moderator, and API keys of every kind a write can meet.
+ */
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Redacted } from "effect"
+import type { Scope } from "../../schema/Annotations.js"
+import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
+import { seedCatalog } from "../../src/catalog/seed/Seed.js"
+import { testConfig, TestServers, TestServersLive } from "./TestServers.js"
+
+export interface Person {
+  readonly id: number
+  /** An API key of the person's site with every scope the claim routes use. */
+  readonly key: string
+}
+
+export interface ClaimsFixtureShape {
+  readonly base: string
+  /** A user of `site_a` without roles. */
+  readonly siteUser: Person
+  /** Another user of `site_a`. */
+  readonly siteUser2: Person
+  /** A user of `site_b`. */
+  readonly otherSiteUser: Person
+  /** A `site_a` user with the `creator` role. */
+  readonly creator: Person
+  /** A moderator (key of `mod_site`, with `moderation`). */
+  readonly moderator: Person
+  /** A second moderator. */
+  readonly moderator2: Person
+  /** Keys without a user, or without the write scopes. */
+  readonly keys: { readonly readOnly: string; readonly noUser: string; readonly noUserModeration: string }
+  /** Ids of live works of the seeded catalog, not nsfw. */
+  readonly works: ReadonlyArray<string>
+  /** A key for `site` with `scopes`, for `userId` (null: none). */
+  readonly makeKey: (site: string, scopes: ReadonlyArray<Scope>, userId: number | null) => Effect.Effect<string>
+  /** A user with `roles`; answers the id. */
+  readonly makeUser: (roles: ReadonlyArray<string>) => Effect.Effect<number>
+  /** JSON request on the catalog. */
+  readonly call: (
+    method: string,
+    path: string,
+    options?: { readonly key?: string; readonly body?: unknown; readonly headers?: Record<string, string> }
+  ) => Effect.Effect<{ readonly status: number; readonly headers: Headers; readonly body: any }>
+}
+
+export class ClaimsFixture extends Context.Tag("test/ClaimsFixture")<ClaimsFixture, ClaimsFixtureShape>() {}
+
+export const writeScopes: ReadonlyArray<Scope> = ["catalog:read", "claims:write", "moderation"]
+
+export const ClaimsFixtureLive = (options: { readonly works?: number; readonly config?: Record<string, string> } = {}) =>
+  Layer.scoped(
+    ClaimsFixture,
+    Effect.gen(function*() {
+      const { catalog } = yield* TestServers
+      const sql = yield* SqlClient.SqlClient
+      const seeded = yield* seedCatalog({ works: options.works ?? 60, seed: 11, workers: 0 }).pipe(Effect.orDie)
+      if (seeded.status !== "seeded") return yield* Effect.dieMessage(`catalog not seeded: ${seeded.reason}`)
+      const apiKeys = yield* ApiKeys
+      let n = 0
+      const makeUser = (roles: ReadonlyArray<string>) =>
+        Effect.map(
+          sql<{ id: string }>`
+            INSERT INTO users (sub, email, password_hash, roles)
+            VALUES (gen_random_uuid(), ${`claims-user-${++n}-${Date.now()}@example.test`}, 'unused', ${roles}::text[])
+            RETURNING id::text AS id`,
+          (rows) => Number(rows[0]!.id)
+        ).pipe(Effect.orDie)
+      const makeKey = (site: string, scopes: ReadonlyArray<Scope>, userId: number | null) =>
+        Effect.map(
+          apiKeys.create({ site, scopes: [...scopes], contentLimit: "sfw", userId }),
+          ({ key }) => Redacted.value(key)
+        ).pipe(Effect.orDie)
+      const person = (site: string, roles: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          const id = yield* makeUser(roles)
+          return { id, key: yield* makeKey(site, writeScopes, id) }
+        })
+      const works = yield* sql<{ id: string }>`
+        SELECT id::text AS id FROM works WHERE live AND NOT nsfw ORDER BY id`.pipe(Effect.orDie)
+      const call: ClaimsFixtureShape["call"] = (method, path, opts = {}) =>
+        Effect.promise(async () => {
+          const headers: Record<string, string> = { ...opts.headers }
+          if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`
+          if (opts.body !== undefined) headers["content-type"] = "application/json"
+          const res = await fetch(`${catalog}${path}`, {
+            method,
+            headers,
+            ...(opts.body === undefined ? {} : { body: JSON.stringify(opts.body) })
+          })
+          const text = await res.text()
+          return { status: res.status, headers: res.headers, body: text === "" ? null : JSON.parse(text) }
+        })
+      return {
+        base: catalog,
+        siteUser: yield* person("site_a", []),
+        siteUser2: yield* person("site_a", []),
+        otherSiteUser: yield* person("site_b", []),
+        creator: yield* person("site_a", ["creator"]),
+        moderator: yield* person("mod_site", ["moderator"]),
+        moderator2: yield* person("mod_site", ["admin"]),
+        keys: {
+          readOnly: yield* makeKey("site_a", ["catalog:read"], yield* makeUser([])),
+          noUser: yield* makeKey("site_a", writeScopes, null),
+          noUserModeration: yield* makeKey("mod_site", writeScopes, null)
+        },
+        works: works.map((w) => w.id),
+        makeKey,
+        makeUser,
+        call
+      }
+    })
+  ).pipe(
+    Layer.provideMerge(ApiKeys.Default),
+    Layer.provideMerge(TestServersLive),
+    Layer.provide(testConfig(options.config))
+  )
