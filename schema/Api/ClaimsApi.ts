@@ -6,6 +6,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { NotModified, RequiredScope } from "../Annotations.js"
+import { TargetObject } from "../Catalog/Change.js"
 import {
   ClaimDecisionRecord,
   ClaimRecord,
@@ -17,17 +18,9 @@ import {
   Site,
   Snapshot
 } from "../Catalog/Claim.js"
-import { TargetObject } from "../Catalog/Change.js"
 import { Id } from "../Catalog/Common.js"
 import { CursorParam, Limit } from "../Catalog/Query.js"
-import {
-  AlreadyExists,
-  InvalidCursor,
-  InvalidStateTransition,
-  LimitTooLarge,
-  NotFound,
-  problem
-} from "../Problem.js"
+import { AlreadyExists, InvalidCursor, InvalidStateTransition, LimitTooLarge, NotFound, problem } from "../Problem.js"
 import { Authorization, WriteAuthorization } from "./Security.js"
 import { declare, type RouteRule } from "./Writes.js"
 

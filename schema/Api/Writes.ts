@@ -101,7 +101,18 @@ export const declare = <
   endpoint: HttpApiEndpoint.HttpApiEndpoint<Name, Method, Path, UrlParams, Payload, never, Success, Error, R, RE>,
   scope: Scope,
   rule: RouteRule
-): HttpApiEndpoint.HttpApiEndpoint<Name, Method, Path, UrlParams, Payload, RuleHeaders, Success, Error | RuleProblem, R, RE> => {
+): HttpApiEndpoint.HttpApiEndpoint<
+  Name,
+  Method,
+  Path,
+  UrlParams,
+  Payload,
+  RuleHeaders,
+  Success,
+  Error | RuleProblem,
+  R,
+  RE
+> => {
   let e: any = endpoint.annotate(RequiredScope, scope).annotate(RouteRules, rule)
   if (rule.user) e = e.addError(problem(UserIdentityRequired))
   if (rule.role !== undefined) e = e.addError(problem(PermissionRequired))

@@ -4,8 +4,8 @@
  * `__Host-` prefix, and answers carry HSTS exactly when it is https.
  */
 import { Config, ConfigError, Effect, Either } from "effect"
-import { parseTrustedProxies } from "./http/ClientAddress.js"
 import type { BackoffPolicy, BucketPolicy } from "../platform/RateLimiter.js"
+import { parseTrustedProxies } from "./http/ClientAddress.js"
 import { issuerConfig } from "./tokens/Tokens.js"
 
 const perMinute = (name: string, fallback: number) =>

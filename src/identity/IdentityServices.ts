@@ -3,6 +3,7 @@
  * `AppSecret` from the composition root.
  */
 import { Config, Effect, Layer } from "effect"
+import { RateLimiterLive, RateLimiterMemory } from "../platform/RateLimiter.js"
 import { Account } from "./account/Account.js"
 import { Avatars } from "./account/Avatars.js"
 import { EmailCodes } from "./account/EmailCodes.js"
@@ -28,7 +29,6 @@ import { Revocation } from "./oauth/Revocation.js"
 import { TokenService } from "./oauth/TokenService.js"
 import { UserInfoService } from "./oauth/UserInfoService.js"
 import { AddressLimits } from "./ratelimit/AddressLimits.js"
-import { RateLimiterLive, RateLimiterMemory } from "../platform/RateLimiter.js"
 import { Sessions } from "./sessions/Sessions.js"
 import { TokenLiveness } from "./tokens/Liveness.js"
 import { Tokens } from "./tokens/Tokens.js"

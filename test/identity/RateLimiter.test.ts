@@ -59,9 +59,9 @@ const grantsUpTo = (key: string) =>
   Effect.gen(function*() {
     const limiter = yield* RateLimiter
     const big = { capacity: 10, refillPerSecond: 0.01 }
-    expect(yield* limiter.takeUpTo(key, big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0 })
-    expect(yield* limiter.takeUpTo(key, big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0 })
-    expect((yield* limiter.takeUpTo(key, big, 4)).granted).toBe(2)
+    expect(yield* limiter.takeUpTo(key, big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0, remaining: 6 })
+    expect(yield* limiter.takeUpTo(key, big, 4)).toEqual({ granted: 4, retryAfterSeconds: 0, remaining: 2 })
+    expect(yield* limiter.takeUpTo(key, big, 4)).toMatchObject({ granted: 2, remaining: 0 })
     const refused = yield* limiter.takeUpTo(key, big, 4)
     expect(refused.granted).toBe(0)
     expect(refused.retryAfterSeconds).toBeGreaterThan(0)

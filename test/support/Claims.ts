@@ -49,7 +49,9 @@ export class ClaimsFixture extends Context.Tag("test/ClaimsFixture")<ClaimsFixtu
 
 export const writeScopes: ReadonlyArray<Scope> = ["catalog:read", "claims:write", "moderation"]
 
-export const ClaimsFixtureLive = (options: { readonly works?: number; readonly config?: Record<string, string> } = {}) =>
+export const ClaimsFixtureLive = (
+  options: { readonly works?: number; readonly config?: Record<string, string> } = {}
+) =>
   Layer.scoped(
     ClaimsFixture,
     Effect.gen(function*() {

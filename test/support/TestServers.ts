@@ -26,10 +26,21 @@ const serveOn = <E, R>(http: Layer.Layer<never, E, R>) =>
     return `http://127.0.0.1:${address.port}`
   })
 
-/** Settings of the test servers; anything not given here comes from the environment defaults. */
+/**
+ * Settings of the test servers; anything not given here comes from the environment defaults. The
+ * catalog's request budget is lifted so tests that make hundreds of requests with one key test what
+ * they are about; the limit tests set their own.
+ */
 export const testConfig = (overrides: Record<string, string> = {}) =>
   Layer.setConfigProvider(
-    ConfigProvider.fromMap(new Map(Object.entries({ LOG_LEVEL: "Warning", ...overrides }))).pipe(
+    ConfigProvider.fromMap(
+      new Map(Object.entries({
+        LOG_LEVEL: "Warning",
+        CATALOG_RATE_BURST: "1000000",
+        CATALOG_RATE_PER_SECOND: "1000000",
+        ...overrides
+      }))
+    ).pipe(
       ConfigProvider.orElse(() => ConfigProvider.fromEnv())
     )
   )

@@ -76,8 +76,7 @@ const userOf = (principal: PrincipalShape) =>
     onSome: (user) => Effect.succeed(user)
   })
 
-const isCreator = (principal: PrincipalShape) =>
-  Option.exists(principal.user, (user) => user.roles.includes("creator"))
+const isCreator = (principal: PrincipalShape) => Option.exists(principal.user, (user) => user.roles.includes("creator"))
 
 const validation = (errors: ValidationFailed["errors"], detail: string) => new ValidationFailed({ detail, errors })
 
@@ -223,7 +222,11 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
     const move = (
       claim: Effect.Effect.Success<ReturnType<typeof locked>>,
       to: ClaimState,
-      event: { readonly actorUid: string; readonly decision: DecideClaimInputBody["decision"] | null; readonly reason: string | null }
+      event: {
+        readonly actorUid: string
+        readonly decision: DecideClaimInputBody["decision"] | null
+        readonly reason: string | null
+      }
     ) =>
       Effect.gen(function*() {
         const released = to === "none"
@@ -336,10 +339,13 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
     const decodeAfter = (cursor: string | undefined, sort: string, filters: Record<string, unknown>) =>
       cursor === undefined
         ? Effect.succeed(undefined)
-        : Effect.flatMap(cursors.decode(cursor, { sort, filters: filterDigest(filters) }), (position) =>
-          /^[0-9]{1,20}$/.test(position.id)
-            ? Effect.succeed(position.id)
-            : Effect.fail(new InvalidCursor({ detail: "The cursor does not hold a position." })))
+        : Effect.flatMap(
+          cursors.decode(cursor, { sort, filters: filterDigest(filters) }),
+          (position) =>
+            /^[0-9]{1,20}$/.test(position.id)
+              ? Effect.succeed(position.id)
+              : Effect.fail(new InvalidCursor({ detail: "The cursor does not hold a position." }))
+        )
 
     const list = (
       principal: PrincipalShape,
@@ -426,7 +432,11 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
         if (params.after !== undefined && params.cursor !== undefined) {
           return yield* new InvalidCursor({
             detail: "`after` and `cursor` both say where to start; send one.",
-            errors: [{ reason: "INCONSISTENT_WITH", detail: "`cursor` cannot be sent with `after`.", parameter: "cursor" }]
+            errors: [{
+              reason: "INCONSISTENT_WITH",
+              detail: "`cursor` cannot be sent with `after`.",
+              parameter: "cursor"
+            }]
           })
         }
         const filters = { "": "claim_events", work_id: params.work_id }

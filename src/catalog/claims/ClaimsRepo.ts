@@ -98,13 +98,18 @@ export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo
         ORDER BY 1 LIMIT 2`.pipe(Effect.map((rows) => rows.map((r) => r.id)))
 
     /** Creates a work for a claim, withdrawn (invisible) until its claim goes live. */
-    const mintWork = (fields: MintFields, refs: ReadonlyArray<{ readonly source: string; readonly external_id: string }>) =>
+    const mintWork = (
+      fields: MintFields,
+      refs: ReadonlyArray<{ readonly source: string; readonly external_id: string }>
+    ) =>
       Effect.gen(function*() {
         const lang = fields.olang ?? "und"
         const localized = { [lang]: { value: fields.display_name, latin: fields.latin } }
         const [row] = yield* sql<{ id: string }>`
           INSERT INTO works (display_name, latin, lang, localized, olang, length_minutes, development_status, withdrawn)
-          VALUES (${fields.display_name}, ${fields.latin}, ${lang}, ${JSON.stringify(localized)}::jsonb, ${fields.olang},
+          VALUES (${fields.display_name}, ${fields.latin}, ${lang}, ${
+          JSON.stringify(localized)
+        }::jsonb, ${fields.olang},
                   ${fields.length_minutes}, ${fields.development_status}, true)
           RETURNING id::text AS id`
         const id = row!.id
@@ -306,8 +311,9 @@ export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo
         )
 
     // A statement that fails here is a defect (the rules above it refuse every bad input first).
-    const orDie = <Args extends ReadonlyArray<any>, A, E, R>(f: (...args: Args) => Effect.Effect<A, E, R>) =>
-    (...args: Args) => Effect.orDie(f(...args))
+    const orDie =
+      <Args extends ReadonlyArray<any>, A, E, R>(f: (...args: Args) => Effect.Effect<A, E, R>) => (...args: Args) =>
+        Effect.orDie(f(...args))
 
     return {
       liveWork: orDie(liveWork),

@@ -7,11 +7,11 @@ import { Effect, Layer, Schema } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { claimRules } from "../../../schema/Api/ClaimsApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
+import { ClaimRecord } from "../../../schema/Catalog/Claim.js"
 import { conditional } from "../../platform/Conditional.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Writes } from "../writes/Writes.js"
 import { Claims } from "./Claims.js"
-import { ClaimRecord } from "../../../schema/Catalog/Claim.js"
 
 export const HttpClaimsLive = HttpApiBuilder.group(
   CatalogApi,
@@ -36,7 +36,8 @@ export const HttpClaimsLive = HttpApiBuilder.group(
             Effect.flatMap(claims.get(p, path.work_id), ({ etag, record }) =>
               Effect.flatMap(
                 Schema.encode(ClaimRecord)(record).pipe(Effect.orDie),
-                (encoded) => conditional({ json: JSON.stringify(encoded), etag })
+                (encoded) =>
+                  conditional({ json: JSON.stringify(encoded), etag })
               ))))
         .handle("submitClaim", ({ headers, path }) =>
           Effect.flatMap(Principal, (principal) =>

@@ -38,12 +38,12 @@
  */
 import { Clock, Effect, Either, Option } from "effect"
 import type { TokenRequest, TokenResponse } from "../../../schema/Identity/Token.js"
+import { makeLeasedBuckets, RateLimiter } from "../../platform/RateLimiter.js"
 import type { Client } from "../clients/Clients.js"
 import { isPublicClient, scopesNotAllowed } from "../clients/Clients.js"
 import { Clients } from "../clients/Clients.js"
 import { checkPkce, randomToken, sha256Hex } from "../crypto/Secrets.js"
 import { IdentityConfig } from "../IdentityConfig.js"
-import { makeLeasedBuckets, RateLimiter } from "../../platform/RateLimiter.js"
 import { REFRESH_TOKEN_TTL_SECONDS } from "../tokens/Lifetimes.js"
 import { catalogAudienceConfig, Tokens } from "../tokens/Tokens.js"
 import type { User } from "../users/Users.js"

@@ -7,9 +7,9 @@
  * sign-in token) and userinfo for all of its users from one address.
  */
 import { Effect } from "effect"
+import { makeLeasedBuckets, RateLimiter } from "../../platform/RateLimiter.js"
 import { addressBucket } from "../http/ClientAddress.js"
 import { IdentityConfig } from "../IdentityConfig.js"
-import { makeLeasedBuckets, RateLimiter } from "../../platform/RateLimiter.js"
 
 export type AddressLimitedEndpoint = "authorize" | "userinfo" | "revoke"
 
