@@ -22,17 +22,6 @@ export const Note = Schema.String.pipe(Schema.maxLength(2000)).annotations({
   description: "Free text for display, at most 2000 characters."
 })
 
-export const ClaimEventRef = Schema.Struct({
-  object: Schema.Literal("claim_event"),
-  id: Id.annotations({ description: "The event id (ascending)." }),
-  from_state: Schema.NullOr(ClaimState).annotations({ description: "Null on the event that created the claim." }),
-  to_state: ClaimState,
-  reason: Schema.NullOr(Note).annotations({ description: "Null when none was given; usually a decline reason." }),
-  actor_uid: Schema.String.annotations({ description: "The identity user id of the actor (may be a moderator)." }),
-  created_at: Timestamp
-}).annotations({ identifier: "ClaimEventRef", description: "The newest event on a work, by anyone." })
-export type ClaimEventRef = typeof ClaimEventRef.Type
-
 export const ClaimEvent = Schema.Struct({
   object: Schema.Literal("claim_event"),
   id: Id.annotations({ description: "Ascending in commit order: the watermark a mirror stores." }),
@@ -49,6 +38,13 @@ export const ClaimEvent = Schema.Struct({
   created_at: Timestamp
 }).annotations({ identifier: "ClaimEvent", description: "One claim state change." })
 export type ClaimEvent = typeof ClaimEvent.Type
+
+/** The newest event on a work, as a claim record shows it: a `ClaimEvent` without the work's fields. */
+export const ClaimEventRef = ClaimEvent.pipe(Schema.omit("work_id", "site", "product_work_id")).annotations({
+  identifier: "ClaimEventRef",
+  description: "The newest event on a work, by anyone (`actor_uid` may be a moderator)."
+})
+export type ClaimEventRef = typeof ClaimEventRef.Type
 
 export const ClaimRecord = Schema.Struct({
   object: Schema.Literal("claim"),

@@ -90,7 +90,9 @@ describe("catalog lists", () => {
         // Lists that can be empty on a fresh seed get a query that is not.
         const query: Record<string, string> = { "/v2/catalog/calendar": "?window=undated" }
         const checked: Array<string> = []
-        for (const { itemObject, path } of lists) {
+        // Claim lists need a user's credential and claims to show; test/claims/Claims.test.ts checks their items.
+        const claimLists = ["/v2/claims", "/v2/moderation/claims", "/v2/catalog/claim-events"]
+        for (const { itemObject, path } of lists.filter((l) => !claimLists.includes(l.path))) {
           const url = path.replace(/^(.*)\/\{id\}/, (parent: string) => {
             const id = ids[parent]
             expect(id, `an id for ${path}`).toBeDefined()

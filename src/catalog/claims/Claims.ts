@@ -347,6 +347,34 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
               : Effect.fail(new InvalidCursor({ detail: "The cursor does not hold a position." }))
         )
 
+    /**
+     * A page of claim records keyed by one id column (`key`): the cursor names the last row's key
+     * and is bound to `filters`; `fetch` gets the key to start after and `limit + 1`.
+     */
+    const recordsPage = <E>(options: {
+      readonly sort: string
+      readonly filters: Record<string, unknown>
+      readonly params: { readonly limit?: number | undefined; readonly cursor?: string | undefined }
+      readonly key: (row: RecordRow) => string
+      readonly face: "bearer" | "queue"
+      readonly fetch: (after: string | undefined, rows: number) => Effect.Effect<ReadonlyArray<RecordRow>, E>
+    }) =>
+      Effect.gen(function*() {
+        const limit = options.params.limit ?? DEFAULT_LIMIT
+        const after = yield* decodeAfter(options.params.cursor, options.sort, options.filters)
+        const page = pageOf(
+          yield* options.fetch(after, limit + 1),
+          limit,
+          (row) => ({ sort: options.sort, key: [], id: options.key(row) }),
+          (p) => cursors.encode(p, filterDigest(options.filters))
+        )
+        return {
+          object: "list" as const,
+          items: page.items.map((row) => toRecord(row, options.face)),
+          ...(page.next_cursor === undefined ? {} : { next_cursor: page.next_cursor })
+        }
+      })
+
     const list = (
       principal: PrincipalShape,
       params: {
@@ -356,30 +384,22 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
         readonly cursor?: string | undefined
       }
     ) =>
-      Effect.gen(function*() {
-        const user = yield* userOf(principal)
-        const limit = params.limit ?? DEFAULT_LIMIT
-        const filters = { "": "claims", uid: user.id, site: params.site, state: params.state }
-        const afterId = yield* decodeAfter(params.cursor, "claims", filters)
-        const rows = yield* repo.actedOn({
-          bearer: { uid: String(user.id), site: params.site },
-          state: params.state,
-          afterId,
-          limit: limit + 1,
-          nsfw: principal.contentLimit === "nsfw"
-        })
-        const page = pageOf(
-          rows,
-          limit,
-          (row) => ({ sort: "claims", key: [], id: row.work_id }),
-          (p) => cursors.encode(p, filterDigest(filters))
-        )
-        return {
-          object: "list" as const,
-          items: page.items.map((row) => toRecord(row, "bearer")),
-          ...(page.next_cursor === undefined ? {} : { next_cursor: page.next_cursor })
-        }
-      })
+      Effect.flatMap(userOf(principal), (user) =>
+        recordsPage({
+          sort: "claims",
+          filters: { "": "claims", uid: user.id, site: params.site, state: params.state },
+          params,
+          key: (row) => row.work_id,
+          face: "bearer",
+          fetch: (afterId, limit) =>
+            repo.actedOn({
+              bearer: { uid: String(user.id), site: params.site },
+              state: params.state,
+              afterId,
+              limit,
+              nsfw: principal.contentLimit === "nsfw"
+            })
+        }))
 
     const queue = (
       principal: PrincipalShape,
@@ -389,31 +409,18 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
         readonly limit?: number | undefined
         readonly cursor?: string | undefined
       }
-    ) =>
-      Effect.gen(function*() {
-        const limit = params.limit ?? DEFAULT_LIMIT
-        const state = params.state ?? "pending"
-        const filters = { "": "queue", site: params.site, state }
-        const afterEventId = yield* decodeAfter(params.cursor, "queue", filters)
-        const rows = yield* repo.queue({
-          state,
-          site: params.site,
-          afterEventId,
-          limit: limit + 1,
-          nsfw: principal.contentLimit === "nsfw"
-        })
-        const page = pageOf(
-          rows,
-          limit,
-          (row) => ({ sort: "queue", key: [], id: row.last_event_id ?? "0" }),
-          (p) => cursors.encode(p, filterDigest(filters))
-        )
-        return {
-          object: "list" as const,
-          items: page.items.map((row) => toRecord(row, "queue")),
-          ...(page.next_cursor === undefined ? {} : { next_cursor: page.next_cursor })
-        }
+    ) => {
+      const state = params.state ?? "pending"
+      return recordsPage({
+        sort: "queue",
+        filters: { "": "queue", site: params.site, state },
+        params,
+        key: (row) => row.last_event_id ?? "0",
+        face: "queue",
+        fetch: (afterEventId, limit) =>
+          repo.queue({ state, site: params.site, afterEventId, limit, nsfw: principal.contentLimit === "nsfw" })
       })
+    }
 
     /**
      * A page of the event log. Like the change feed, a page with items always carries a cursor (the log
