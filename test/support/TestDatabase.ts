@@ -33,8 +33,17 @@ export const TestDatabaseUrlLive = Layer.scoped(
   })
 )
 
-/** The servers' pool (`SqlLive`: prepared statements, statement timeout) over a fresh database, plus its url. */
+/**
+ * The servers' pool (`SqlLive`: prepared statements, statement timeout) over a fresh database, plus its url.
+ * The pool size is laid over the settings in force rather than replacing them: a config provider set
+ * while layers are built stays in force for the layers built after it (the servers), so replacing it
+ * here used to hide every setting a test passed with `testConfig`.
+ */
 export const TestSqlLive = Layer.fresh(SqlLive).pipe(
-  Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_POOL_SIZE", "10"]])))),
+  Layer.provide(Layer.unwrapEffect(Effect.configProviderWith((current) =>
+    Effect.succeed(Layer.setConfigProvider(
+      ConfigProvider.fromMap(new Map([["DATABASE_POOL_SIZE", "10"]])).pipe(ConfigProvider.orElse(() => current))
+    ))
+  ))),
   Layer.provideMerge(TestDatabaseUrlLive)
 )
