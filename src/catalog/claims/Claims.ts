@@ -175,6 +175,12 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
           }
         }
 
+        // The claim row before the event lock, as every other change takes them (no deadlock with a
+        // decision on the same work); a held claim is refused without waiting for the event lock.
+        const existing = minted ? undefined : yield* repo.lock(workId)
+        if (existing !== undefined && existing.state !== "none") {
+          return yield* new AlreadyExists({ detail: `Work ${workId} already holds a claim; read it first.` })
+        }
         const state: ClaimState = minted ? "draft" : isCreator(principal) ? "live" : "pending"
         const actorUid = String(user.id)
         const eventId = yield* repo.nextEventId
