@@ -24,9 +24,9 @@
  * Upstream refs (`entity_refs`) always move to the survivor.
  */
 import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
-import { Data, Effect, Schedule } from "effect"
+import { Data, Effect } from "effect"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
+import { isRetryableTransaction, transactionRetrySchedule } from "../../platform/SqlState.js"
 import { MergeRepo } from "./MergeRepo.js"
 
 export const mergeableObjects: ReadonlyArray<TargetObject> = [
@@ -56,14 +56,6 @@ export interface MergeResult {
   /** Change-feed entries written (loser, survivor and every entity whose record changed). */
   readonly touched: number
 }
-
-/** PostgreSQL's deadlock and serialization failures: the transaction can simply run again. */
-const retryable = (error: SqlError) => {
-  const code = (error.cause as { code?: unknown } | undefined)?.code
-  return code === "40P01" || code === "40001"
-}
-
-const retrySchedule = Schedule.exponential("20 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(5)))
 
 const idPattern = /^[0-9]{1,19}$/
 
@@ -229,7 +221,10 @@ export class Merges extends Effect.Service<Merges>()("catalog/Merges", {
       }
       return yield* run(object, fromId, intoId).pipe(
         sql.withTransaction,
-        Effect.retry({ while: (e) => e._tag === "SqlError" && retryable(e), schedule: retrySchedule }),
+        Effect.retry({
+          while: (e) => e._tag === "SqlError" && isRetryableTransaction(e),
+          schedule: transactionRetrySchedule
+        }),
         Effect.catchTag("SqlError", (e) => Effect.die(e))
       )
     })

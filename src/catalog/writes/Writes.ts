@@ -20,7 +20,8 @@
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Option, Schedule, Schema } from "effect"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Duration, Effect, Option, Predicate, Schedule, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
 import { idempotencyKeyValue, type RouteRule } from "../../../schema/Api/Writes.js"
@@ -32,6 +33,7 @@ import {
   QuotaExceeded,
   TenantMismatch
 } from "../../../schema/Problem.js"
+import { isRetryableTransaction, transactionRetrySchedule } from "../../platform/SqlState.js"
 import { CatalogLimits } from "../limits/Limits.js"
 import { ReadCache } from "../shared/ReadCache.js"
 
@@ -222,7 +224,15 @@ export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
                 headers = EXCLUDED.headers, body = EXCLUDED.body, created_at = now()`
           }
           return { replayed: false as const, answer }
-        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+        }).pipe(
+          sql.withTransaction,
+          // A deadlock or serialization failure rolled everything back: the whole write runs again.
+          Effect.retry({
+            while: (e) => Predicate.isTagged(e, "SqlError") && isRetryableTransaction(e as SqlError),
+            schedule: transactionRetrySchedule
+          }),
+          Effect.catchTag("SqlError", Effect.die)
+        )
 
         if (outcome.replayed) return respond(outcome.answer, { "idempotent-replayed": "true" })
         cache.invalidate()
