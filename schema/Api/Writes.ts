@@ -24,6 +24,10 @@ import {
 export const ManagementRoles = ["moderator", "admin", "ren"] as const
 export type ManagementRole = (typeof ManagementRoles)[number]
 
+/** True when `roles` hold `role` or a management role above it. */
+export const holdsRole = (roles: ReadonlyArray<string>, role: ManagementRole): boolean =>
+  ManagementRoles.slice(ManagementRoles.indexOf(role)).some((r) => roles.includes(r))
+
 /** Daily per-site write quotas, by kind. */
 export const QuotaKinds = ["claims", "decisions"] as const
 export type QuotaKind = (typeof QuotaKinds)[number]

@@ -10,6 +10,7 @@ import { Clients } from "../identity/clients/Clients.js"
 import { Users } from "../identity/users/Users.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "../platform/Database.js"
 import { apiKeyCommand } from "./ApiKeyCommands.js"
+import { claimCommand, claimsCommand } from "./ClaimCommands.js"
 import { creatorCommand } from "./CreatorCommands.js"
 import { clientCommand, keysCommand, roleCommand, userCommand } from "./IdentityCommands.js"
 import { mergeCommand } from "./MergeCommand.js"
@@ -37,7 +38,9 @@ const cli = Command.make("shiori").pipe(
     clientCommand,
     keysCommand,
     creatorCommand,
-    mergeCommand
+    mergeCommand,
+    claimsCommand,
+    claimCommand
   ])
 )
 

@@ -13,7 +13,7 @@ import type { Scope } from "../../../schema/Annotations.js"
 import { RequiredScope, Scopes } from "../../../schema/Annotations.js"
 import { Authorization, WriteAuthorization } from "../../../schema/Api/Security.js"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
-import { ManagementRoles, type RouteRule, RouteRules } from "../../../schema/Api/Writes.js"
+import { holdsRole, type RouteRule, RouteRules } from "../../../schema/Api/Writes.js"
 import {
   InvalidCredential,
   MissingCredential,
@@ -143,10 +143,6 @@ export const bearerToken = (header: string | undefined): Option.Option<string> =
   const match = /^\s*bearer\s+(\S+)\s*$/i.exec(header)
   return match ? Option.some(match[1]!) : Option.some("")
 }
-
-/** True when `roles` hold `role` or a management role above it. */
-export const holdsRole = (roles: ReadonlyArray<string>, role: (typeof ManagementRoles)[number]): boolean =>
-  ManagementRoles.slice(ManagementRoles.indexOf(role)).some((r) => roles.includes(r))
 
 interface RouteNeeds {
   readonly scope: Scope | "any"

@@ -12,7 +12,7 @@
  */
 import { Effect, Option } from "effect"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
-import type { RouteRule } from "../../../schema/Api/Writes.js"
+import { holdsRole, type RouteRule } from "../../../schema/Api/Writes.js"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
 import {
   ClaimDecisionRecord,
@@ -148,7 +148,7 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
         let workId: string
         let minted = false
         if (body.work_id !== undefined) {
-          const found = yield* repo.liveWork(body.work_id)
+          const found = yield* repo.liveWork(body.work_id, principal.contentLimit === "nsfw")
           if (found === undefined) {
             return yield* validation([{
               reason: "UNKNOWN_REFERENCE",
@@ -158,7 +158,9 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
           }
           workId = found.id
         } else {
-          const matches = plan.refs.length === 0 ? [] : yield* repo.worksByRefs(plan.refs)
+          const matches = plan.refs.length === 0
+            ? []
+            : yield* repo.worksByRefs(plan.refs, principal.contentLimit === "nsfw")
           if (matches.length > 1) {
             return yield* validation([{
               reason: "INCONSISTENT_WITH",
@@ -336,8 +338,8 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
       Effect.gen(function*() {
         const user = yield* userOf(principal)
         const row = yield* repo.record(workId, { uid: String(user.id), site: undefined })
-        const visible = row !== undefined &&
-          (row.work_live ? principal.contentLimit === "nsfw" || !row.nsfw : row.site === principal.site)
+        const visible = row !== undefined && (principal.contentLimit === "nsfw" || !row.nsfw) &&
+          (row.work_live || row.site === principal.site || holdsRole(user.roles, "moderator"))
         if (!visible) return yield* new NotFound({ detail: `No work ${workId}.` })
         return { record: toRecord(row, "bearer"), etag: claimEtag(workId, row.last_event_id) }
       })
@@ -403,7 +405,9 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
               state: params.state,
               afterId,
               limit,
-              nsfw: principal.contentLimit === "nsfw"
+              nsfw: principal.contentLimit === "nsfw",
+              callerSite: principal.site,
+              moderator: holdsRole(user.roles, "moderator")
             })
         }))
 
@@ -473,9 +477,10 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
       })
 
     /** The field keys of an entity with their current values. */
-    const snapshot = (object: TargetObject, id: string) =>
+    const snapshot = (principal: PrincipalShape, object: TargetObject, id: string) =>
       Effect.gen(function*() {
-        const row = yield* repo.snapshotRow(entityTables[object], id, object === "work")
+        const nsfw = principal.contentLimit === "nsfw"
+        const row = yield* repo.snapshotRow(entityTables[object], id, object === "work", nsfw)
         if (row === undefined) return yield* new NotFound({ detail: `No ${object} ${id}.` })
         const prefix = object === "work" ? "catalog.work" : `catalog.${object}`
         return Object.fromEntries(Object.entries(row).map(([field, value]) => [`${prefix}.${field}`, value]))

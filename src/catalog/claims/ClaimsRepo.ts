@@ -6,6 +6,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { ClaimState } from "../../../schema/Catalog/Claim.js"
 import { searchDocument } from "../search/SearchKey.js"
+import { bigintId } from "../shared/Lanes.js"
 import type { MintFields } from "./WorkFields.js"
 
 const rfc3339 = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
@@ -81,17 +82,24 @@ export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo
     const decodeRecords = Schema.decodeUnknown(Schema.Array(RecordRow))
     const decodeEvents = Schema.decodeUnknown(Schema.Array(EventRow))
 
-    /** A live work's id and name; none when the work does not exist or is not served. */
-    const liveWork = (workId: string) =>
-      sql<{ id: string }>`SELECT id::text AS id FROM works WHERE id = ${workId}::bigint AND live`.pipe(
+    /** The content gate of a credential (`nsfw`: sees nsfw works too). */
+    const gate = (nsfw: boolean) => nsfw ? sql`TRUE` : sql`NOT w.nsfw`
+
+    /** A served work's id; none when the work does not exist, is not served, or is gated away. */
+    const liveWork = (workId: string, nsfw: boolean) =>
+      bigintId(workId) === undefined ? Effect.succeed(undefined) : sql<{ id: string }>`
+        SELECT w.id::text AS id FROM works w WHERE w.id = ${workId}::bigint AND w.live AND ${gate(nsfw)}`.pipe(
         Effect.map((rows) => rows[0])
       )
 
-    /** The distinct live works the refs name (exact source and external id). */
-    const worksByRefs = (refs: ReadonlyArray<{ readonly source: string; readonly external_id: string }>) =>
+    /** The distinct served works the refs name (exact source and external id), at most two. */
+    const worksByRefs = (
+      refs: ReadonlyArray<{ readonly source: string; readonly external_id: string }>,
+      nsfw: boolean
+    ) =>
       sql<{ id: string }>`
         SELECT DISTINCT r.entity_id::text AS id
-        FROM entity_refs r JOIN works w ON w.id = r.entity_id AND w.live
+        FROM entity_refs r JOIN works w ON w.id = r.entity_id AND w.live AND ${gate(nsfw)}
         WHERE r.entity_type = 'work'
           AND (r.source, r.external_id) IN (
             SELECT * FROM unnest(${refs.map((r) => r.source)}::text[], ${refs.map((r) => r.external_id)}::text[]))
@@ -142,7 +150,7 @@ export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo
 
     /** Locks the work's claim row; none when the work was never claimed. */
     const lock = (workId: string) =>
-      sql`
+      bigintId(workId) === undefined ? Effect.succeed(undefined) : sql`
         SELECT c.work_id::text AS work_id, c.state, c.site, c.site_work_id, c.owner_uid, c.hidden_from, c.minted,
                c.last_event_id::text AS last_event_id, w.live AS work_live
         FROM claims c JOIN works w ON w.id = c.work_id
@@ -234,18 +242,23 @@ export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo
     }
 
     const record = (workId: string, bearer: Bearer | undefined) =>
-      Effect.map(
+      bigintId(workId) === undefined ? Effect.succeed(undefined) : Effect.map(
         records({ bearer, where: sql.and([sql`w.id = ${workId}::bigint`]), order: "work", limit: 1 }),
         (rows) => rows[0]
       )
 
-    /** The works the bearer acted on, by id, after `afterId`. */
+    /**
+     * The works the bearer acted on, by id, after `afterId`, that the caller may see: served works,
+     * the claims of the caller's site (a draft's work is not served yet) and, for a moderator, all.
+     */
     const actedOn = (options: {
       readonly bearer: Bearer
       readonly state: ClaimState | undefined
       readonly afterId: string | undefined
       readonly limit: number
       readonly nsfw: boolean
+      readonly callerSite: string
+      readonly moderator: boolean
     }) =>
       records({
         bearer: options.bearer,
@@ -254,7 +267,8 @@ export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo
             AND (${options.bearer.site ?? null}::text IS NULL OR a.site = ${options.bearer.site ?? null}))`,
           options.afterId === undefined ? sql`TRUE` : sql`w.id > ${options.afterId}::bigint`,
           options.state === undefined ? sql`TRUE` : sql`coalesce(c.state, 'none') = ${options.state}`,
-          options.nsfw ? sql`TRUE` : sql`NOT w.nsfw`
+          gate(options.nsfw),
+          options.moderator ? sql`TRUE` : sql`(w.live OR c.site = ${options.callerSite})`
         ]),
         order: "work",
         limit: options.limit
@@ -287,7 +301,9 @@ export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo
       readonly limit: number
       readonly nsfw: boolean
     }) =>
-      sql`
+      options.workId !== undefined && bigintId(options.workId) === undefined
+        ? Effect.succeed([])
+        : sql`
         SELECT e.id::text AS id, e.work_id::text AS work_id, e.from_state, e.to_state, e.reason, e.actor_uid, e.site,
                CASE WHEN c.state IS NULL OR c.state = 'none' THEN NULL ELSE c.site_work_id END AS product_work_id,
                ${sql.literal(rfc3339("e.created_at"))} AS created_at
@@ -300,15 +316,19 @@ export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo
         LIMIT ${options.limit}`.pipe(Effect.flatMap(decodeEvents))
 
     /** The row of an entity for a snapshot: its name fields, and for works the other field keys. */
-    const snapshotRow = (table: string, id: string, work: boolean) =>
-      (work
+    const snapshotRow = (table: string, id: string, work: boolean, nsfw: boolean) => {
+      if (bigintId(id) === undefined) return Effect.succeed(undefined)
+      // Works, releases and characters carry the content gate's `nsfw`; the other types have none.
+      const gated = nsfw || !["works", "releases", "characters"].includes(table) ? sql`TRUE` : sql`NOT nsfw`
+      return (work
         ? sql<Record<string, unknown>>`
           SELECT display_name, latin, olang, length_minutes, development_status
-          FROM works WHERE id = ${id}::bigint AND live`
+          FROM works WHERE id = ${id}::bigint AND live AND ${gated}`
         : sql<Record<string, unknown>>`
-          SELECT display_name, latin FROM ${sql(table)} WHERE id = ${id}::bigint AND live`).pipe(
+          SELECT display_name, latin FROM ${sql(table)} WHERE id = ${id}::bigint AND live AND ${gated}`).pipe(
           Effect.map((rows) => rows[0])
         )
+    }
 
     // A statement that fails here is a defect (the rules above it refuse every bad input first).
     const orDie =

@@ -78,7 +78,7 @@ export const HttpModerationLive = HttpApiBuilder.group(
               payload,
               write: claims.decide(principal, claimRules.decideClaim, path.work_id, payload, headers["if-match"])
             })), runToCompletion)
-        .handle("snapshot", ({ path }) => claims.snapshot(path.object, path.id))
+        .handle("snapshot", ({ path }) => Effect.flatMap(Principal, (p) => claims.snapshot(p, path.object, path.id)))
     })
 )
 

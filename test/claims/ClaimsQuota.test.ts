@@ -1,0 +1,75 @@
+/**
+ * Daily site write quotas (docs/writing.md, "Limits"): a refused write uses none, a replay uses none,
+ * each site and kind counts on its own. Its own file: the servers run with tiny quotas.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import { ClaimDecisionRecord, ClaimRecord } from "../../schema/Catalog/Claim.js"
+import { ProblemCodes } from "../../schema/Problem.js"
+import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
+import { serverLayerOptions } from "../support/TestServers.js"
+
+type Reply = Effect.Effect.Success<ReturnType<ClaimsFixtureShape["call"]>>
+
+const expectQuotaExceeded = (res: Reply) => {
+  expect(res.status, JSON.stringify(res.body)).toBe(429)
+  expect(res.headers.get("content-type")).toBe("application/problem+json")
+  expect(res.body).toMatchObject({ code: "QUOTA_EXCEEDED", status: 429, title: ProblemCodes.QUOTA_EXCEEDED.title })
+  expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0)
+}
+
+const expectClaim = (res: Reply, status = 200) => {
+  expect(res.status, JSON.stringify(res.body)).toBe(status)
+  return Schema.decodeUnknownSync(ClaimRecord)(res.body)
+}
+
+describe("claims: daily site quotas (docs/writing.md, \"Limits\")", () => {
+  it.layer(
+    ClaimsFixtureLive({ works: 10, config: { CATALOG_QUOTA_CLAIMS: "2", CATALOG_QUOTA_DECISIONS: "1" } }),
+    serverLayerOptions()
+  )((it) => {
+    it.effect("429 QUOTA_EXCEEDED once a site's creations, submissions or decisions are spent; refusals and replays use none", () =>
+      Effect.gen(function*() {
+        const f = yield* ClaimsFixture
+        const [a, c] = [f.works[0]!, f.works[1]!]
+        const createA = () =>
+          f.call("POST", "/v2/claims", {
+            key: f.siteUser.key,
+            body: { work_id: a },
+            headers: { "idempotency-key": "q-a" }
+          })
+        const state = (key: string, work: string) =>
+          Effect.map(f.call("GET", `/v2/claims/${work}`, { key }), (res) => expectClaim(res).state)
+        expectClaim(yield* createA(), 201)
+        const minted = expectClaim(
+          yield* f.call("POST", "/v2/claims", {
+            key: f.siteUser.key,
+            body: { site_work_id: "1", display_name: "Quota" }
+          }),
+          201
+        )
+        expectQuotaExceeded(yield* f.call("POST", "/v2/claims", { key: f.siteUser.key, body: { work_id: c } }))
+        expect(yield* state(f.siteUser.key, c)).toBe("none")
+        expectQuotaExceeded(yield* f.call("POST", `/v2/claims/${minted.id}/submission`, { key: f.siteUser2.key }))
+        expect(yield* state(f.siteUser.key, minted.id)).toBe("draft")
+        // A replay is not a new write.
+        const replay = yield* createA()
+        expect(replay.status).toBe(201)
+        expect(replay.headers.get("idempotent-replayed")).toBe("true")
+        // Another site has its own quota.
+        expectClaim(yield* f.call("POST", "/v2/claims", { key: f.otherSiteUser.key, body: { work_id: c } }), 201)
+        // Decisions count against the moderator's site.
+        const decide = (work: string) =>
+          f.call("POST", `/v2/moderation/claims/${work}/decisions`, {
+            key: f.moderator.key,
+            body: { decision: "approve" },
+            headers: { "if-match": "*" }
+          })
+        const approved = yield* decide(a)
+        expect(approved.status, JSON.stringify(approved.body)).toBe(201)
+        Schema.decodeUnknownSync(ClaimDecisionRecord)(approved.body)
+        expectQuotaExceeded(yield* decide(c))
+        expect(yield* state(f.otherSiteUser.key, c)).toBe("pending")
+      }))
+  })
+})

@@ -1,0 +1,374 @@
+/**
+ * The credential matrix (SPEC 5; docs/writing.md, "Who may write"), generated from the route
+ * declarations: every route of the catalog's route table that carries a `RouteRules` annotation is
+ * driven with every kind of credential, and the expected answer is computed from its rule and its
+ * `RequiredScope` alone. A new ruled route joins the matrix without anyone editing this file (and
+ * fails loudly if it needs a path parameter or a body the matrix does not know how to fill).
+ * The OpenAPI document is checked against the same rules.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Option, Schema } from "effect"
+import { RequiredScope, type Scope, Scopes } from "../../schema/Annotations.js"
+import { WriteAuthorization } from "../../schema/Api/Security.js"
+import { ManagementRoles, type RouteRule, RouteRules } from "../../schema/Api/Writes.js"
+import { ClaimDecisionRecord, ClaimRecord, ListClaimRecord, Snapshot } from "../../schema/Catalog/Claim.js"
+import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
+import { catalogRoutes } from "../../src/catalog/CatalogServer.js"
+import type { RouteEntry } from "../../src/platform/RouteTable.js"
+import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
+import { serverLayerOptions } from "../support/TestServers.js"
+
+type Reply = Effect.Effect.Success<ReturnType<ClaimsFixtureShape["call"]>>
+
+// -------------------------------------------------------------------------------------------------
+// The ruled routes, from the route table
+// -------------------------------------------------------------------------------------------------
+
+interface Ruled {
+  readonly route: RouteEntry
+  readonly name: string
+  readonly rule: RouteRule
+  readonly scope: Scope | "any"
+}
+
+const ruled: ReadonlyArray<Ruled> = catalogRoutes.routes.flatMap((route) => {
+  const rule = Context.getOption(route.annotations, RouteRules)
+  if (Option.isNone(rule)) return []
+  const scope = Context.getOption(route.annotations, RequiredScope)
+  if (Option.isNone(scope)) throw new Error(`${route.method} ${route.path} has a rule but no RequiredScope`)
+  return [{ route, name: route.endpoint.name, rule: rule.value, scope: scope.value }]
+})
+
+const label = (r: Ruled) => `${r.route.method} ${r.route.path} (${r.name})`
+
+// -------------------------------------------------------------------------------------------------
+// Credentials, and what a rule makes of each
+// -------------------------------------------------------------------------------------------------
+
+/** The site of the prepared claims (made by `siteUser`). */
+const CLAIM_SITE = "site_a"
+
+interface CredentialKind {
+  readonly kind: string
+  /** false: no Authorization header at all. */
+  readonly present: boolean
+  readonly valid: boolean
+  readonly scopes: ReadonlySet<Scope>
+  readonly user: boolean
+  readonly roles: ReadonlyArray<string>
+  readonly site: string
+  /** The bearer token (made once per fixture). */
+  readonly key: (f: ClaimsFixtureShape) => Effect.Effect<string | undefined>
+}
+
+const all = new Set<Scope>(Scopes)
+const keyCache = new Map<string, string>()
+const cachedKey = (kind: string, make: Effect.Effect<string>) =>
+  Effect.suspend(() => {
+    const found = keyCache.get(kind)
+    return found !== undefined
+      ? Effect.succeed(found)
+      : Effect.tap(make, (key) => Effect.sync(() => keyCache.set(kind, key)))
+  })
+
+const credentials: ReadonlyArray<CredentialKind> = [
+  {
+    kind: "no credential",
+    present: false,
+    valid: false,
+    scopes: new Set(),
+    user: false,
+    roles: [],
+    site: "",
+    key: () => Effect.succeed(undefined)
+  },
+  {
+    kind: "an unknown key",
+    present: true,
+    valid: false,
+    scopes: new Set(),
+    user: false,
+    roles: [],
+    site: "",
+    key: () => Effect.succeed("sk_unknownunknownunknownunknown")
+  },
+  {
+    kind: "a read-only key (catalog:read)",
+    present: true,
+    valid: true,
+    scopes: new Set<Scope>(["catalog:read"]),
+    user: true,
+    roles: [],
+    site: CLAIM_SITE,
+    key: (f) => Effect.succeed(f.keys.readOnly)
+  },
+  {
+    kind: "a key without a user (every scope)",
+    present: true,
+    valid: true,
+    scopes: all,
+    user: false,
+    roles: [],
+    site: CLAIM_SITE,
+    key: (f) => cachedKey("noUser", f.makeKey(CLAIM_SITE, Scopes, null))
+  },
+  {
+    kind: "the claiming site's user without a role (every scope)",
+    present: true,
+    valid: true,
+    scopes: all,
+    user: true,
+    roles: [],
+    site: CLAIM_SITE,
+    key: (f) => cachedKey("siteUser", f.makeKey(CLAIM_SITE, Scopes, f.siteUser.id))
+  },
+  {
+    kind: "another site's user (every scope)",
+    present: true,
+    valid: true,
+    scopes: all,
+    user: true,
+    roles: [],
+    site: "site_b",
+    key: (f) => cachedKey("otherSiteUser", f.makeKey("site_b", Scopes, f.otherSiteUser.id))
+  },
+  {
+    kind: "a moderator of another site (every scope)",
+    present: true,
+    valid: true,
+    scopes: all,
+    user: true,
+    roles: ["moderator"],
+    site: "mod_site",
+    key: (f) => cachedKey("moderator", f.makeKey("mod_site", Scopes, f.moderator.id))
+  }
+]
+
+/** A management role, or one above it (the nesting schema/Api/Writes.ts declares). */
+const holds = (roles: ReadonlyArray<string>, role: (typeof ManagementRoles)[number]) =>
+  ManagementRoles.slice(ManagementRoles.indexOf(role)).some((r) => roles.includes(r))
+
+type Expected = ProblemCode | "not refused"
+
+/** What the rule and scope of a route make of a credential, acting on a claim of CLAIM_SITE. */
+const expectedFor = (r: Ruled, c: CredentialKind): Expected => {
+  if (!c.present) return "MISSING_CREDENTIAL"
+  if (!c.valid) return "INVALID_CREDENTIAL"
+  if (r.scope !== "any" && !c.scopes.has(r.scope)) return "SCOPE_REQUIRED"
+  if (r.rule.user && !c.user) return "USER_IDENTITY_REQUIRED"
+  if (r.rule.role !== undefined && !holds(c.roles, r.rule.role)) return "PERMISSION_REQUIRED"
+  if (r.rule.tenant && c.site !== CLAIM_SITE) return "TENANT_MISMATCH"
+  return "not refused"
+}
+
+// -------------------------------------------------------------------------------------------------
+// Requests
+// -------------------------------------------------------------------------------------------------
+
+let used = 0
+const freshWork = (f: ClaimsFixtureShape) => {
+  const work = f.works[used++]
+  if (work === undefined) throw new Error("the fixture ran out of works")
+  return work
+}
+
+/** A live work claimed by `siteUser` (pending). */
+const prepareClaim = (f: ClaimsFixtureShape) =>
+  Effect.gen(function*() {
+    const work = freshWork(f)
+    const res = yield* f.call("POST", "/v2/claims", { key: f.siteUser.key, body: { work_id: work } })
+    expect(res.status, JSON.stringify(res.body)).toBe(201)
+    return work
+  })
+
+let shared: string | undefined
+/** One claim for the refused cells: nothing may change it. */
+const sharedClaim = (f: ClaimsFixtureShape) =>
+  shared !== undefined
+    ? Effect.succeed(shared)
+    : Effect.tap(prepareClaim(f), (work) => Effect.sync(() => shared = work))
+
+/** Path parameters, by name, from the prepared claim. */
+const pathParams: Record<string, (work: string) => string> = {
+  work_id: (work) => work,
+  object: () => "work",
+  id: (work) => work
+}
+
+const pathFor = (r: Ruled, work: string) =>
+  r.route.path.replace(/:([A-Za-z_]+)\??/g, (_, name: string) => {
+    const fill = pathParams[name]
+    if (fill === undefined) throw new Error(`${label(r)}: the matrix cannot fill the path parameter :${name}`)
+    return encodeURIComponent(fill(work))
+  })
+
+/** A minimal valid body, by endpoint name (a create consumes a work: a fresh one each time). */
+const bodies: Record<string, (f: ClaimsFixtureShape) => unknown> = {
+  createClaim: (f) => ({ work_id: freshWork(f) }),
+  decideClaim: () => ({ decision: "ban", note: "matrix" })
+}
+
+const bodyFor = (r: Ruled, f: ClaimsFixtureShape): unknown => {
+  const make = bodies[r.name]
+  if (make !== undefined) return make(f)
+  if (r.route.method !== "GET" && r.route.method !== "DELETE" && Option.isSome(r.route.endpoint.payloadSchema)) {
+    throw new Error(`${label(r)}: the matrix has no minimal body for this route; add one to \`bodies\``)
+  }
+  return undefined
+}
+
+const etagOf = (f: ClaimsFixtureShape, work: string) =>
+  Effect.map(f.call("GET", `/v2/claims/${work}`, { key: f.siteUser.key }), (res) => {
+    expect(res.status, JSON.stringify(res.body)).toBe(200)
+    return res.headers.get("etag")!
+  })
+
+/** The schema of a route's success body, for the cells that get through. */
+const successSchemas: Record<string, Schema.Schema<any, any>> = {
+  createClaim: ClaimRecord,
+  listClaims: ListClaimRecord,
+  getClaim: ClaimRecord,
+  submitClaim: ClaimRecord,
+  releaseClaim: ClaimRecord,
+  moderationQueue: ListClaimRecord,
+  decideClaim: ClaimDecisionRecord,
+  snapshot: Snapshot
+}
+
+let cells = 0
+/** Cells run, by route. */
+const covered = new Map<string, number>()
+
+const expectRefusal = (res: Reply, code: ProblemCode) => {
+  const { status, title } = ProblemCodes[code]
+  expect(res.status, JSON.stringify(res.body)).toBe(status)
+  expect(res.headers.get("content-type")).toBe("application/problem+json")
+  expect(res.body).toMatchObject({ code, status, title })
+  for (const error of res.body.errors ?? []) expect(Schema.is(FieldError)(error), JSON.stringify(error)).toBe(true)
+}
+
+// -------------------------------------------------------------------------------------------------
+// OpenAPI
+// -------------------------------------------------------------------------------------------------
+
+/** The problem codes an OpenAPI response documents (through the components' `code` enums). */
+const documentedCodes = (spec: any, response: any): Set<string> => {
+  const codes = new Set<string>()
+  const schema = response?.content?.["application/problem+json"]?.schema
+  if (schema === undefined) return codes
+  for (const member of schema.anyOf ?? [schema]) {
+    const name = String(member.$ref ?? "").replace("#/components/schemas/", "")
+    const code = spec.components?.schemas?.[name]?.properties?.code
+    for (const value of code?.enum ?? (code?.const === undefined ? [] : [code.const])) codes.add(value)
+  }
+  return codes
+}
+
+describe("credential matrix (SPEC 5): every ruled route x every kind of credential", () => {
+  it("the route table declares ruled routes, each with a scope, and every WriteAuthorization route has a rule", () => {
+    expect(ruled.length).toBeGreaterThan(0)
+    for (const route of catalogRoutes.routes) {
+      const middlewares = route.group.middlewares as ReadonlySet<unknown>
+      if (!middlewares.has(WriteAuthorization)) continue
+      expect(Option.isSome(Context.getOption(route.annotations, RouteRules)), `${route.method} ${route.path}`).toBe(
+        true
+      )
+    }
+  })
+
+  it.layer(ClaimsFixtureLive(), serverLayerOptions())((it) => {
+    for (const r of ruled) {
+      for (const c of credentials) {
+        const expected = expectedFor(r, c)
+        const outcome = expected === "not refused"
+          ? "not refused by authorization"
+          : `${ProblemCodes[expected].status} ${expected}`
+        it.effect(`SPEC 5: ${label(r)} with ${c.kind} -> ${outcome}`, () =>
+          Effect.gen(function*() {
+            const f = yield* ClaimsFixture
+            const key = yield* c.key(f)
+            // A cell that gets through may change its claim: it gets one of its own.
+            const work = expected === "not refused" ? yield* prepareClaim(f) : yield* sharedClaim(f)
+            const headers: Record<string, string> = {}
+            if (r.rule.ifMatch !== undefined) headers["if-match"] = yield* etagOf(f, work)
+            if (r.rule.idempotent) headers["idempotency-key"] = `matrix-${++cells}-${Date.now()}`
+            const body = bodyFor(r, f)
+            const res = yield* f.call(r.route.method, pathFor(r, work), {
+              ...(key === undefined ? {} : { key }),
+              ...(body === undefined ? {} : { body }),
+              headers
+            })
+            if (expected === "not refused") {
+              expect([401, 403], JSON.stringify(res.body)).not.toContain(res.status)
+              expect(res.status, JSON.stringify(res.body)).toBeLessThan(500)
+              const schema = successSchemas[r.name]
+              if (res.status < 300 && schema !== undefined) Schema.decodeUnknownSync(schema)(res.body)
+            } else {
+              expectRefusal(res, expected)
+            }
+            covered.set(label(r), (covered.get(label(r)) ?? 0) + 1)
+          }))
+      }
+    }
+
+    it.effect("a refused request wrote nothing: the shared claim has only the event that created it", () =>
+      Effect.gen(function*() {
+        const f = yield* ClaimsFixture
+        expect(shared).toBeDefined()
+        const events = yield* f.call("GET", `/v2/catalog/claim-events?work_id=${shared}`, { key: f.siteUser.key })
+        expect(events.body.items.map((e: any) => e.to_state)).toEqual(["pending"])
+      }))
+
+    it.effect("the matrix covered every ruled route with every kind of credential", () =>
+      Effect.sync(() => {
+        expect(covered.size).toBeGreaterThan(0)
+        expect(covered.size).toBe(ruled.length)
+        expect([...covered.keys()].sort()).toEqual(ruled.map(label).sort())
+        for (const [route, n] of covered) expect(n, route).toBe(credentials.length)
+      }))
+
+    it.effect("OpenAPI: each ruled route documents the 401/403/409/412/428/429 problems and headers its rule implies", () =>
+      Effect.gen(function*() {
+        const f = yield* ClaimsFixture
+        const res = yield* f.call("GET", "/v2/openapi.json", { key: f.siteUser.key })
+        expect(res.status).toBe(200)
+        const spec = res.body
+        let checked = 0
+        for (const r of ruled) {
+          const path = r.route.path.replace(/:([A-Za-z_]+)\??/g, "{$1}")
+          const op = spec.paths?.[path]?.[r.route.method.toLowerCase()]
+          expect(op, `${label(r)} is not in the OpenAPI document`).toBeDefined()
+          const where = (what: string) => `${label(r)}: ${what}`
+          const responses = op.responses ?? {}
+          const codesAt = (status: number) => documentedCodes(spec, responses[String(status)])
+
+          expect([...codesAt(401)].sort(), where("401")).toEqual(["INVALID_CREDENTIAL", "MISSING_CREDENTIAL"])
+          const forbidden = codesAt(403)
+          const implied: Array<string> = []
+          if (r.scope !== "any") implied.push("SCOPE_REQUIRED")
+          if (r.rule.user) implied.push("USER_IDENTITY_REQUIRED", "PERMISSION_REQUIRED") // a banned user too
+          if (r.rule.role !== undefined) implied.push("PERMISSION_REQUIRED")
+          if (r.rule.tenant) implied.push("TENANT_MISMATCH")
+          expect([...forbidden].sort(), where("403")).toEqual([...new Set(implied)].sort())
+
+          const conflicts = codesAt(409)
+          for (const code of ["IDEMPOTENCY_KEY_REUSED", "IDEMPOTENCY_REQUEST_IN_PROGRESS"]) {
+            expect(conflicts.has(code), where(`409 ${code}`)).toBe(r.rule.idempotent)
+          }
+          expect(codesAt(412).has("PRECONDITION_FAILED"), where("412")).toBe(r.rule.ifMatch !== undefined)
+          expect(codesAt(428).has("PRECONDITION_REQUIRED"), where("428")).toBe(r.rule.ifMatch === "required")
+          expect(codesAt(429).has("QUOTA_EXCEEDED"), where("429 QUOTA_EXCEEDED")).toBe(r.rule.quota !== undefined)
+          expect(codesAt(429).has("RATE_LIMITED"), where("429 RATE_LIMITED")).toBe(true)
+
+          const headerNames = (op.parameters ?? [])
+            .filter((p: any) => p.in === "header")
+            .map((p: any) => String(p.name).toLowerCase())
+          expect(headerNames.includes("idempotency-key"), where("Idempotency-Key header")).toBe(r.rule.idempotent)
+          expect(headerNames.includes("if-match"), where("If-Match header")).toBe(r.rule.ifMatch !== undefined)
+          expect(op.security, where("security")).toEqual([{ bearer: [] }])
+          checked++
+        }
+        expect(checked).toBe(ruled.length)
+      }))
+  })
+})
