@@ -368,7 +368,9 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
 }) {}
 export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
   ...problemFields("QUOTA_EXCEEDED"),
-  ...retryAfter
+  ...retryAfter,
+  quota: Schema.String.annotations({ description: "The quota that is used up (`claims`, `decisions`, ...)." }),
+  limit: Schema.Int.pipe(Schema.positive()).annotations({ description: "Writes the quota allows per UTC day." })
 }) {}
 export class InternalError
   extends Schema.TaggedError<InternalError>()("InternalError", problemFields("INTERNAL_ERROR"))
@@ -478,6 +480,8 @@ export interface ProblemWire {
   readonly allow?: ReadonlyArray<string>
   readonly retry_after?: number
   readonly max_bytes?: number
+  readonly quota?: string
+  readonly limit?: number
 }
 
 /** The generic problem document, for documentation of undeclared statuses. */

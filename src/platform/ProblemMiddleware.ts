@@ -15,7 +15,7 @@ import type { HttpApp } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, FiberRef, Option, ParseResult, Schema } from "effect"
 import { entityCanonicalPath } from "../../schema/Api/Paths.js"
-import type { ProblemCode } from "../../schema/Problem.js"
+import type { ProblemCode, QuotaExceeded } from "../../schema/Problem.js"
 import {
   Gone,
   InternalError,
@@ -83,6 +83,13 @@ export const problemResponse = (p: Problem, ctx: ProblemContext): HttpServerResp
     case "METHOD_NOT_ALLOWED":
       headers["allow"] = (p as MethodNotAllowed).allow.join(", ")
       break
+    case "QUOTA_EXCEEDED": {
+      // The quota as an IETF RateLimit policy of a day's window, spent (draft-ietf-httpapi-ratelimit-headers).
+      const { limit, quota, retry_after } = p as QuotaExceeded
+      headers["ratelimit-policy"] = `"${quota}";q=${limit};w=86400`
+      headers["ratelimit"] = `"${quota}";r=0;t=${retry_after}`
+      break
+    }
     case "ENTITY_MERGED": {
       const merged = p as any
       const path = entityCanonicalPath(merged.object, merged.current_id)

@@ -388,14 +388,15 @@ describe("daily site quotas (SPEC 8, DECISIONS 20)", () => {
           const now = new Date()
           const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)
           expect(Math.abs(retryAfter - (midnight - now.getTime()) / 1000)).toBeLessThan(10)
-          // draft-ietf-httpapi-ratelimit-headers: a RateLimit field naming the quota, when one is sent,
-          // says it is spent; the request budget's own fields are there as on every answer.
-          const limits = third.headers.get("ratelimit") ?? ""
-          for (const item of limits.split(",").map((s) => s.trim())) {
-            if (/^"(claims|quota[^"]*)"/.test(item)) expect(item).toMatch(/;r=0(;|$)/)
-          }
-          expect(third.headers.get("ratelimit-policy")).toMatch(/^"requests";q=\d+;w=\d+$/)
-          rateLimit(third.headers)
+          // draft-ietf-httpapi-ratelimit-headers: the spent quota is the first policy of each field (a day's
+          // window, nothing left until midnight), then the request budget as on every answer.
+          const [quotaPolicy, budgetPolicy] = (third.headers.get("ratelimit-policy") ?? "").split(", ")
+          expect(quotaPolicy).toBe(`"claims";q=2;w=86400`)
+          expect(budgetPolicy).toMatch(/^"requests";q=\d+;w=\d+$/)
+          const [quotaState, budgetState] = (third.headers.get("ratelimit") ?? "").split(", ")
+          expect(quotaState).toBe(`"claims";r=0;t=${retryAfter}`)
+          expect(budgetState).toMatch(/^"requests";r=\d+;t=\d+$/)
+          expect(third.body).toMatchObject({ quota: "claims", limit: 2 })
           // The refused write left nothing: no claim, no event, quota unchanged; its key stored nothing.
           const claims = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM claims WHERE work_id = ${w2}::bigint`
           expect(claims[0]!.n).toBe(0)

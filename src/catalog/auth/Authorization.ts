@@ -209,8 +209,9 @@ const makeAuthorize = (routes: RouteTable) =>
       const principal = yield* credentials.authenticate(token.value)
       const admission = yield* budget.take(principal.owner)
       const limitHeaders = budget.headers(admission)
+      // Listed after any policy the answer already names (a spent quota), as one list per field.
       yield* HttpApp.appendPreResponseHandler((_request, response) =>
-        Effect.succeed(HttpServerResponse.setHeaders(response, limitHeaders))
+        Effect.succeed(HttpServerResponse.setHeaders(response, mergeLimitHeaders(response.headers, limitHeaders)))
       )
       if (admission.retryAfterSeconds > 0) {
         return yield* new RateLimited({
@@ -234,6 +235,17 @@ const makeAuthorize = (routes: RouteTable) =>
 
     return { authenticate, authenticateForRule } as const
   })
+
+/** RateLimit fields of `extra` appended to the ones `existing` already has (RFC 9651 lists). */
+const mergeLimitHeaders = (
+  existing: Readonly<Record<string, string>>,
+  extra: Readonly<Record<string, string>>
+): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(extra).map((
+      [name, value]
+    ) => [name, existing[name] === undefined ? value : `${existing[name]}, ${value}`])
+  )
 
 export const AuthorizationLive = (routes: RouteTable) =>
   Layer.effect(

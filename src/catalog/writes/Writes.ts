@@ -163,7 +163,9 @@ export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
           const retryAfter = secondsToUtcMidnight(new Date())
           return yield* new QuotaExceeded({
             detail: `The site's daily quota of ${limit} ${kind} writes is used up; it starts again at 00:00 UTC.`,
-            retry_after: retryAfter
+            retry_after: retryAfter,
+            quota: kind,
+            limit
           })
         }
       })
