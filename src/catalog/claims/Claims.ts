@@ -258,33 +258,45 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
         return eventId
       })
 
-    const submit = (principal: PrincipalShape, rule: RouteRule, workId: string, ifMatch: string | undefined) =>
+    /**
+     * A change the claiming site makes to its own claim: locked, a claim of the caller's site (403),
+     * current (`If-Match`, 412), in a state `next` accepts (409); one event; the bearer's new face.
+     */
+    const siteChange = (
+      action: string,
+      next: (state: ClaimState) => ClaimState | undefined,
+      principal: PrincipalShape,
+      rule: RouteRule,
+      workId: string,
+      ifMatch: string | undefined
+    ) =>
       Effect.gen(function*() {
         const user = yield* userOf(principal)
         const claim = yield* locked(workId, principal)
-        if (claim.state === "none") return yield* invalidTransition("none", "submitted")
+        if (claim.state === "none") return yield* invalidTransition("none", action)
         yield* checkTenant(principal, claim.site)
         yield* checkIfMatch(rule, ifMatch, claimEtag(workId, claim.last_event_id))
-        if (claim.state !== "draft" && claim.state !== "declined") {
-          return yield* invalidTransition(claim.state, "submitted")
-        }
+        const to = next(claim.state)
+        if (to === undefined) return yield* invalidTransition(claim.state, action)
         const actorUid = String(user.id)
-        yield* move(claim, isCreator(principal) ? "live" : "pending", { actorUid, decision: null, reason: null })
+        yield* move(claim, to, { actorUid, decision: null, reason: null })
         return yield* answerRecord(workId, { uid: actorUid, site: undefined }, 200)
       })
 
+    /** `draft`/`declined` -> `pending` (a creator publishes: `live`). */
+    const submit = (principal: PrincipalShape, rule: RouteRule, workId: string, ifMatch: string | undefined) =>
+      siteChange(
+        "submitted",
+        (state) => state === "draft" || state === "declined" ? (isCreator(principal) ? "live" : "pending") : undefined,
+        principal,
+        rule,
+        workId,
+        ifMatch
+      )
+
+    /** Any claimed state but `hidden` (a ban cannot be escaped by releasing) -> `none`. */
     const release = (principal: PrincipalShape, rule: RouteRule, workId: string, ifMatch: string | undefined) =>
-      Effect.gen(function*() {
-        const user = yield* userOf(principal)
-        const claim = yield* locked(workId, principal)
-        if (claim.state === "none") return yield* invalidTransition("none", "released")
-        yield* checkTenant(principal, claim.site)
-        yield* checkIfMatch(rule, ifMatch, claimEtag(workId, claim.last_event_id))
-        if (claim.state === "hidden") return yield* invalidTransition("hidden", "released")
-        const actorUid = String(user.id)
-        yield* move(claim, "none", { actorUid, decision: null, reason: null })
-        return yield* answerRecord(workId, { uid: actorUid, site: undefined }, 200)
-      })
+      siteChange("released", (state) => state === "hidden" ? undefined : "none", principal, rule, workId, ifMatch)
 
     const decide = (
       principal: PrincipalShape,
