@@ -20,6 +20,10 @@ describe("claims lifecycle (SPEC 3)", () => {
         expect(created.status, JSON.stringify(created.body)).toBe(201)
         expect(created.body.state).toBe("pending")
         const etag = created.headers.get("etag")!
+        // The face a write answers is the one a read gives (the write builds it without reading).
+        const read = yield* f.call("GET", `/v2/claims/${work}`, { key: f.siteUser.key })
+        expect(read.body).toEqual(created.body)
+        expect(read.headers.get("etag")).toBe(etag)
         const decided = yield* f.call("POST", `/v2/moderation/claims/${work}/decisions`, {
           key: f.moderator.key,
           body: { decision: "approve" },
@@ -39,7 +43,16 @@ describe("claims lifecycle (SPEC 3)", () => {
         })
         expect(replay.status).toBe(201)
         expect(replay.headers.get("idempotent-replayed")).toBe("true")
-        console.log(created.headers.get("ratelimit"), created.headers.get("ratelimit-policy"))
+        // And after a change by another actor: the bearer's count stays, the newest event is the decision.
+        const after = yield* f.call("GET", `/v2/claims/${work}`, { key: f.siteUser.key })
+        const released = yield* f.call("DELETE", `/v2/claims/${work}`, {
+          key: f.siteUser.key,
+          headers: { "if-match": after.headers.get("etag")! }
+        })
+        expect(released.status).toBe(200)
+        const reread = yield* f.call("GET", `/v2/claims/${work}`, { key: f.siteUser.key })
+        expect(reread.body).toEqual(released.body)
+        expect(reread.body.acted_count).toBe(2)
       }))
   })
 })

@@ -35,7 +35,7 @@ import {
 import { entityTables } from "../merge/MergeRepo.js"
 import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
 import { checkIfMatch, checkTenant, jsonAnswer } from "../writes/Writes.js"
-import { type Bearer, ClaimsRepo, type RecordRow } from "./ClaimsRepo.js"
+import { type Appended, ClaimsRepo, type LockedClaim, type RecordRow } from "./ClaimsRepo.js"
 import { decodeWorkFields, type MintFields } from "./WorkFields.js"
 
 /** The claim's strong ETag: it changes with every event on the work. */
@@ -85,15 +85,43 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
     const repo = yield* ClaimsRepo
     const cursors = yield* Cursors
 
-    /** The bearer's face of one work's claim, as a write answers it. */
-    const answerRecord = (workId: string, bearer: Bearer, status: number, extra: Record<string, string> = {}) =>
-      Effect.gen(function*() {
-        const row = yield* repo.record(workId, bearer)
-        return yield* jsonAnswer(ClaimRecordSchema, toRecord(row!, "bearer"), {
-          status,
-          headers: { etag: claimEtag(workId, row!.last_event_id), ...extra }
-        })
-      })
+    /**
+     * The bearer's face of a claim its write just changed, built from what the write knows (no read
+     * inside the event lock): the new event is the newest, and the bearer's count is one more.
+     */
+    const answerFace = (
+      face: {
+        readonly workId: string
+        readonly displayName: string
+        readonly state: ClaimState
+        readonly site: string
+        readonly siteWorkId: string | null
+        readonly event: { readonly from: ClaimState | null; readonly actorUid: string; readonly reason: string | null }
+        readonly appended: Appended
+        readonly before: { readonly acted_count: number; readonly first_acted_at: string | null }
+      },
+      status: number,
+      extra: Record<string, string> = {}
+    ) =>
+      jsonAnswer(ClaimRecordSchema, {
+        object: "claim",
+        id: face.workId,
+        state: face.state,
+        display_name: face.displayName,
+        site: face.state === "none" ? "" : face.site,
+        product_work_id: face.state === "none" ? null : face.siteWorkId,
+        last_event: {
+          object: "claim_event",
+          id: face.appended.id,
+          from_state: face.event.from,
+          to_state: face.state,
+          reason: face.event.reason,
+          actor_uid: face.event.actorUid,
+          created_at: face.appended.created_at
+        },
+        acted_count: face.before.acted_count + 1,
+        first_acted_at: face.before.first_acted_at ?? face.appended.created_at
+      }, { status, headers: { etag: claimEtag(face.workId, face.appended.id), ...extra } })
 
     // -------------------------------------------------------------------------------------------
     // Creation
@@ -146,6 +174,7 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
             : Effect.succeed(plan.mint)
 
         let workId: string
+        let displayName: string
         let minted = false
         if (body.work_id !== undefined) {
           const found = yield* repo.liveWork(body.work_id, principal.contentLimit === "nsfw")
@@ -157,6 +186,7 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
             }], "The work does not exist or is not served.")
           }
           workId = found.id
+          displayName = found.display_name
         } else {
           const matches = plan.refs.length === 0
             ? []
@@ -169,47 +199,44 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
             }], "The refs match several works; claim one by `work_id`.")
           }
           if (matches.length === 1 && body.field_values === undefined) {
-            workId = matches[0]!
+            workId = matches[0]!.id
+            displayName = matches[0]!.display_name
           } else {
             const fields = yield* requireMint(plan.refs.length > 0 ? "`refs`" : "no `work_id`")
             workId = yield* repo.mintWork(fields, matches.length === 0 ? plan.refs : [])
+            displayName = fields.display_name
             minted = true
           }
         }
 
         // The claim row before the event lock, as every other change takes them (no deadlock with a
         // decision on the same work); a held claim is refused without waiting for the event lock.
-        const existing = minted ? undefined : yield* repo.lock(workId)
+        const actorUid = String(user.id)
+        const existing = minted ? undefined : yield* repo.lock(workId, actorUid)
         if (existing !== undefined && existing.state !== "none") {
           return yield* new AlreadyExists({ detail: `Work ${workId} already holds a claim; read it first.` })
         }
         const state: ClaimState = minted ? "draft" : isCreator(principal) ? "live" : "pending"
-        const actorUid = String(user.id)
-        const eventId = yield* repo.nextEventId
-        const inserted = yield* repo.insertClaim({
-          workId,
-          state,
-          site: principal.site,
-          siteWorkId: body.site_work_id ?? null,
-          ownerUid: actorUid,
-          minted,
-          eventId
-        })
-        if (!inserted) {
+        const event = { workId, from: null, to: state, decision: null, reason: null, actorUid, site: principal.site }
+        const siteWorkId = body.site_work_id ?? null
+        const appended = yield* repo.appendCreation({ state, siteWorkId, minted }, event)
+        if (appended === undefined) {
           return yield* new AlreadyExists({ detail: `Work ${workId} already holds a claim; read it first.` })
         }
-        yield* repo.insertEvent(eventId, {
-          workId,
-          from: null,
-          to: state,
-          decision: null,
-          reason: null,
-          actorUid,
-          site: principal.site
-        })
-        return yield* answerRecord(workId, { uid: actorUid, site: undefined }, 201, {
-          location: `/v2/claims/${workId}`
-        })
+        return yield* answerFace(
+          {
+            workId,
+            displayName,
+            state,
+            site: principal.site,
+            siteWorkId,
+            event,
+            appended,
+            before: existing ?? { acted_count: 0, first_acted_at: null }
+          },
+          201,
+          { location: `/v2/claims/${workId}` }
+        )
       })
 
     // -------------------------------------------------------------------------------------------
@@ -217,18 +244,18 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
     // -------------------------------------------------------------------------------------------
 
     /** Locks the work's claim; 404 when the work was never claimed or is not visible to the caller. */
-    const locked = (workId: string, principal: PrincipalShape) =>
+    const locked = (workId: string, principal: PrincipalShape, actorUid: string) =>
       Effect.gen(function*() {
-        const claim = yield* repo.lock(workId)
+        const claim = yield* repo.lock(workId, actorUid)
         if (claim === undefined || (!claim.work_live && claim.site !== principal.site)) {
           return yield* new NotFound({ detail: `Work ${workId} has no claim.` })
         }
         return claim
       })
 
-    /** Moves a locked claim to `to`, as one event. */
+    /** Moves a locked claim to `to`, as one event; answers the event. */
     const move = (
-      claim: Effect.Effect.Success<ReturnType<typeof locked>>,
+      claim: LockedClaim,
       to: ClaimState,
       event: {
         readonly actorUid: string
@@ -239,14 +266,7 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
       Effect.gen(function*() {
         const released = to === "none"
         if (claim.minted && !released) yield* repo.setServed(claim.work_id, to === "live")
-        const eventId = yield* repo.nextEventId
-        yield* repo.updateClaim(claim.work_id, {
-          state: to,
-          hiddenFrom: to === "hidden" ? claim.state : null,
-          eventId,
-          released
-        })
-        yield* repo.insertEvent(eventId, {
+        return yield* repo.appendChange({ hiddenFrom: to === "hidden" ? claim.state : null, released }, {
           workId: claim.work_id,
           from: claim.state,
           to,
@@ -255,7 +275,6 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
           actorUid: event.actorUid,
           site: claim.site
         })
-        return eventId
       })
 
     /**
@@ -272,15 +291,24 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
     ) =>
       Effect.gen(function*() {
         const user = yield* userOf(principal)
-        const claim = yield* locked(workId, principal)
+        const actorUid = String(user.id)
+        const claim = yield* locked(workId, principal, actorUid)
         if (claim.state === "none") return yield* invalidTransition("none", action)
         yield* checkTenant(principal, claim.site)
         yield* checkIfMatch(rule, ifMatch, claimEtag(workId, claim.last_event_id))
         const to = next(claim.state)
         if (to === undefined) return yield* invalidTransition(claim.state, action)
-        const actorUid = String(user.id)
-        yield* move(claim, to, { actorUid, decision: null, reason: null })
-        return yield* answerRecord(workId, { uid: actorUid, site: undefined }, 200)
+        const appended = yield* move(claim, to, { actorUid, decision: null, reason: null })
+        return yield* answerFace({
+          workId,
+          displayName: claim.display_name,
+          state: to,
+          site: claim.site,
+          siteWorkId: claim.site_work_id,
+          event: { from: claim.state, actorUid, reason: null },
+          appended,
+          before: claim
+        }, 200)
       })
 
     /** `draft`/`declined` -> `pending` (a creator publishes: `live`). */
@@ -314,7 +342,7 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
           }], "A decline needs a note.")
         }
         const user = yield* userOf(principal)
-        const claim = yield* repo.lock(workId)
+        const claim = yield* repo.lock(workId, String(user.id))
         if (claim === undefined) return yield* new NotFound({ detail: `Work ${workId} has no claim.` })
         yield* checkIfMatch(rule, ifMatch, claimEtag(workId, claim.last_event_id))
         const from = claim.state
@@ -326,14 +354,14 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
           ? (from !== "none" && from !== "hidden" ? "hidden" : undefined)
           : (from === "hidden" ? claim.hidden_from ?? undefined : undefined)
         if (to === undefined) return yield* invalidTransition(from, `decided \`${body.decision}\``)
-        const eventId = yield* move(claim, to, {
+        const appended = yield* move(claim, to, {
           actorUid: String(user.id),
           decision: body.decision,
           reason: body.note === undefined || body.note === "" ? null : body.note
         })
         return yield* jsonAnswer(ClaimDecisionRecord, {
           object: "decision",
-          id: eventId,
+          id: appended.id,
           decision: body.decision,
           note: body.note ?? "",
           from_state: from,

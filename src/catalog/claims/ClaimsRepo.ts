@@ -3,6 +3,7 @@
  * runner (src/catalog/writes/Writes.ts) for writes. Rules live in Claims.ts.
  */
 import { SqlClient } from "@effect/sql"
+import type { Statement } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
 import { ClaimState } from "../../../schema/Catalog/Claim.js"
 import { searchDocument } from "../search/SearchKey.js"
@@ -21,9 +22,17 @@ export const LockedClaim = Schema.Struct({
   hidden_from: Schema.NullOr(ClaimState),
   minted: Schema.Boolean,
   last_event_id: Schema.String,
-  work_live: Schema.Boolean
+  work_live: Schema.Boolean,
+  display_name: Schema.String,
+  /** The acting user's events on the work so far, and the first one's time. */
+  acted_count: Schema.Number,
+  first_acted_at: Schema.NullOr(Schema.String)
 })
 export type LockedClaim = typeof LockedClaim.Type
+
+/** An appended event: its id and time. */
+export const Appended = Schema.Struct({ id: Schema.String, created_at: Schema.String })
+export type Appended = typeof Appended.Type
 
 /** One row of a claim record, with the newest event and the bearer's counts. */
 export const RecordRow = Schema.Struct({
@@ -81,29 +90,31 @@ export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo
     const decodeLocked = Schema.decodeUnknown(Schema.Array(LockedClaim))
     const decodeRecords = Schema.decodeUnknown(Schema.Array(RecordRow))
     const decodeEvents = Schema.decodeUnknown(Schema.Array(EventRow))
+    const decodeAppended = Schema.decodeUnknown(Schema.Array(Appended))
 
     /** The content gate of a credential (`nsfw`: sees nsfw works too). */
     const gate = (nsfw: boolean) => nsfw ? sql`TRUE` : sql`NOT w.nsfw`
 
-    /** A served work's id; none when the work does not exist, is not served, or is gated away. */
+    /** A served work's id and name; none when the work does not exist, is not served, or is gated away. */
     const liveWork = (workId: string, nsfw: boolean) =>
-      bigintId(workId) === undefined ? Effect.succeed(undefined) : sql<{ id: string }>`
-        SELECT w.id::text AS id FROM works w WHERE w.id = ${workId}::bigint AND w.live AND ${gate(nsfw)}`.pipe(
+      bigintId(workId) === undefined ? Effect.succeed(undefined) : sql<{ id: string; display_name: string }>`
+        SELECT w.id::text AS id, w.display_name FROM works w
+        WHERE w.id = ${workId}::bigint AND w.live AND ${gate(nsfw)}`.pipe(
         Effect.map((rows) => rows[0])
       )
 
-    /** The distinct served works the refs name (exact source and external id), at most two. */
+    /** The distinct served works the refs name (exact source and external id), at most two, with names. */
     const worksByRefs = (
       refs: ReadonlyArray<{ readonly source: string; readonly external_id: string }>,
       nsfw: boolean
     ) =>
-      sql<{ id: string }>`
-        SELECT DISTINCT r.entity_id::text AS id
+      sql<{ id: string; display_name: string }>`
+        SELECT DISTINCT r.entity_id::text AS id, w.display_name
         FROM entity_refs r JOIN works w ON w.id = r.entity_id AND w.live AND ${gate(nsfw)}
         WHERE r.entity_type = 'work'
           AND (r.source, r.external_id) IN (
             SELECT * FROM unnest(${refs.map((r) => r.source)}::text[], ${refs.map((r) => r.external_id)}::text[]))
-        ORDER BY 1 LIMIT 2`.pipe(Effect.map((rows) => rows.map((r) => r.id)))
+        ORDER BY 1 LIMIT 2`
 
     /** Creates a work for a claim, withdrawn (invisible) until its claim goes live. */
     const mintWork = (
@@ -148,63 +159,83 @@ export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo
         if (changed.length > 0) yield* sql`SELECT catalog_touch('work', ${workId}::bigint, ${!served})`
       })
 
-    /** Locks the work's claim row; none when the work was never claimed. */
-    const lock = (workId: string) =>
+    /**
+     * Locks the work's claim row; none when the work was never claimed (then nobody has acted on it).
+     * With the acting user's events on the work so far, for the face the change answers.
+     */
+    const lock = (workId: string, actorUid: string) =>
       bigintId(workId) === undefined ? Effect.succeed(undefined) : sql`
         SELECT c.work_id::text AS work_id, c.state, c.site, c.site_work_id, c.owner_uid, c.hidden_from, c.minted,
-               c.last_event_id::text AS last_event_id, w.live AS work_live
+               c.last_event_id::text AS last_event_id, w.live AS work_live, w.display_name,
+               (SELECT count(*)::int FROM claim_events a WHERE a.work_id = c.work_id AND a.actor_uid = ${actorUid})
+                 AS acted_count,
+               (SELECT ${sql.literal(rfc3339("min(a.created_at)"))} FROM claim_events a
+                WHERE a.work_id = c.work_id AND a.actor_uid = ${actorUid}) AS first_acted_at
         FROM claims c JOIN works w ON w.id = c.work_id
         WHERE c.work_id = ${workId}::bigint
         FOR UPDATE OF c`.pipe(Effect.flatMap(decodeLocked), Effect.map((rows) => rows[0]))
 
     /**
-     * Takes the event lock (held until commit: ids become visible in ascending order) and allocates
-     * the next event id. Call as late as possible in the transaction.
+     * The event and the claim's new row, in one statement that first takes the event lock (held until
+     * commit: ids become visible in ascending order) and then the next id. One round trip, so the
+     * lock is held for as little of the transaction as possible: call it as its last change.
      */
-    const nextEventId = Effect.gen(function*() {
-      yield* sql`SELECT claim_event_lock()`
-      const [row] = yield* sql<{ id: string }>`SELECT nextval('claim_event_seq')::text AS id`
-      return row!.id
-    })
-
-    const insertEvent = (id: string, event: NewEvent) =>
+    const appendSql = (event: NewEvent, claim: Statement<unknown>) =>
       sql`
-        INSERT INTO claim_events (id, work_id, from_state, to_state, decision, reason, actor_uid, site)
-        VALUES (${id}::bigint, ${event.workId}::bigint, ${event.from}, ${event.to}, ${event.decision}, ${event.reason},
-                ${event.actorUid}, ${event.site})`
+        WITH locked AS (SELECT claim_event_lock()),
+        next AS (SELECT nextval('claim_event_seq') AS id FROM locked),
+        claim AS (${claim}),
+        event AS (
+          INSERT INTO claim_events (id, work_id, from_state, to_state, decision, reason, actor_uid, site)
+          SELECT claim.last_event_id, ${event.workId}::bigint, ${event.from}, ${event.to}, ${event.decision},
+                 ${event.reason}, ${event.actorUid}, ${event.site}
+          FROM claim
+          RETURNING id, created_at
+        )
+        SELECT id::text AS id, ${sql.literal(rfc3339("created_at"))} AS created_at FROM event`.pipe(
+        Effect.flatMap(decodeAppended),
+        Effect.map((rows) => rows[0])
+      )
 
-    /** A new claim on a work without one (or released): none when the work holds a claim. */
-    const insertClaim = (claim: {
-      readonly workId: string
+    /** A new claim on a work without one (or released) and its creating event; none when the work holds a claim. */
+    const appendCreation = (claim: {
       readonly state: ClaimState
-      readonly site: string
       readonly siteWorkId: string | null
-      readonly ownerUid: string
       readonly minted: boolean
-      readonly eventId: string
-    }) =>
-      sql<{ work_id: string }>`
-        INSERT INTO claims AS c (work_id, state, site, site_work_id, owner_uid, minted, last_event_id)
-        VALUES (${claim.workId}::bigint, ${claim.state}, ${claim.site}, ${claim.siteWorkId}, ${claim.ownerUid},
-                ${claim.minted}, ${claim.eventId}::bigint)
-        ON CONFLICT (work_id) DO UPDATE SET state = EXCLUDED.state, site = EXCLUDED.site,
-          site_work_id = EXCLUDED.site_work_id, owner_uid = EXCLUDED.owner_uid, hidden_from = NULL,
-          minted = EXCLUDED.minted, last_event_id = EXCLUDED.last_event_id, updated_at = now()
-        WHERE c.state = 'none'
-        RETURNING work_id::text AS work_id`.pipe(Effect.map((rows) => rows.length > 0))
+    }, event: NewEvent) =>
+      appendSql(
+        event,
+        sql`
+          INSERT INTO claims AS c (work_id, state, site, site_work_id, owner_uid, minted, last_event_id)
+          SELECT ${event.workId}::bigint, ${claim.state}, ${event.site}, ${claim.siteWorkId}, ${event.actorUid},
+                 ${claim.minted}, next.id
+          FROM next
+          ON CONFLICT (work_id) DO UPDATE SET state = EXCLUDED.state, site = EXCLUDED.site,
+            site_work_id = EXCLUDED.site_work_id, owner_uid = EXCLUDED.owner_uid, hidden_from = NULL,
+            minted = EXCLUDED.minted, last_event_id = EXCLUDED.last_event_id, updated_at = now()
+          WHERE c.state = 'none'
+          RETURNING c.last_event_id`
+      )
 
-    const updateClaim = (workId: string, change: {
-      readonly state: ClaimState
-      readonly hiddenFrom: ClaimState | null
-      readonly eventId: string
-      readonly released: boolean
-    }) =>
-      sql`
-        UPDATE claims SET state = ${change.state}, hidden_from = ${change.hiddenFrom},
-          last_event_id = ${change.eventId}::bigint, updated_at = now(),
-          site = CASE WHEN ${change.released} THEN '' ELSE site END,
-          minted = CASE WHEN ${change.released} THEN false ELSE minted END
-        WHERE work_id = ${workId}::bigint`
+    /** A locked claim's move to `event.to` and its event. */
+    const appendChange = (
+      change: { readonly hiddenFrom: ClaimState | null; readonly released: boolean },
+      event: NewEvent
+    ) =>
+      Effect.map(
+        appendSql(
+          event,
+          sql`
+            UPDATE claims c SET state = ${event.to}, hidden_from = ${change.hiddenFrom}, last_event_id = next.id,
+              updated_at = now(),
+              site = CASE WHEN ${change.released} THEN '' ELSE c.site END,
+              minted = CASE WHEN ${change.released} THEN false ELSE c.minted END
+            FROM next
+            WHERE c.work_id = ${event.workId}::bigint
+            RETURNING c.last_event_id`
+        ),
+        (appended) => appended!
+      )
 
     /** Claim records: the newest event on each work, and the bearer's counts when a bearer is given. */
     const records = (options: {
@@ -341,10 +372,8 @@ export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo
       mintWork: orDie(mintWork),
       setServed: orDie(setServed),
       lock: orDie(lock),
-      nextEventId: Effect.orDie(nextEventId),
-      insertEvent: orDie(insertEvent),
-      insertClaim: orDie(insertClaim),
-      updateClaim: orDie(updateClaim),
+      appendCreation: orDie(appendCreation),
+      appendChange: orDie(appendChange),
       record: orDie(record),
       actedOn: orDie(actedOn),
       queue: orDie(queue),
