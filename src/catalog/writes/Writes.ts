@@ -2,6 +2,8 @@
  * The write runner: the one path every catalog write takes (docs/writing.md). It owns the
  * transaction and, in it and in this order:
  *
+ * 0. a retry of a write that committed is answered first, outside any transaction: a stored answer is
+ *    final (it commits with its write), so it is replayed (or the key refused as reused) at once;
  * 1. idempotency (when the route's rule says so and the request sent `Idempotency-Key`): the key,
  *    scoped to the credential's owner, is locked with a transaction-scoped advisory lock taken
  *    without waiting (held elsewhere: 409 `IDEMPOTENCY_REQUEST_IN_PROGRESS` with `Retry-After`); a
@@ -189,6 +191,33 @@ export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
           : Option.none<string>()
         const fingerprint = fingerprintOf(request, options.payload)
 
+        /** A stored answer under the key: replayed for the same request, 409 for another. */
+        const judge = (found: typeof StoredRow.Type) => {
+          const same = found.fingerprint.length === fingerprint.length &&
+            Crypto.timingSafeEqual(found.fingerprint, fingerprint)
+          return same
+            ? Effect.succeed({ replayed: true as const, answer: found })
+            : Effect.fail(
+              new IdempotencyKeyReused({
+                detail: "This Idempotency-Key was used with a different request; use a new key."
+              })
+            )
+        }
+        const storedAnswer = (value: string) =>
+          sql`
+            SELECT fingerprint, status, headers, body FROM catalog_idempotency
+            WHERE scope = ${principal.owner} AND key = ${value} AND created_at > now() - ${KEEP}::interval`
+            .pipe(Effect.flatMap(decodeStored), Effect.orDie, Effect.map((rows) => rows[0]))
+
+        // A retry of a write that committed: its answer is final, so it is replayed without a transaction.
+        if (Option.isSome(key)) {
+          const found = yield* storedAnswer(key.value)
+          if (found !== undefined) {
+            const replayed = yield* judge(found)
+            return respond(replayed.answer, { "idempotent-replayed": "true" })
+          }
+        }
+
         const outcome = yield* Effect.gen(function*() {
           if (Option.isSome(key)) {
             const [lock] = yield* sql<{ ok: boolean }>`
@@ -199,21 +228,9 @@ export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
                 retry_after: 1
               })
             }
-            const stored = yield* sql`
-              SELECT fingerprint, status, headers, body FROM catalog_idempotency
-              WHERE scope = ${principal.owner} AND key = ${key.value} AND created_at > now() - ${KEEP}::interval`
-              .pipe(Effect.flatMap(decodeStored), Effect.orDie)
-            const found = stored[0]
-            if (found !== undefined) {
-              const same = found.fingerprint.length === fingerprint.length &&
-                Crypto.timingSafeEqual(found.fingerprint, fingerprint)
-              if (!same) {
-                return yield* new IdempotencyKeyReused({
-                  detail: "This Idempotency-Key was used with a different request; use a new key."
-                })
-              }
-              return { replayed: true as const, answer: found }
-            }
+            // Holding the key: an answer stored since the look above (by the request that held it) is final.
+            const found = yield* storedAnswer(key.value)
+            if (found !== undefined) return yield* judge(found)
           }
           const answer = yield* options.write
           if (rule.quota !== undefined) yield* useQuota(principal.site, rule.quota)
