@@ -12,8 +12,8 @@
  *    409 `IDEMPOTENCY_KEY_REUSED`. This comes before any precondition, so a retried decision
  *    replays its first answer although its `If-Match` is stale by then;
  * 2. the write itself, which checks preconditions and tenancy against the rows it locks;
- * 3. the site's daily quota of the rule's kind (429 `QUOTA_EXCEEDED`);
- * 4. the answer's record under the key.
+ * 3. the site's daily quota of the rule's kind (429 `QUOTA_EXCEEDED`) and the answer's record
+ *    under the key, in one statement (`finish`).
  *
  * Everything commits together or not at all: a crash never leaves a write without its record or a
  * record without its write, and a refused request (any failure) stores nothing, so its retry is
@@ -152,21 +152,45 @@ export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
       })
     }
 
-    /** Counts one write of `kind` against the site's quota for today, or fails when it is spent. */
-    const useQuota = (site: string, kind: NonNullable<RouteRule["quota"]>) =>
+    /**
+     * The write's last steps, in one statement (they run while the write may hold a lock others wait
+     * for): one write of the rule's kind counted against the site's quota for today, and the answer
+     * stored under the key, only when the quota allowed it. Fails when the quota is spent.
+     */
+    const finish = (
+      quota: { readonly site: string; readonly kind: NonNullable<RouteRule["quota"]> } | undefined,
+      stored: {
+        readonly scope: string
+        readonly key: string
+        readonly fingerprint: Buffer
+        readonly answer: WriteAnswer
+      } | undefined
+    ) =>
       Effect.gen(function*() {
-        const limit = limits.quotas[kind]
-        const rows = yield* sql<{ used: number }>`
-          INSERT INTO catalog_quota_usage AS q (site, kind, day, used)
-          VALUES (${site}, ${kind}, (now() AT TIME ZONE 'UTC')::date, 1)
-          ON CONFLICT (site, kind, day) DO UPDATE SET used = q.used + 1 WHERE q.used < ${limit}
-          RETURNING used`
-        if (rows.length === 0) {
-          const retryAfter = secondsToUtcMidnight(new Date())
+        if (quota === undefined && stored === undefined) return
+        const limit = quota === undefined ? 0 : limits.quotas[quota.kind]
+        const counted = quota === undefined
+          ? sql`SELECT 1 AS used`
+          : sql`
+            INSERT INTO catalog_quota_usage AS q (site, kind, day, used)
+            VALUES (${quota.site}, ${quota.kind}, (now() AT TIME ZONE 'UTC')::date, 1)
+            ON CONFLICT (site, kind, day) DO UPDATE SET used = q.used + 1 WHERE q.used < ${limit}
+            RETURNING used`
+        const keep = stored === undefined ? sql`SELECT 1` : sql`
+          INSERT INTO catalog_idempotency (scope, key, fingerprint, status, headers, body)
+          SELECT ${stored.scope}, ${stored.key}, ${stored.fingerprint}, ${stored.answer.status},
+                 ${JSON.stringify(stored.answer.headers)}::jsonb, ${stored.answer.body}
+          FROM counted
+          ON CONFLICT (scope, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status,
+            headers = EXCLUDED.headers, body = EXCLUDED.body, created_at = now()`
+        const rows = yield* sql<{ allowed: number }>`
+          WITH counted AS (${counted}), kept AS (${keep})
+          SELECT count(*)::int AS allowed FROM counted`
+        if (quota !== undefined && (rows[0]?.allowed ?? 0) === 0) {
           return yield* new QuotaExceeded({
-            detail: `The site's daily quota of ${limit} ${kind} writes is used up; it starts again at 00:00 UTC.`,
-            retry_after: retryAfter,
-            quota: kind,
+            detail: `The site's daily quota of ${limit} ${quota.kind} writes is used up; it starts again at 00:00 UTC.`,
+            retry_after: secondsToUtcMidnight(new Date()),
+            quota: quota.kind,
             limit
           })
         }
@@ -233,15 +257,10 @@ export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
             if (found !== undefined) return yield* judge(found)
           }
           const answer = yield* options.write
-          if (rule.quota !== undefined) yield* useQuota(principal.site, rule.quota)
-          if (Option.isSome(key)) {
-            yield* sql`
-              INSERT INTO catalog_idempotency (scope, key, fingerprint, status, headers, body)
-              VALUES (${principal.owner}, ${key.value}, ${fingerprint}, ${answer.status},
-                      ${JSON.stringify(answer.headers)}::jsonb, ${answer.body})
-              ON CONFLICT (scope, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status,
-                headers = EXCLUDED.headers, body = EXCLUDED.body, created_at = now()`
-          }
+          yield* finish(
+            rule.quota === undefined ? undefined : { site: principal.site, kind: rule.quota },
+            Option.isNone(key) ? undefined : { scope: principal.owner, key: key.value, fingerprint, answer }
+          )
           return { replayed: false as const, answer }
         }).pipe(
           sql.withTransaction,
