@@ -86,7 +86,8 @@ export const startProcess = async (
     },
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve()
+        // Ended already (a process ended by a signal has no exit code, only its signal).
+        if (child.exitCode !== null || child.signalCode !== null) return resolve()
         child.once("exit", () => resolve())
         child.kill("SIGTERM")
       })

@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: every scenario next to its baseline, in one run, on this machine.
- * Select suites with `BENCH=platform,catalog,identity` (default: all of them).
+ * Select suites with `BENCH=platform,catalog,identity,writes` or `npm run bench -- --suite writes`
+ * (comma-separated; the flag wins over the variable; default: all of them).
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -8,9 +9,17 @@ import { root, settings } from "./Harness.js"
 import { catalog } from "./scenarios/Catalog.js"
 import { identity } from "./scenarios/Identity.js"
 import { platform } from "./scenarios/Platform.js"
+import { writes } from "./scenarios/Writes.js"
 
-const suites: Record<string, () => Promise<string>> = { platform, catalog, identity }
-const selected = (process.env.BENCH ?? Object.keys(suites).join(",")).split(",").filter((s) => s in suites)
+const suites: Record<string, () => Promise<string>> = { platform, catalog, identity, writes }
+const flag = process.argv.indexOf("--suite")
+const requested = flag >= 0 ? process.argv[flag + 1] : process.env.BENCH
+const selected = (requested ?? Object.keys(suites).join(",")).split(",").map((s) => s.trim()).filter((s) => s !== "")
+const unknown = selected.filter((s) => !(s in suites))
+if (unknown.length > 0) {
+  console.error(`unknown suite ${unknown.join(", ")}; suites: ${Object.keys(suites).join(", ")}`)
+  process.exit(2)
+}
 
 const sections: Array<string> = [
   `# shiori benchmarks — ${new Date().toISOString()}`,

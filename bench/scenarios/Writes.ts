@@ -1,0 +1,501 @@
+/**
+ * Catalog writes (claims, bench/README.md "writes"): the real server (`node dist/src/main.js`,
+ * catalog only) creating claims, approving pending claims and replaying idempotent requests, next
+ * to a plain `node:http` + `pg` baseline doing the same statements in one transaction
+ * (bench/baseline/ClaimWrites.ts), both on the same database in the same run.
+ *
+ * The works are seeded once into `bench/.data-writes-<n>` (gitignored) and reused by later runs.
+ * Each scenario starts from empty claim tables (`TRUNCATE claims, claim_events,
+ * catalog_idempotency, catalog_quota_usage`): every request of its warm-up and measured run takes
+ * the next live work (creation) or the next seeded pending claim (decisions), so none is refused
+ * because an earlier request took its work.
+ *
+ * The request budget and the daily quotas are configuration: the suite raises them out of the way
+ * (`CATALOG_RATE_BURST`, `CATALOG_RATE_PER_SECOND`, `CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`
+ * at 1e9). The rate limiter still runs on every request (leases of 1000 tokens from the shared
+ * bucket, one `rate_limit_take` round trip per lease) and every write still counts its quota row:
+ * both are measured, neither refuses.
+ */
+import type autocannon from "autocannon"
+import { execFileSync } from "node:child_process"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import Pg from "pg"
+import {
+  descendantsCpu,
+  freePort,
+  load,
+  ownCpu,
+  type Proc,
+  type Result,
+  root,
+  settings,
+  settle,
+  startProcess,
+  type Target
+} from "../Harness.js"
+import { unlimitedBudget } from "./Catalog.js"
+
+const works = Number(process.env.BENCH_WRITES_WORKS ?? 100_000)
+/** Idempotency keys the replay scenario cycles through (each stored once, then replayed). */
+const replayKeys = Number(process.env.BENCH_WRITES_REPLAY_KEYS ?? 256)
+/**
+ * `BENCH_WRITES_ONLY`: comma-separated scenarios to run: create, lock (the two baseline diagnostics of
+ * the event lock; with create), decide, replay. Default: all.
+ */
+const only = new Set((process.env.BENCH_WRITES_ONLY ?? "create,lock,decide,replay").split(",").map((s) => s.trim()))
+const HIGH = "1000000000"
+const limitsEnv = { ...unlimitedBudget, CATALOG_QUOTA_CLAIMS: HIGH, CATALOG_QUOTA_DECISIONS: HIGH }
+
+/** What the event-lock sampler saw in a measured run (pg_locks and pg_stat_activity every 50 ms). */
+interface LockSample {
+  readonly samples: number
+  /** Share of samples in which a backend held `claim_event_lock()`. */
+  readonly held: number
+  /** Mean number of backends waiting for it. */
+  readonly waiting: number
+  /** Share of the samples with the lock held in which its holder was idle in transaction (waiting for its client). */
+  readonly holderIdle: number
+  /** Mean number of backends waiting for a row lock (another transaction's row), and of those on the quota row. */
+  readonly rowWaiting: number
+  readonly quotaWaiting: number
+}
+
+interface Row extends Result {
+  readonly ratio?: string
+  readonly target?: string
+  readonly met?: boolean
+  readonly lock?: LockSample
+  readonly note?: string
+}
+
+const CLIENT_BOUND = 0.9
+const loadavg = () => Os.loadavg().map((n) => n.toFixed(2)).join(", ")
+const pct = (n: number) => `${(n * 100).toFixed(0)}%`
+
+const report = (rows: ReadonlyArray<Row>) =>
+  [
+    "| scenario | req/s | p50 ms | p99 ms | non-2xx | errors | vs baseline | CPU ms/req: server + db | " +
+    "load generator busy | event lock held | lock waiters (mean) | holder idle in tx | row-lock waiters (mean): all / quota row | " +
+    "target | met |",
+    "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|:-:|",
+    ...rows.map((r) =>
+      `| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} | ${r.ratio ?? ""} | ` +
+      `${r.cpuMs === undefined ? "" : `${r.cpuMs.server!.toFixed(2)} + ${r.cpuMs.db!.toFixed(2)} db`} | ` +
+      `${pct(r.clientBusy)}${r.clientBusy >= CLIENT_BOUND ? " (bound)" : ""} | ` +
+      `${r.lock === undefined ? "" : pct(r.lock.held)} | ${r.lock === undefined ? "" : r.lock.waiting.toFixed(1)} | ` +
+      `${r.lock === undefined ? "" : pct(r.lock.holderIdle)} | ` +
+      `${r.lock === undefined ? "" : `${r.lock.rowWaiting.toFixed(1)} / ${r.lock.quotaWaiting.toFixed(1)}`} | ` +
+      `${r.target ?? ""} | ${r.met === undefined ? "" : r.met ? "yes" : "**no**"} |`
+    )
+  ].join("\n")
+
+const ratioOf = (row: Result, base: Result) => `${(row.rps / base.rps).toFixed(2)}x`
+
+export const writes = async (): Promise<string> => {
+  const dataDir = Path.join(root, "bench", `.data-writes-${works}`)
+  const pgPort = await freePort()
+  const port = await freePort()
+  const databaseUrl = `postgres://postgres@127.0.0.1:${pgPort}/shiori`
+  const env = {
+    SHIORI_DATA_DIR: dataDir,
+    EMBEDDED_PG_PORT: String(pgPort),
+    CATALOG_PORT: String(port),
+    IDENTITY_PORT: String(await freePort()),
+    SHIORI_SERVE: "catalog",
+    SHIORI_DEMO_WORKS: "0",
+    ...limitsEnv
+  }
+  const cli = (args: ReadonlyArray<string>, extra: Record<string, string> = {}) =>
+    JSON.parse(
+      execFileSync(process.execPath, ["dist/src/cli/main.js", ...args, "--json"], {
+        cwd: root,
+        env: { ...process.env, LOG_LEVEL: "Warning", ...env, ...extra },
+        maxBuffer: 16 * 1024 * 1024
+      }).toString()
+    )
+  const notes: Array<string> = [`Load average before: ${loadavg()} (${Os.cpus().length} CPUs).`]
+
+  console.error(`writes bench: seeding ${works} works into ${dataDir} (skipped when present)...`)
+  const seeded = cli(["seed", "--works", String(works)])
+  notes.push(
+    seeded.status === "seeded"
+      ? `Seeded ${works} works in ${(seeded.duration_ms / 1000).toFixed(0)} s.`
+      : `Works (${works}) reused from ${Path.relative(root, dataDir)}.`
+  )
+
+  const processes: Array<Proc> = []
+  const server = await startProcess("dist/src/main.js", env, `http://127.0.0.1:${port}/readyz`)
+  processes.push(server)
+  const pg = new Pg.Client({ connectionString: databaseUrl, application_name: "bench-control" })
+  try {
+    await pg.connect()
+    await settle(server.child.pid!)
+    const serverPid = server.child.pid!
+    const db = () => descendantsCpu(serverPid)
+    const startBaseline = async (extra: Record<string, string> = {}) => {
+      const basePort = await freePort()
+      const proc = await startProcess(
+        "dist/bench/baseline/ClaimWrites.js",
+        { PORT: String(basePort), DATABASE_URL: databaseUrl, QUOTA_LIMIT: HIGH, ...extra },
+        `http://127.0.0.1:${basePort}/healthz`
+      )
+      processes.push(proc)
+      return {
+        proc,
+        origin: `http://127.0.0.1:${basePort}`,
+        cpu: () => ({ server: ownCpu(proc.child.pid!), db: db() })
+      }
+    }
+    const baseline = await startBaseline()
+    const ours = { origin: `http://127.0.0.1:${port}`, cpu: () => ({ server: ownCpu(serverPid), db: db() }) }
+
+    // --- A claimant and a moderator, each with an API key --------------------------------------
+    const tag = Date.now().toString(36)
+    const withDb = { DATABASE_URL: databaseUrl }
+    const password = "bench-writes-password"
+    const claimant = cli([
+      "user",
+      "create",
+      "--email",
+      `writer-${tag}@bench.invalid`,
+      "--password",
+      password,
+      "--name",
+      "Bench writer"
+    ], withDb).id as number
+    const moderator = cli([
+      "user",
+      "create",
+      "--email",
+      `moderator-${tag}@bench.invalid`,
+      "--password",
+      password,
+      "--name",
+      "Bench moderator",
+      "--role",
+      "moderator"
+    ], withDb).id as number
+    // nsfw keys: every live work can be claimed (an sfw key's content gate hides the nsfw ones).
+    const keyFor = (user: number, scopes: string) =>
+      cli([
+        "api-key",
+        "create",
+        "--site",
+        "bench",
+        "--scopes",
+        scopes,
+        "--content-limit",
+        "nsfw",
+        "--user",
+        String(user)
+      ], withDb).key as string
+    const writerHeaders = {
+      authorization: `Bearer ${keyFor(claimant, "claims:write")}`,
+      "content-type": "application/json"
+    }
+    const moderatorHeaders = {
+      authorization: `Bearer ${keyFor(moderator, "moderation")}`,
+      "content-type": "application/json"
+    }
+
+    const live = await pg.query<{ id: string }>("SELECT id::text AS id FROM works WHERE live ORDER BY id")
+    const ids = live.rows.map((r) => r.id)
+    /**
+     * Empties the claim tables once the previous scenario's last requests are done: the server runs
+     * a write to completion after its client hung up (autocannon closes its connections at the end).
+     */
+    const reset = async () => {
+      const deadline = Date.now() + 30_000
+      for (;;) {
+        const { rows } = await pg.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL
+             AND backend_type = 'client backend'`
+        )
+        if (rows[0]!.n === 0 || Date.now() > deadline) break
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      await pg.query("TRUNCATE claims, claim_events, catalog_idempotency, catalog_quota_usage")
+    }
+
+    // --- The claim-event lock, sampled during each measured run ----------------------------------
+    const hash = BigInt((await pg.query<{ h: number }>("SELECT hashtext('shiori.claims.events') AS h")).rows[0]!.h)
+    const lockKey = [String((hash >> 32n) & 0xffffffffn), String(hash & 0xffffffffn)]
+    const sampleLock = () => {
+      let stop = false
+      let samples = 0
+      let held = 0
+      let waiting = 0
+      let holderIdle = 0
+      let rowWaiting = 0
+      let quotaWaiting = 0
+      const loop = (async () => {
+        while (!stop) {
+          const { rows } = await pg.query<
+            { held: number; waiting: number; idle: number; row_waiting: number; quota_waiting: number }
+          >(
+            `WITH event_lock AS (
+               SELECT l.granted, a.state FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+               WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.classid = $1::oid AND l.objid = $2::oid),
+             row_waits AS (
+               SELECT query FROM pg_stat_activity
+               WHERE datname = current_database() AND wait_event_type = 'Lock'
+                 AND wait_event IN ('transactionid', 'tuple'))
+             SELECT (SELECT count(*) FILTER (WHERE granted) FROM event_lock)::int AS held,
+                    (SELECT count(*) FILTER (WHERE NOT granted) FROM event_lock)::int AS waiting,
+                    (SELECT count(*) FILTER (WHERE granted AND state = 'idle in transaction') FROM event_lock)::int
+                      AS idle,
+                    (SELECT count(*) FROM row_waits)::int AS row_waiting,
+                    (SELECT count(*) FROM row_waits WHERE query LIKE '%catalog_quota_usage%')::int AS quota_waiting`,
+            lockKey
+          )
+          const row = rows[0]!
+          samples++
+          held += row.held > 0 ? 1 : 0
+          waiting += row.waiting
+          holderIdle += row.idle > 0 ? 1 : 0
+          rowWaiting += row.row_waiting
+          quotaWaiting += row.quota_waiting
+          await new Promise((r) => setTimeout(r, 50))
+        }
+      })()
+      return async (): Promise<LockSample> => {
+        stop = true
+        await loop
+        const mean = (n: number) => samples === 0 ? 0 : n / samples
+        return {
+          samples,
+          held: mean(held),
+          waiting: mean(waiting),
+          holderIdle: held === 0 ? 0 : holderIdle / held,
+          rowWaiting: mean(rowWaiting),
+          quotaWaiting: mean(quotaWaiting)
+        }
+      }
+    }
+
+    /** Runs `target` with the lock sampled over its measured run. */
+    const run = async (name: string, target: Target): Promise<Row> => {
+      console.error(`  ${name}`)
+      let stopSampler: (() => Promise<LockSample>) | undefined
+      const result = await load(name, {
+        ...target,
+        prepare: async (phase, warmup) => {
+          await target.prepare?.(phase, warmup)
+          if (phase === "measured") stopSampler = sampleLock()
+        }
+      })
+      const lock = await stopSampler?.()
+      return { ...result, ...(lock === undefined ? {} : { lock }) }
+    }
+
+    // --- Scenarios ------------------------------------------------------------------------------
+    const exhausted: Array<string> = []
+
+    /** POST /v2/claims for the next live work, with a fresh Idempotency-Key. */
+    const create = (name: string, side: { origin: string; cpu: Target["cpu"] }): Promise<Row> => {
+      let next = 0
+      const request: autocannon.Request = {
+        method: "POST",
+        path: "/v2/claims",
+        setupRequest: (req) => {
+          const i = next++
+          if (i === ids.length) exhausted.push(name)
+          req.headers = { ...req.headers, "idempotency-key": `create-${tag}-${i}` }
+          req.body = `{"work_id":"${ids[i % ids.length]}"}`
+          return req
+        }
+      }
+      return run(name, {
+        url: `${side.origin}/v2/claims`,
+        headers: writerHeaders,
+        requests: [request],
+        prepare: async (phase) => {
+          if (phase === "warmup") await reset()
+        },
+        ...(side.cpu === undefined ? {} : { cpu: side.cpu })
+      })
+    }
+
+    /** Pending claims on every live work, seeded in SQL (one claim and one event each): [work id, ETag]. */
+    const seedPending = async (): Promise<Array<readonly [string, string]>> => {
+      await reset()
+      const { rows } = await pg.query<{ work_id: string; event: string }>(
+        `WITH w AS (SELECT id, nextval('claim_event_seq') AS ev FROM works WHERE live ORDER BY id),
+         c AS (
+           INSERT INTO claims (work_id, state, site, owner_uid, minted, last_event_id)
+           SELECT id, 'pending', 'bench', $1, false, ev FROM w
+           RETURNING work_id, last_event_id)
+         INSERT INTO claim_events (id, work_id, from_state, to_state, actor_uid, site)
+         SELECT last_event_id, work_id, NULL, 'pending', $1, 'bench' FROM c
+         RETURNING work_id::text AS work_id, id::text AS event`,
+        [String(claimant)]
+      )
+      await pg.query("ANALYZE claims, claim_events")
+      return rows.sort((a, b) => Number(a.work_id) - Number(b.work_id)).map((r) =>
+        [r.work_id, `"claim-${r.work_id}-${r.event}"`] as const
+      )
+    }
+
+    /** POST /v2/moderation/claims/{id}/decisions approve, on the next pending claim, with its ETag. */
+    const decide = (name: string, side: { origin: string; cpu: Target["cpu"] }): Promise<Row> => {
+      let next = 0
+      let pending: Array<readonly [string, string]> = []
+      const request: autocannon.Request = {
+        method: "POST",
+        path: "/v2/moderation/claims/0/decisions",
+        setupRequest: (req) => {
+          const i = next++
+          if (i === pending.length) exhausted.push(name)
+          const [id, etag] = pending[i % pending.length]!
+          req.path = `/v2/moderation/claims/${id}/decisions`
+          req.headers = { ...req.headers, "if-match": etag, "idempotency-key": `decide-${tag}-${i}` }
+          req.body = "{\"decision\":\"approve\"}"
+          return req
+        }
+      }
+      return run(name, {
+        url: `${side.origin}/v2/moderation/claims/0/decisions`,
+        headers: moderatorHeaders,
+        requests: [request],
+        prepare: async (phase) => {
+          if (phase === "warmup") {
+            pending = await seedPending()
+            next = 0
+          }
+        },
+        ...(side.cpu === undefined ? {} : { cpu: side.cpu })
+      })
+    }
+
+    /**
+     * The same creation replayed: `replayKeys` keys, each first used once (before the warm-up), then
+     * sent again in turn with the same body, so the requests in flight at once hold different keys
+     * (two concurrent requests with one key: the second is 409 IDEMPOTENCY_REQUEST_IN_PROGRESS).
+     */
+    const replay = async (name: string, side: { origin: string; cpu: Target["cpu"] }): Promise<Row> => {
+      let next = 0
+      let replayed = 0
+      let fresh = 0
+      const key = (i: number) => `replay-${tag}-${i}`
+      const request: autocannon.Request = {
+        method: "POST",
+        path: "/v2/claims",
+        setupRequest: (req) => {
+          const i = next++ % replayKeys
+          req.headers = { ...req.headers, "idempotency-key": key(i) }
+          req.body = `{"work_id":"${ids[i]}"}`
+          return req
+        },
+        onResponse: (status, _body, _context, headers) => {
+          if (status >= 200 && status < 300) {
+            if (headers?.["idempotent-replayed"] === "true" || headers?.["Idempotent-Replayed"] === "true") replayed++
+            else fresh++
+          }
+        }
+      }
+      const row = await run(name, {
+        url: `${side.origin}/v2/claims`,
+        headers: writerHeaders,
+        requests: [request],
+        prepare: async (phase) => {
+          if (phase !== "warmup") return
+          await reset()
+          for (let i = 0; i < replayKeys; i++) {
+            const res = await fetch(`${side.origin}/v2/claims`, {
+              method: "POST",
+              headers: { ...writerHeaders, "idempotency-key": key(i) },
+              body: `{"work_id":"${ids[i]}"}`
+            })
+            await res.arrayBuffer()
+            if (res.status !== 201) throw new Error(`${name}: storing key ${i} answered ${res.status}`)
+          }
+          next = 0
+        },
+        ...(side.cpu === undefined ? {} : { cpu: side.cpu })
+      })
+      return { ...row, note: `${replayed} replayed answers, ${fresh} not replayed (warm-up and measured)` }
+    }
+
+    const createTarget = (r: Row, base: Row): Row => {
+      const ratio = r.rps / base.rps
+      return {
+        ...r,
+        ratio: `${ratio.toFixed(2)}x`,
+        target: ">= 0.5x, p99 < 50 ms",
+        met: r.requests > 0 && ratio >= 0.5 && r.p99 < 50 && r.non2xx === 0 && r.errors === 0
+      }
+    }
+
+    const rows: Array<Row> = []
+    let createRatio: Row | undefined
+    if (only.has("create")) {
+      const bCreate = await create("baseline: node:http + pg, create claim", baseline)
+      const sCreate = await create("shiori: create claim", ours)
+      createRatio = createTarget(sCreate, bCreate)
+      rows.push(bCreate, createRatio)
+      if (only.has("lock")) {
+        // Where the time goes: the baseline without the claim-event lock (event ids then commit out of
+        // order), and with the lock held over 8 statements as before commits 00f5a1b and 34f176d instead
+        // of 3 (bench/baseline/ClaimWrites.ts).
+        for (
+          const [mode, name] of [
+            ["0", "diagnostic: baseline create without claim_event_lock()"],
+            ["long", "diagnostic: baseline create, event lock held over 8 statements (as before 00f5a1b)"]
+          ] as const
+        ) {
+          const variant = await startBaseline({ EVENT_LOCK: mode, APPLICATION_NAME: `bench-baseline-${mode}` })
+          const row = await create(name, variant)
+          rows.push({ ...row, ratio: ratioOf(row, bCreate) })
+          await variant.proc.stop()
+          processes.splice(processes.indexOf(variant.proc), 1)
+        }
+      }
+    }
+    if (only.has("decide")) {
+      const bDecide = await decide("baseline: approve pending claim", baseline)
+      const sDecide = await decide("shiori: approve pending claim", ours)
+      rows.push(bDecide, { ...sDecide, ratio: ratioOf(sDecide, bDecide) })
+    }
+    if (only.has("replay")) {
+      const bReplay = await replay("baseline: idempotent replay of a creation", baseline)
+      const sReplay = await replay("shiori: idempotent replay of a creation", ours)
+      rows.push(bReplay, { ...sReplay, ratio: ratioOf(sReplay, bReplay) })
+    }
+    const rss = server.rssMb()
+    await reset()
+
+    return [
+      `## Catalog writes (claims) on ${works.toLocaleString("en")} works`,
+      report(rows),
+      ...(createRatio === undefined ? [] : [
+        `**shiori create: ${createRatio.ratio} the baseline's req/s, p99 ${createRatio.p99} ms vs ${
+          rows[0]!.p99
+        } ms** ` +
+        `(target >= 0.5x and p99 < 50 ms at ${settings.connections} connections: ` +
+        `${createRatio.met === true ? "met" : "**not met**"}).`
+      ]),
+      `Limits raised out of the way for the run: ${
+        Object.entries(limitsEnv).map(([k, v]) => `\`${k}=${v}\``).join(", ")
+      }; the rate limiter and the quota rows still run on every request (measured, never refusing). ` +
+      `Both sides: pool of 20 connections, prepared statements, an \`Idempotency-Key\` on every request.`,
+      `Event lock columns: \`pg_locks\` sampled every 50 ms during the measured run: the share of samples in which ` +
+      `a backend held \`claim_event_lock()\`, the mean number of backends waiting for it, and the share of the ` +
+      `held samples in which the holder was idle in transaction (its statement done, waiting for its client's next one); ` +
+      `the mean number of backends waiting for another transaction's row, and of those on the site's quota row.`,
+      ...rows.filter((r) => r.note !== undefined).map((r) => `${r.name}: ${r.note}.`),
+      ...(exhausted.length === 0 ? [] : [
+        `**Ran out of works** (requests after that were refused as already claimed): ${
+          [...new Set(exhausted)].join(", ")
+        }; raise \`BENCH_WRITES_WORKS\`.`
+      ]),
+      `Server RSS after the run: ${rss.toFixed(0)} MB.`,
+      ...notes,
+      `Load average after: ${loadavg()}. ${settings.connections} connections.`
+    ].join("\n\n")
+  } finally {
+    await pg.end().catch(() => {})
+    for (const proc of processes.reverse()) await proc.stop()
+  }
+}
