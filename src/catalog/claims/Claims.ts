@@ -11,6 +11,7 @@
  * `hidden` -> the remembered state. Anything else is 409 `INVALID_STATE_TRANSITION`.
  */
 import { Effect, Option } from "effect"
+import type { ListClaimsParams, QueueParams } from "../../../schema/Api/ClaimsApi.js"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
 import { holdsRole, type RouteRule } from "../../../schema/Api/Writes.js"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
@@ -425,12 +426,7 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
 
     const list = (
       principal: PrincipalShape,
-      params: {
-        readonly site?: string | undefined
-        readonly state?: ClaimState | undefined
-        readonly limit?: number | undefined
-        readonly cursor?: string | undefined
-      }
+      params: ListClaimsParams
     ) =>
       Effect.flatMap(userOf(principal), (user) =>
         recordsPage({
@@ -453,12 +449,7 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
 
     const queue = (
       principal: PrincipalShape,
-      params: {
-        readonly site?: string | undefined
-        readonly state?: ClaimState | undefined
-        readonly limit?: number | undefined
-        readonly cursor?: string | undefined
-      }
+      params: QueueParams
     ) => {
       const state = params.state ?? "pending"
       return recordsPage({
