@@ -127,11 +127,18 @@ export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
     const limits = yield* CatalogLimits
     const decodeStored = Schema.decodeUnknown(Schema.Array(StoredRow))
 
-    // Expired answers and past quota days, swept by every process now and then (cheap, indexed).
-    yield* Effect.gen(function*() {
+    // Expired answers, past quota days and request budgets untouched for a day (full again, so equal to
+    // none), swept by every catalog process now and then (cheap, indexed); a deployment that runs no
+    // identity process still sweeps its budgets.
+    const sweep = Effect.gen(function*() {
       yield* sql`DELETE FROM catalog_idempotency WHERE created_at < now() - ${KEEP}::interval`
       yield* sql`DELETE FROM catalog_quota_usage WHERE day < (now() AT TIME ZONE 'UTC')::date - 1`
-    }).pipe(
+      yield* sql`
+        DELETE FROM rate_limit_buckets WHERE key IN (
+          SELECT key FROM rate_limit_buckets
+          WHERE updated_at < now() - interval '1 day' AND key LIKE 'catalog:%' LIMIT 10000)`
+    }).pipe(Effect.orDie, Effect.withSpan("Writes.sweep"))
+    yield* sweep.pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("write sweep failed", cause)),
       Effect.repeat(Schedule.spaced(Duration.minutes(10))),
       Effect.delay(Duration.seconds(30)),
@@ -277,7 +284,7 @@ export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
         return respond(outcome.answer)
       })
 
-    return { run } as const
+    return { run, sweep } as const
   }),
   dependencies: [CatalogLimits.Default]
 }) {}
