@@ -82,6 +82,10 @@ const secondsToUtcMidnight = (now: Date): number => {
   return Math.max(1, Math.ceil((next - now.getTime()) / 1000))
 }
 
+/** A statement failure after which the whole transaction can simply run again. */
+const retryable = (u: unknown): u is SqlError =>
+  Predicate.isTagged(u, "SqlError") && isRetryableTransaction(u as SqlError)
+
 /** How long answers are kept under their key. */
 const KEEP = "24 hours"
 
@@ -272,10 +276,9 @@ export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
         }).pipe(
           sql.withTransaction,
           // A deadlock or serialization failure rolled everything back: the whole write runs again.
-          Effect.retry({
-            while: (e) => Predicate.isTagged(e, "SqlError") && isRetryableTransaction(e as SqlError),
-            schedule: transactionRetrySchedule
-          }),
+          // Repositories make their statements' failures defects, so those are looked for there too.
+          Effect.catchAllDefect((defect) => retryable(defect) ? Effect.fail(defect) : Effect.die(defect)),
+          Effect.retry({ while: retryable, schedule: transactionRetrySchedule }),
           Effect.catchTag("SqlError", Effect.die)
         )
 
