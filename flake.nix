@@ -11,7 +11,7 @@
       devShells = forAll (pkgs: {
         default = pkgs.mkShell {
           packages = [
-            pkgs.nodejs_20
+            pkgs.nodejs_24
             pkgs.postgresql_17            # psql, and a server for DATABASE_URL / TEST_DATABASE_URL
             pkgs.opentelemetry-collector-contrib  # otelcol-contrib --config otel/collector.yaml
             pkgs.chromium                 # browser tests of the identity pages
