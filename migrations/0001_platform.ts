@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 /** Platform tables: catalog API keys (docs/api-contract.md, "Credentials, scopes and the content limit"). */

@@ -7,7 +7,7 @@
  * `bigint` columns come back from node-postgres as strings; repositories decode them with
  * `Schema.NumberFromString`.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

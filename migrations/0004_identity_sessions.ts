@@ -10,7 +10,7 @@
  *   key's content limit.
  * - `oauth_clients.site` follows the catalog's site-name rule so a token's `site` matches API keys.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

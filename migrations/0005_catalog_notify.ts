@@ -8,7 +8,7 @@
  * commit, so a reader never hears of a write it cannot yet see. TRUNCATE notifies too (operators and
  * tests reset tables that way).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

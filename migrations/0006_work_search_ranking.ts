@@ -10,7 +10,7 @@
  * The table is rebuilt rather than updated in place: an in-place update of every row would also
  * rewrite every entry of the trigram index.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

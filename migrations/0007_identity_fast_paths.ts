@@ -11,7 +11,7 @@
  *   (docs/api-contract.md, "Rate limits and body limits"). It answers how many were granted and what
  *   is left.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

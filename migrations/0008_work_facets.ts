@@ -15,7 +15,7 @@
  *
  * The seed writes the rows itself with these triggers off.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

@@ -10,7 +10,7 @@
  * The functions of 0008 are replaced to stamp the rows they update; an inserted row gets the
  * column's default. The seed writes the rows with COPY, which fills the default too.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

@@ -26,7 +26,7 @@
  * keeps non-decreasing times. Feed cursors issued before this migration no longer decode
  * (400 INVALID_CURSOR): a mirror pages once more from the start.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

@@ -12,7 +12,7 @@
  *   vouches for it, so existing rows are verified; registration and email changes (with an emailed
  *   code, migrations/0016) verify addresses since.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

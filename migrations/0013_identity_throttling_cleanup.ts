@@ -12,7 +12,7 @@
  *   the moment they died (`least` skips NULL, so one expression covers ended or expired and revoked
  *   or expired), rotated refresh tokens by their rotation.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

@@ -15,7 +15,7 @@
  *   done with for the cleanup job (src/identity/cleanup/Cleanup.ts). The subject bound is RFC 5322
  *   section 2.1.1's line length.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

@@ -10,7 +10,7 @@
  *   `text_pattern_ops`, so `LIKE 'prefix%'` uses the index whatever the database's collation. An
  *   exact email match already uses `users_email_lower_key` (migrations/0003).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

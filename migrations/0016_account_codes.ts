@@ -10,7 +10,7 @@
  * - `users.totp_enabled_at`: when a second factor was confirmed, null without one (`two_factor` on
  *   `GET /auth/me`); the factor itself is kept by migrations/0018.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

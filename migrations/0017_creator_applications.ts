@@ -15,7 +15,7 @@
  *   is read through `(user_id, created_at DESC)`; the CLI's pending queue through `created_at`
  *   of the pending rows.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

@@ -16,7 +16,7 @@
  *   id_token says how its sign-in was made (OpenID Connect Core 1.0 section 2): `pwd`, or `pwd` and
  *   `otp`. Rows from before this migration were password sign-ins.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

@@ -5,7 +5,7 @@
  * `users.avatar_sha256` the stored avatar it names; an avatar no user points at any more is removed
  * by the cleanup job (src/identity/cleanup/Cleanup.ts) after a day.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

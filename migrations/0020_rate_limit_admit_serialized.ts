@@ -11,7 +11,7 @@
  * holds at most one row at a time and waits for nothing while holding it, so it cannot close a
  * cycle.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {

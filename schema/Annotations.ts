@@ -30,16 +30,16 @@ export type Scope = (typeof Scopes)[number]
  * Endpoint or group annotation: the scope a credential needs for it; `"any"` when any valid
  * credential will do. Every endpoint behind the credential middleware must carry one.
  */
-export class RequiredScope extends Context.Tag("shiori/RequiredScope")<RequiredScope, Scope | "any">() {}
+export class RequiredScope extends Context.Service<RequiredScope, Scope | "any">()("shiori/RequiredScope") {}
 
 /** Endpoint or group annotation: the endpoint is public (no credential needed). */
-export class Public extends Context.Tag("shiori/Public")<Public, boolean>() {}
+export class Public extends Context.Service<Public, boolean>()("shiori/Public") {}
 
 /**
  * The 304 of a single-record read (docs/api-contract.md, "Caching, ETags and freshness"): declared
  * on every endpoint that sends a strong `ETag`, so the OpenAPI document and the typed client know a
  * current `If-None-Match` gets no body.
  */
-export const NotModified = Schema.Void.annotations({
+export const NotModified = Schema.Void.annotate({
   description: "Not Modified: the `ETag` named in `If-None-Match` is current (RFC 9110 15.4.5); no body."
 })

@@ -6,7 +6,7 @@
  * keys it may carry). Every problem class, the OpenAPI document, the `/v2/problems/reasons`
  * endpoint and the problem type pages are derived from them.
  */
-import { HttpApiSchema } from "@effect/platform"
+import { HttpApiSchema } from "effect/http-api"
 import { Schema } from "effect"
 
 // ---------------------------------------------------------------------------------------------
@@ -212,25 +212,25 @@ export const FieldErrorParams = Schema.Struct({
   max_items: Schema.optional(Schema.Int),
   min_items: Schema.optional(Schema.Int),
   allowed: Schema.optional(Schema.Array(Schema.String))
-}).annotations({
+}).annotate({
   identifier: "FieldErrorParams",
   description:
     "Numbers and vocabularies behind the reason; which keys a reason may carry is served at /v2/problems/reasons."
 })
 
 const FieldErrorStruct = Schema.Struct({
-  reason: Schema.Literal(...reasonList).annotations({ description: "Closed registry; see /v2/problems/reasons." }),
-  detail: Schema.String.pipe(Schema.maxLength(2048)).annotations({ description: "English; for display only." }),
+  reason: Schema.Literals(reasonList).annotate({ description: "Closed registry; see /v2/problems/reasons." }),
+  detail: Schema.String.pipe(Schema.maxLength(2048)).annotate({ description: "English; for display only." }),
   pointer: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^\//)).annotations({ description: "JSON Pointer into the request body." })
+    Schema.String.pipe(Schema.pattern(/^\//)).annotate({ description: "JSON Pointer into the request body." })
   ),
   parameter: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)).annotations({
+    Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)).annotate({
       description: "Query or path parameter name."
     })
   ),
   header: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]+$/)).annotations({ description: "Request header name." })
+    Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]+$/)).annotate({ description: "Request header name." })
   ),
   params: Schema.optional(FieldErrorParams)
 })
@@ -240,7 +240,7 @@ export const FieldError = FieldErrorStruct.pipe(
     [e.pointer, e.parameter, e.header].filter((l) => l !== undefined).length === 1 ||
     "exactly one of pointer, parameter, header"
   )
-).annotations({
+).annotate({
   identifier: "FieldError",
   description: "One field-level failure. Exactly one of `pointer`, `parameter`, `header` locates it."
 })
@@ -261,20 +261,20 @@ const withDefault = <S extends Schema.Schema.AnyNoContext>(schema: S, value: () 
 const problemFields = <const C extends ProblemCode>(code: C) => {
   const { status, title } = ProblemCodes[code]
   return {
-    type: withDefault(Schema.String.annotations({ description: "Problem type URI; dereferenceable." }), () => ""),
+    type: withDefault(Schema.String.annotate({ description: "Problem type URI; dereferenceable." }), () => ""),
     title: withDefault(Schema.Literal(title as (typeof ProblemCodes)[C]["title"]), () => title as any),
     status: withDefault(Schema.Literal(status as (typeof ProblemCodes)[C]["status"]), () => status as any),
     code: withDefault(Schema.Literal(code), () => code),
     detail: withDefault(
-      Schema.String.annotations({ description: "English, request-specific; empty when nothing to add." }),
+      Schema.String.annotate({ description: "English, request-specific; empty when nothing to add." }),
       () => ""
     ),
     instance: withDefault(
-      Schema.String.annotations({ description: "Path and query of the failing request." }),
+      Schema.String.annotate({ description: "Path and query of the failing request." }),
       () => ""
     ),
     request_id: withDefault(
-      Schema.String.annotations({ description: "Same value as the `X-Request-ID` response header." }),
+      Schema.String.annotate({ description: "Same value as the `X-Request-ID` response header." }),
       () => ""
     ),
     errors: withDefault(Schema.Array(FieldError), () => [])
@@ -282,100 +282,100 @@ const problemFields = <const C extends ProblemCode>(code: C) => {
 }
 
 const retryAfter = {
-  retry_after: Schema.Int.pipe(Schema.nonNegative()).annotations({
+  retry_after: Schema.Int.pipe(Schema.nonNegative()).annotate({
     description: "Seconds to wait; also sent as the `Retry-After` header."
   })
 }
 
 export class InvalidParameter
-  extends Schema.TaggedError<InvalidParameter>()("InvalidParameter", problemFields("INVALID_PARAMETER"))
+  extends Schema.TaggedErrorClass<InvalidParameter>()("InvalidParameter", problemFields("INVALID_PARAMETER"))
 {}
 export class UnknownInclude
-  extends Schema.TaggedError<UnknownInclude>()("UnknownInclude", problemFields("UNKNOWN_INCLUDE"))
+  extends Schema.TaggedErrorClass<UnknownInclude>()("UnknownInclude", problemFields("UNKNOWN_INCLUDE"))
 {}
-export class UnknownSort extends Schema.TaggedError<UnknownSort>()("UnknownSort", problemFields("UNKNOWN_SORT")) {}
-export class UnknownFacet extends Schema.TaggedError<UnknownFacet>()("UnknownFacet", problemFields("UNKNOWN_FACET")) {}
+export class UnknownSort extends Schema.TaggedErrorClass<UnknownSort>()("UnknownSort", problemFields("UNKNOWN_SORT")) {}
+export class UnknownFacet extends Schema.TaggedErrorClass<UnknownFacet>()("UnknownFacet", problemFields("UNKNOWN_FACET")) {}
 export class LimitTooLarge
-  extends Schema.TaggedError<LimitTooLarge>()("LimitTooLarge", problemFields("LIMIT_TOO_LARGE"))
+  extends Schema.TaggedErrorClass<LimitTooLarge>()("LimitTooLarge", problemFields("LIMIT_TOO_LARGE"))
 {}
-export class TooManyIds extends Schema.TaggedError<TooManyIds>()("TooManyIds", problemFields("TOO_MANY_IDS")) {}
+export class TooManyIds extends Schema.TaggedErrorClass<TooManyIds>()("TooManyIds", problemFields("TOO_MANY_IDS")) {}
 export class InvalidCursor
-  extends Schema.TaggedError<InvalidCursor>()("InvalidCursor", problemFields("INVALID_CURSOR"))
+  extends Schema.TaggedErrorClass<InvalidCursor>()("InvalidCursor", problemFields("INVALID_CURSOR"))
 {}
 export class MissingCredential
-  extends Schema.TaggedError<MissingCredential>()("MissingCredential", problemFields("MISSING_CREDENTIAL"))
+  extends Schema.TaggedErrorClass<MissingCredential>()("MissingCredential", problemFields("MISSING_CREDENTIAL"))
 {}
 export class InvalidCredential
-  extends Schema.TaggedError<InvalidCredential>()("InvalidCredential", problemFields("INVALID_CREDENTIAL"))
+  extends Schema.TaggedErrorClass<InvalidCredential>()("InvalidCredential", problemFields("INVALID_CREDENTIAL"))
 {}
 export class ScopeRequired
-  extends Schema.TaggedError<ScopeRequired>()("ScopeRequired", problemFields("SCOPE_REQUIRED"))
+  extends Schema.TaggedErrorClass<ScopeRequired>()("ScopeRequired", problemFields("SCOPE_REQUIRED"))
 {}
 export class UserIdentityRequired
-  extends Schema.TaggedError<UserIdentityRequired>()("UserIdentityRequired", problemFields("USER_IDENTITY_REQUIRED"))
+  extends Schema.TaggedErrorClass<UserIdentityRequired>()("UserIdentityRequired", problemFields("USER_IDENTITY_REQUIRED"))
 {}
 export class PermissionRequired
-  extends Schema.TaggedError<PermissionRequired>()("PermissionRequired", problemFields("PERMISSION_REQUIRED"))
+  extends Schema.TaggedErrorClass<PermissionRequired>()("PermissionRequired", problemFields("PERMISSION_REQUIRED"))
 {}
 export class TenantMismatch
-  extends Schema.TaggedError<TenantMismatch>()("TenantMismatch", problemFields("TENANT_MISMATCH"))
+  extends Schema.TaggedErrorClass<TenantMismatch>()("TenantMismatch", problemFields("TENANT_MISMATCH"))
 {}
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", problemFields("NOT_FOUND")) {}
-export class EntityMerged extends Schema.TaggedError<EntityMerged>()("EntityMerged", {
+export class NotFound extends Schema.TaggedErrorClass<NotFound>()("NotFound", problemFields("NOT_FOUND")) {}
+export class EntityMerged extends Schema.TaggedErrorClass<EntityMerged>()("EntityMerged", {
   ...problemFields("ENTITY_MERGED"),
-  object: Schema.String.annotations({ description: "The entity type, e.g. `work`." }),
-  current_id: Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)).annotations({
+  object: Schema.String.annotate({ description: "The entity type, e.g. `work`." }),
+  current_id: Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)).annotate({
     description: "The id that replaced the requested one."
   })
 }) {}
-export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
+export class MethodNotAllowed extends Schema.TaggedErrorClass<MethodNotAllowed>()("MethodNotAllowed", {
   ...problemFields("METHOD_NOT_ALLOWED"),
-  allow: Schema.Array(Schema.String).annotations({ description: "Methods the path accepts; also the `Allow` header." })
+  allow: Schema.Array(Schema.String).annotate({ description: "Methods the path accepts; also the `Allow` header." })
 }) {}
 export class AlreadyExists
-  extends Schema.TaggedError<AlreadyExists>()("AlreadyExists", problemFields("ALREADY_EXISTS"))
+  extends Schema.TaggedErrorClass<AlreadyExists>()("AlreadyExists", problemFields("ALREADY_EXISTS"))
 {}
 export class IdempotencyKeyReused
-  extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", problemFields("IDEMPOTENCY_KEY_REUSED"))
+  extends Schema.TaggedErrorClass<IdempotencyKeyReused>()("IdempotencyKeyReused", problemFields("IDEMPOTENCY_KEY_REUSED"))
 {}
-export class InvalidStateTransition extends Schema.TaggedError<InvalidStateTransition>()(
+export class InvalidStateTransition extends Schema.TaggedErrorClass<InvalidStateTransition>()(
   "InvalidStateTransition",
   problemFields("INVALID_STATE_TRANSITION")
 ) {}
 export class IdempotencyRequestInProgress
-  extends Schema.TaggedError<IdempotencyRequestInProgress>()("IdempotencyRequestInProgress", {
+  extends Schema.TaggedErrorClass<IdempotencyRequestInProgress>()("IdempotencyRequestInProgress", {
     ...problemFields("IDEMPOTENCY_REQUEST_IN_PROGRESS"),
     ...retryAfter
   })
 {}
-export class Gone extends Schema.TaggedError<Gone>()("Gone", problemFields("GONE")) {}
+export class Gone extends Schema.TaggedErrorClass<Gone>()("Gone", problemFields("GONE")) {}
 export class PreconditionFailed
-  extends Schema.TaggedError<PreconditionFailed>()("PreconditionFailed", problemFields("PRECONDITION_FAILED"))
+  extends Schema.TaggedErrorClass<PreconditionFailed>()("PreconditionFailed", problemFields("PRECONDITION_FAILED"))
 {}
 export class PreconditionRequired
-  extends Schema.TaggedError<PreconditionRequired>()("PreconditionRequired", problemFields("PRECONDITION_REQUIRED"))
+  extends Schema.TaggedErrorClass<PreconditionRequired>()("PreconditionRequired", problemFields("PRECONDITION_REQUIRED"))
 {}
-export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
+export class PayloadTooLarge extends Schema.TaggedErrorClass<PayloadTooLarge>()("PayloadTooLarge", {
   ...problemFields("PAYLOAD_TOO_LARGE"),
-  max_bytes: Schema.Int.pipe(Schema.positive()).annotations({ description: "The body size limit in bytes." })
+  max_bytes: Schema.Int.pipe(Schema.positive()).annotate({ description: "The body size limit in bytes." })
 }) {}
 export class ValidationFailed
-  extends Schema.TaggedError<ValidationFailed>()("ValidationFailed", problemFields("VALIDATION_FAILED"))
+  extends Schema.TaggedErrorClass<ValidationFailed>()("ValidationFailed", problemFields("VALIDATION_FAILED"))
 {}
-export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+export class RateLimited extends Schema.TaggedErrorClass<RateLimited>()("RateLimited", {
   ...problemFields("RATE_LIMITED"),
   ...retryAfter
 }) {}
-export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
+export class QuotaExceeded extends Schema.TaggedErrorClass<QuotaExceeded>()("QuotaExceeded", {
   ...problemFields("QUOTA_EXCEEDED"),
   ...retryAfter,
-  quota: Schema.String.annotations({ description: "The quota that is used up (`claims`, `decisions`, ...)." }),
-  limit: Schema.Int.pipe(Schema.positive()).annotations({ description: "Writes the quota allows per UTC day." })
+  quota: Schema.String.annotate({ description: "The quota that is used up (`claims`, `decisions`, ...)." }),
+  limit: Schema.Int.pipe(Schema.positive()).annotate({ description: "Writes the quota allows per UTC day." })
 }) {}
 export class InternalError
-  extends Schema.TaggedError<InternalError>()("InternalError", problemFields("INTERNAL_ERROR"))
+  extends Schema.TaggedErrorClass<InternalError>()("InternalError", problemFields("INTERNAL_ERROR"))
 {}
-export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
+export class ServiceUnavailable extends Schema.TaggedErrorClass<ServiceUnavailable>()("ServiceUnavailable", {
   ...problemFields("SERVICE_UNAVAILABLE"),
   ...retryAfter
 }) {}
@@ -440,7 +440,7 @@ const makeWire = <C extends ProblemClass>(cls: C) => {
       const { _tag: _, ...rest } = value
       return rest
     }
-  }).annotations({
+  }).annotate({
     identifier: `${
       code
         .toLowerCase()
@@ -489,14 +489,14 @@ export const ProblemDocument = Schema.Struct({
   type: Schema.String,
   title: Schema.String,
   status: Schema.Int,
-  code: Schema.Literal(...problemCodeList),
+  code: Schema.Literals(problemCodeList),
   detail: Schema.String,
   instance: Schema.String,
   request_id: Schema.String.pipe(Schema.pattern(/^req_[0-9A-HJKMNP-TV-Z]{26}$/)),
   errors: Schema.Array(FieldError),
   object: Schema.optional(Schema.String),
   current_id: Schema.optional(Schema.String)
-}).annotations({
+}).annotate({
   identifier: "Problem",
   description: "RFC 9457 problem document. Branch on the HTTP status, then on `code`; never on `detail`."
 })
@@ -504,7 +504,7 @@ export const ProblemDocument = Schema.Struct({
 /** `/v2/problems/reasons` entries. */
 export const ReasonEntry = Schema.Struct({
   object: Schema.Literal("reason"),
-  reason: Schema.Literal(...reasonList),
+  reason: Schema.Literals(reasonList),
   param_names: Schema.Array(Schema.String),
   description: Schema.String
-}).annotations({ identifier: "ReasonEntry" })
+}).annotate({ identifier: "ReasonEntry" })

@@ -2,7 +2,7 @@
  * `npm run openapi`: writes the OpenAPI 3.1 documents of both interfaces to `openapi/`, the same
  * documents the servers serve, for client generators.
  */
-import { OpenApi } from "@effect/platform"
+import { OpenApi } from "effect/http-api"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { IdentityApi } from "../schema/Api/IdentityApi.js"

@@ -11,7 +11,7 @@ import { LoggingLive } from "./platform/Logging.js"
 import { ServerSecretPolicyLive } from "./platform/SecretPolicy.js"
 import { TracingLive } from "./platform/Tracing.js"
 
-const ServersLive = Layer.unwrapEffect(
+const ServersLive = Layer.unwrap(
   Effect.map(ServerConfig, ({ serve }) =>
     serve === "catalog"
       ? CatalogServerLive
@@ -22,7 +22,7 @@ const ServersLive = Layer.unwrapEffect(
 
 /** Settings, checked first: a server refused its secret stops before it starts or opens a database. */
 const SettingsLive = ServerSecretPolicyLive.pipe(
-  Layer.provideMerge(Layer.mergeAll(ServerConfig.Default, AppSecret.Default))
+  Layer.provideMerge(Layer.mergeAll(ServerConfig.layer, AppSecret.layer))
 )
 
 /** Pool over `DATABASE_URL` or the embedded cluster; migrations applied before anything serves. */

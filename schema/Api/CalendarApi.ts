@@ -1,7 +1,7 @@
 /**
  * The release calendar: a list that always carries `meta` (CalendarMeta, schema/Catalog/Calendar.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { RequiredScope } from "../Annotations.js"
 import { CalendarList } from "../Catalog/Calendar.js"
@@ -9,7 +9,7 @@ import { CursorParam, Limit } from "../Catalog/Query.js"
 import { InvalidCursor, LimitTooLarge, problem } from "../Problem.js"
 import { Authorization } from "./Security.js"
 
-export const CalendarWindow = Schema.Literal("month", "year", "undated").annotations({
+export const CalendarWindow = Schema.Literals(["month", "year", "undated"]).annotate({
   description: "Which releases: `month` (dated to a day or a month, in the month given by `month=`; the " +
     "default), `year` (known only to the year given by `year=`), `undated` (no date at all)."
 })
@@ -18,21 +18,21 @@ export type CalendarWindow = typeof CalendarWindow.Type
 export const ListCalendarParams = Schema.Struct({
   window: Schema.optional(CalendarWindow),
   month: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^\d{4}-(0[1-9]|1[0-2])$/)).annotations({
+    Schema.String.pipe(Schema.pattern(/^\d{4}-(0[1-9]|1[0-2])$/)).annotate({
       description: "`YYYY-MM`: the month of the `month` window; default the current month in Asia/Tokyo.",
       examples: ["2025-07"]
     })
   ),
   year: Schema.optional(
     // The description sits on the string side: that is what the OpenAPI document shows of a query parameter.
-    Schema.String.annotations({
+    Schema.String.annotate({
       description: "`YYYY`: the year of the `year` window; default the current year in " +
         "Asia/Tokyo."
     }).pipe(Schema.compose(Schema.NumberFromString), Schema.int(), Schema.between(1900, 2200))
   ),
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam)
-}).annotations({ parseOptions: { errors: "all" } })
+}).annotate({ parseOptions: { errors: "all" } })
 export type ListCalendarParams = typeof ListCalendarParams.Type
 
 export class CalendarApi extends HttpApiGroup.make("calendar")

@@ -2,7 +2,7 @@
  * The catalog API (`/v2`) as one HttpApi: the source of the router, the OpenAPI document at
  * `/v2/openapi.json` and the typed client.
  */
-import { HttpApi, OpenApi } from "@effect/platform"
+import { HttpApi, OpenApi } from "effect/http-api"
 import {
   InternalError,
   InvalidParameter,

@@ -2,7 +2,7 @@
  * Characters: the collection with its `ids=` batch lane, the detail read with its
  * includes, and the works a character appears in.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { ListAppearance } from "../Catalog/Appearance.js"
@@ -24,7 +24,7 @@ import { Authorization } from "./Security.js"
 export const characterIncludes = ["aliases", "intros", "refs", "traits", "image", "figure"] as const
 export type CharacterInclude = (typeof characterIncludes)[number]
 
-export const CharacterView = Schema.Literal("basic", "full").annotations({
+export const CharacterView = Schema.Literals(["basic", "full"]).annotate({
   description: "`basic` (default) or `full`: full adds birthday, blood_type, gender, height_cm, weight_kg, " +
     "measurements and instance_of_id (each null when unrecorded)."
 })
@@ -36,7 +36,7 @@ export const ListCharactersParams = Schema.Struct({
   cursor: Schema.optional(CursorParam),
   ids: Schema.optional(IdList),
   view: Schema.optional(CharacterView)
-}).annotations(strict)
+}).annotate(strict)
 export type ListCharactersParams = typeof ListCharactersParams.Type
 
 export const GetCharacterParams = Schema.Struct({
@@ -49,16 +49,16 @@ export const GetCharacterParams = Schema.Struct({
         "sexual traits only for nsfw credentials), `image` and `figure` (Image, only when one exists)."
     )
   )
-}).annotations(strict)
+}).annotate(strict)
 export type GetCharacterParams = typeof GetCharacterParams.Type
 
 export const AppearancesParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam)
-}).annotations(strict)
+}).annotate(strict)
 export type AppearancesParams = typeof AppearancesParams.Type
 
-export const CharacterPath = Schema.Struct({ id: CharacterId }).annotations(strict)
+export const CharacterPath = Schema.Struct({ id: CharacterId }).annotate(strict)
 
 const gateNote = "An `sfw` credential never sees a character that appears only in nsfw works."
 

@@ -3,7 +3,7 @@
  * person declares its rule (schema/Api/Writes.ts); the credential middleware, the write runner,
  * the OpenAPI document and the credential matrix test all read it from here.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { TargetObject } from "../Catalog/Change.js"
@@ -27,8 +27,8 @@ import { declare, type RouteRule } from "./Writes.js"
 const strict = { parseOptions: { errors: "all", onExcessProperty: "error" } } as const
 
 export const ClaimPath = Schema.Struct({
-  work_id: Id.annotations({ description: "The catalog work id." })
-}).annotations(strict)
+  work_id: Id.annotate({ description: "The catalog work id." })
+}).annotate(strict)
 
 const paging = {
   limit: Schema.optional(Limit),
@@ -37,33 +37,33 @@ const paging = {
 
 export const ListClaimsParams = Schema.Struct({
   ...paging,
-  site: Schema.optional(Site.annotations({ description: "Only the bearer's actions within this site." })),
-  state: Schema.optional(ClaimState.annotations({ description: "Only claims currently in this state." }))
-}).annotations(strict)
+  site: Schema.optional(Site.annotate({ description: "Only the bearer's actions within this site." })),
+  state: Schema.optional(ClaimState.annotate({ description: "Only claims currently in this state." }))
+}).annotate(strict)
 export type ListClaimsParams = typeof ListClaimsParams.Type
 
 export const QueueParams = Schema.Struct({
   ...paging,
-  state: Schema.optional(ClaimState.annotations({ description: "Claims in this state (default `pending`)." })),
-  site: Schema.optional(Site.annotations({ description: "Only this site's claims." }))
-}).annotations(strict)
+  state: Schema.optional(ClaimState.annotate({ description: "Claims in this state (default `pending`)." })),
+  site: Schema.optional(Site.annotate({ description: "Only this site's claims." }))
+}).annotate(strict)
 export type QueueParams = typeof QueueParams.Type
 
 export const ClaimEventsParams = Schema.Struct({
   ...paging,
   after: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^[0-9]{1,18}$/)).annotations({
+    Schema.String.pipe(Schema.pattern(/^[0-9]{1,18}$/)).annotate({
       description: "The highest event id the mirror has: only events above it. Not with `cursor`."
     })
   ),
-  work_id: Schema.optional(Id.annotations({ description: "Only this work's events." }))
-}).annotations(strict)
+  work_id: Schema.optional(Id.annotate({ description: "Only this work's events." }))
+}).annotate(strict)
 export type ClaimEventsParams = typeof ClaimEventsParams.Type
 
 export const SnapshotPath = Schema.Struct({
   object: TargetObject,
   id: Id
-}).annotations(strict)
+}).annotate(strict)
 
 /** The rules of the claim routes, by endpoint name (the matrix test reads them from the route table). */
 export const claimRules = {

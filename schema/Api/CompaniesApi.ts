@@ -1,7 +1,7 @@
 /**
  * Companies and their family graph (records in schema/Catalog/Company.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { CompanyId } from "../Catalog/Common.js"
@@ -33,17 +33,17 @@ export const ListCompaniesParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam),
   ids: Schema.optional(IdList),
-  company_kind: Schema.optional(CompanyKind.annotations({ description: "Only companies of this kind." })),
+  company_kind: Schema.optional(CompanyKind.annotate({ description: "Only companies of this kind." })),
   include: Schema.optional(companyInclude),
   include_total: Schema.optional(
-    BooleanParam.annotations({ description: "`true`: add `total`, the number of companies matching the filters." })
+    BooleanParam.annotate({ description: "`true`: add `total`, the number of companies matching the filters." })
   )
-}).annotations({ parseOptions: { errors: "all" } })
+}).annotate({ parseOptions: { errors: "all" } })
 export type ListCompaniesParams = typeof ListCompaniesParams.Type
 
-const CompanyPath = Schema.Struct({ id: CompanyId }).annotations({ parseOptions: { errors: "all" } })
+const CompanyPath = Schema.Struct({ id: CompanyId }).annotate({ parseOptions: { errors: "all" } })
 
-const GetCompanyParams = Schema.Struct({ include: Schema.optional(companyInclude) }).annotations({
+const GetCompanyParams = Schema.Struct({ include: Schema.optional(companyInclude) }).annotate({
   parseOptions: { errors: "all" }
 })
 
@@ -51,7 +51,7 @@ const GraphParams = Schema.Struct({
   include: Schema.optional(
     tokenList(CompanyGraphIncludes, "UNKNOWN_INCLUDE", "Optional node fields: `logo` (when a logo exists).")
   )
-}).annotations({ parseOptions: { errors: "all" } })
+}).annotate({ parseOptions: { errors: "all" } })
 
 export class CompaniesApi extends HttpApiGroup.make("companies")
   .add(

@@ -1,19 +1,19 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { RequiredScope, Scopes } from "../Annotations.js"
 import { Authorization } from "./Security.js"
 
 export const CredentialInfo = Schema.Struct({
   object: Schema.Literal("credential"),
-  kind: Schema.Literal("api_key", "access_token").annotations({ description: "What the bearer token is." }),
-  id: Schema.String.annotations({ description: "API key id or access-token `jti`; never the secret." }),
-  site: Schema.String.annotations({ description: "The site (tenant) the credential acts for." }),
-  scopes: Schema.Array(Schema.Literal(...Scopes)),
-  content_limit: Schema.Literal("sfw", "nsfw").annotations({
+  kind: Schema.Literals(["api_key", "access_token"]).annotate({ description: "What the bearer token is." }),
+  id: Schema.String.annotate({ description: "API key id or access-token `jti`; never the secret." }),
+  site: Schema.String.annotate({ description: "The site (tenant) the credential acts for." }),
+  scopes: Schema.Array(Schema.Literals(Scopes)),
+  content_limit: Schema.Literals(["sfw", "nsfw"]).annotate({
     description: "`sfw` credentials never see nsfw works anywhere."
   }),
-  user_id: Schema.NullOr(Schema.Int).annotations({ description: "The person the credential acts for, if any." })
-}).annotations({ identifier: "CredentialInfo", description: "What the presented credential may do." })
+  user_id: Schema.NullOr(Schema.Int).annotate({ description: "The person the credential acts for, if any." })
+}).annotate({ identifier: "CredentialInfo", description: "What the presented credential may do." })
 
 export class CredentialApi extends HttpApiGroup.make("credentials")
   .add(

@@ -2,7 +2,7 @@
  * Credit names: the collection with its `ids=` batch lane, the detail read with the
  * person's public fields, and the credits of one name.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { ListNameCredit } from "../Catalog/Appearance.js"
@@ -41,19 +41,19 @@ export const ListCreditNamesParams = Schema.Struct({
   cursor: Schema.optional(CursorParam),
   ids: Schema.optional(IdList),
   include
-}).annotations(strict)
+}).annotate(strict)
 export type ListCreditNamesParams = typeof ListCreditNamesParams.Type
 
-export const GetCreditNameParams = Schema.Struct({ include }).annotations(strict)
+export const GetCreditNameParams = Schema.Struct({ include }).annotate(strict)
 export type GetCreditNameParams = typeof GetCreditNameParams.Type
 
 export const NameCreditsParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam)
-}).annotations(strict)
+}).annotate(strict)
 export type NameCreditsParams = typeof NameCreditsParams.Type
 
-export const CreditNamePath = Schema.Struct({ id: CreditNameId }).annotations(strict)
+export const CreditNamePath = Schema.Struct({ id: CreditNameId }).annotate(strict)
 
 const gateNote = "An `sfw` credential never sees a name credited only on nsfw works."
 const personNote = "`person_id` is null unless the name has a public link to a person."

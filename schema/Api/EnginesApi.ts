@@ -1,7 +1,7 @@
 /**
  * Game engines (record in schema/Catalog/Engine.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { EngineId } from "../Catalog/Common.js"
@@ -15,9 +15,9 @@ export const ListEnginesParams = Schema.Struct({
   cursor: Schema.optional(CursorParam),
   ids: Schema.optional(IdList),
   include_total: Schema.optional(
-    BooleanParam.annotations({ description: "`true`: add `total`, the number of live engines." })
+    BooleanParam.annotate({ description: "`true`: add `total`, the number of live engines." })
   )
-}).annotations({ parseOptions: { errors: "all" } })
+}).annotate({ parseOptions: { errors: "all" } })
 export type ListEnginesParams = typeof ListEnginesParams.Type
 
 export class EnginesApi extends HttpApiGroup.make("engines")
@@ -38,7 +38,7 @@ export class EnginesApi extends HttpApiGroup.make("engines")
   )
   .add(
     HttpApiEndpoint.get("getEngine", "/v2/catalog/engines/:id")
-      .setPath(Schema.Struct({ id: EngineId }).annotations({ parseOptions: { errors: "all" } }))
+      .setPath(Schema.Struct({ id: EngineId }).annotate({ parseOptions: { errors: "all" } }))
       .addSuccess(Engine)
       .addSuccess(NotModified, { status: 304 })
       .addError(problem(NotFound))

@@ -1,15 +1,15 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { problem, ServiceUnavailable } from "../Problem.js"
 
 export const Health = Schema.Struct({
   status: Schema.Literal("ok")
-}).annotations({ identifier: "Health" })
+}).annotate({ identifier: "Health" })
 
 export const Readiness = Schema.Struct({
   status: Schema.Literal("ready"),
   database: Schema.Literal("ok")
-}).annotations({ identifier: "Readiness" })
+}).annotate({ identifier: "Readiness" })
 
 /** Probes for process managers and load balancers; served on both ports, no credential. */
 export class HealthApi extends HttpApiGroup.make("health")

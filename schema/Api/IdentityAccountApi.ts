@@ -3,7 +3,8 @@
  * envelope (codes in the README's identity section) and take the user's Bearer token from
  * `POST /auth/login` or `POST /auth/register`, except the two registration calls, which take none.
  */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, Multipart, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Multipart } from "effect/http"
 import { Schema } from "effect"
 import { LoginResponse } from "../Identity/Login.js"
 import {

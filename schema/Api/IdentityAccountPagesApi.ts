@@ -3,7 +3,7 @@
  * rules (no framing, CSRF tokens bound to a cookie and the session, `return_to` only to this
  * server). A form's error comes back as the page, with the error next to its field.
  */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import {
   AccountPageParams,
   AvatarForm,

@@ -1,7 +1,7 @@
 /**
  * The identity provider's HTTP interface under `/api/v1`.
  */
-import { HttpApi, OpenApi } from "@effect/platform"
+import { HttpApi, OpenApi } from "effect/http-api"
 import { HealthApi } from "./HealthApi.js"
 import { IdentityAccountApi } from "./IdentityAccountApi.js"
 import { IdentityAccountPagesApi } from "./IdentityAccountPagesApi.js"

@@ -2,7 +2,7 @@
  * Account endpoints of the identity provider (docs/decisions.md, "Identity: accounts and self-service").
  * They answer the `{code, message, data}` envelope; the codes are in the README's identity section.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { LoginRequest, LoginResponse } from "../Identity/Login.js"
 import { envelopeError } from "./IdentityErrors.js"
 

@@ -3,7 +3,7 @@
  * CLI (`creator list`, `creator decide`). They answer the `{code, message, data}` envelope; the codes
  * are in the README's identity section.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
   CreatorApplicationRequest,
   CreatorApplicationResponse,

@@ -4,7 +4,7 @@
  * when no `SMTP_URL` is set (src/identity/mail/MailConfig.ts); otherwise both paths answer 404 like an
  * unknown path. No authentication: never enable it where others can reach the server.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { DevMailboxParams, DevMailboxResponse } from "../Identity/DevMailbox.js"
 import { envelopeError, htmlError, HtmlPage } from "./IdentityErrors.js"
 

@@ -2,7 +2,7 @@
  * The application directory and the service-to-service user lookup. They answer the
  * `{code, message, data}` envelope; the codes are in the README's identity section.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
   ClientInfoParams,
   ClientInfoResponse,

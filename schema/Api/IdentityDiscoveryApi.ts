@@ -2,7 +2,7 @@
  * Provider metadata: the OpenID Connect Discovery location and the RFC 8414 location
  * for the issuer `{origin}/api/v1`.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { DiscoveryDocument } from "../Identity/Discovery.js"
 
 export class IdentityDiscoveryApi extends HttpApiGroup.make("discovery")

@@ -4,34 +4,34 @@
  * for the pages. The handlers answer these themselves (with `Cache-Control`, `WWW-Authenticate` and
  * `Retry-After` headers), so the declarations only describe them.
  */
-import { HttpApiSchema } from "@effect/platform"
+import { HttpApiSchema } from "effect/http-api"
 import { Schema } from "effect"
 import { EnvelopeFailure } from "../Identity/Envelope.js"
 import { OAuthError } from "../Identity/OAuthError.js"
 
 export const oauthError = (status: number, description: string) =>
-  Schema.Struct(OAuthError.fields).annotations({
+  Schema.Struct(OAuthError.fields).annotate({
     ...HttpApiSchema.annotations({ status }),
     identifier: `OAuthError${status}`,
     description
   })
 
 export const envelopeError = (status: number, description: string) =>
-  Schema.Struct(EnvelopeFailure.fields).annotations({
+  Schema.Struct(EnvelopeFailure.fields).annotate({
     ...HttpApiSchema.annotations({ status }),
     identifier: `EnvelopeError${status}`,
     description
   })
 
-export const HtmlPage = HttpApiSchema.Text({ contentType: "text/html" }).annotations({
+export const HtmlPage = HttpApiSchema.Text({ contentType: "text/html" }).annotate({
   description: "Server-rendered HTML page."
 })
 
 export const htmlError = (status: number, description: string) =>
-  HttpApiSchema.Text({ contentType: "text/html" }).annotations({
+  HttpApiSchema.Text({ contentType: "text/html" }).annotate({
     ...HttpApiSchema.annotations({ status }),
     description
   })
 
 export const Redirect = (status: 302 | 303, description: string) =>
-  HttpApiSchema.Empty(status).annotations({ description })
+  HttpApiSchema.Empty(status).annotate({ description })

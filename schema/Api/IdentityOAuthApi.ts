@@ -2,7 +2,7 @@
  * The protocol endpoints of the identity provider (docs/decisions.md, "Identity: protocol"). Success
  * and failure bodies are bare JSON (RFC 6749 / 6750 / 7009), never the envelope.
  */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { AuthorizeParams } from "../Identity/Authorize.js"
 import { Jwks } from "../Identity/Discovery.js"
 import { LogoutParams, PostLogoutRedirectParams } from "../Identity/Pages.js"
@@ -74,7 +74,7 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
   .add(
     HttpApiEndpoint.post("revoke", "/api/v1/oauth/revoke")
       .setPayload(RevokeRequest)
-      .addSuccess(HttpApiSchema.Empty(200).annotations({ description: "Always, whether or not anything was revoked." }))
+      .addSuccess(HttpApiSchema.Empty(200).annotate({ description: "Always, whether or not anything was revoked." }))
       .addError(oauthError(400, "`invalid_request`: no `token`."))
       .addError(oauthError(401, "`invalid_client`: client credentials were sent and are wrong."))
       .annotate(OpenApi.Summary, "Revoke a token")

@@ -3,7 +3,7 @@
  * logout. Each page sends `Content-Security-Policy: frame-ancestors 'none'` and `X-Frame-Options: DENY`;
  * each form carries a CSRF token bound to a cookie (and to the session where there is one).
  */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { AuthorizeParams } from "../Identity/Authorize.js"
 import { ConsentForm, LoginForm, LoginPageParams, LogoutForm, LogoutParams } from "../Identity/Pages.js"
 import { htmlError, HtmlPage, Redirect } from "./IdentityErrors.js"

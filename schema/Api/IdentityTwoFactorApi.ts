@@ -3,7 +3,7 @@
  * user's Bearer token from `POST /auth/login`, and the set-up page for the session cookie. Every
  * change needs a sign-in younger than 10 minutes.
  */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import {
   RecoveryCodesResponse,
   TwoFactorCodeRequest,

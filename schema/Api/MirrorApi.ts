@@ -2,7 +2,7 @@
  * The mirroring interfaces (docs/change-feed.md): the change feed and the merge map, both paged
  * incrementally from a stored cursor.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { RequiredScope } from "../Annotations.js"
 import { ListChange, ListRedirect } from "../Catalog/Change.js"
@@ -14,7 +14,7 @@ import { Authorization } from "./Security.js"
 export const FeedParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam)
-}).annotations({ parseOptions: { errors: "all" } })
+}).annotate({ parseOptions: { errors: "all" } })
 export type FeedParams = typeof FeedParams.Type
 
 const paging = "Paging: pass `next_cursor` back unchanged as `cursor`. A page with items always carries a " +

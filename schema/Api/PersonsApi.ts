@@ -2,7 +2,7 @@
  * Persons: the real people behind publicly linked credit names (record design in
  * schema/Catalog/Person.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { PersonId } from "../Catalog/Common.js"
@@ -39,13 +39,13 @@ export const ListPersonsParams = Schema.Struct({
   cursor: Schema.optional(CursorParam),
   ids: Schema.optional(IdList),
   include
-}).annotations(strict)
+}).annotate(strict)
 export type ListPersonsParams = typeof ListPersonsParams.Type
 
-export const GetPersonParams = Schema.Struct({ include }).annotations(strict)
+export const GetPersonParams = Schema.Struct({ include }).annotate(strict)
 export type GetPersonParams = typeof GetPersonParams.Type
 
-export const PersonPath = Schema.Struct({ id: PersonId }).annotations(strict)
+export const PersonPath = Schema.Struct({ id: PersonId }).annotate(strict)
 
 const note = "Only persons with a public link to their names are served; an `sfw` credential never sees a person " +
   "credited only on nsfw works."

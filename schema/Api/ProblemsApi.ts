@@ -1,11 +1,11 @@
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { NotFound, problem, ReasonEntry } from "../Problem.js"
 
 export const ReasonList = Schema.Struct({
   object: Schema.Literal("list"),
   items: Schema.Array(ReasonEntry)
-}).annotations({ identifier: "ReasonList" })
+}).annotate({ identifier: "ReasonList" })
 
 /** The error registries, for clients and for humans following a problem's `type` link. */
 export class ProblemsApi extends HttpApiGroup.make("problems")

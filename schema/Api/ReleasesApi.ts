@@ -1,7 +1,7 @@
 /**
  * Releases: the editions of works (record in schema/Catalog/Release.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { Id, ReleaseId } from "../Catalog/Common.js"
@@ -31,9 +31,9 @@ export const ListReleasesParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam),
   ids: Schema.optional(IdList),
-  work_id: Schema.optional(Id.annotations({ description: "Only the releases of this work." })),
+  work_id: Schema.optional(Id.annotate({ description: "Only the releases of this work." })),
   include: Schema.optional(releaseInclude)
-}).annotations({ parseOptions: { errors: "all" } })
+}).annotate({ parseOptions: { errors: "all" } })
 export type ListReleasesParams = typeof ListReleasesParams.Type
 
 export class ReleasesApi extends HttpApiGroup.make("releases")
@@ -56,9 +56,9 @@ export class ReleasesApi extends HttpApiGroup.make("releases")
   )
   .add(
     HttpApiEndpoint.get("getRelease", "/v2/catalog/releases/:id")
-      .setPath(Schema.Struct({ id: ReleaseId }).annotations({ parseOptions: { errors: "all" } }))
+      .setPath(Schema.Struct({ id: ReleaseId }).annotate({ parseOptions: { errors: "all" } }))
       .setUrlParams(
-        Schema.Struct({ include: Schema.optional(releaseInclude) }).annotations({
+        Schema.Struct({ include: Schema.optional(releaseInclude) }).annotate({
           parseOptions: { errors: "all" }
         })
       )

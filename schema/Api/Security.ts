@@ -4,7 +4,7 @@
  * The middleware proves the credential, checks the endpoint's `RequiredScope`, and hands the handlers a
  * `Principal`.
  */
-import { HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
+import { HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { Context, Schema } from "effect"
 import type { Option } from "effect"
 import type { Scope } from "../Annotations.js"
@@ -42,7 +42,7 @@ export interface PrincipalShape {
   readonly user: Option.Option<PrincipalUser>
 }
 
-export class Principal extends Context.Tag("catalog/Principal")<Principal, PrincipalShape>() {}
+export class Principal extends Context.Service<Principal, PrincipalShape>()("catalog/Principal") {}
 
 const bearer = HttpApiSecurity.bearer.pipe(
   HttpApiSecurity.annotate(

@@ -1,7 +1,7 @@
 /**
  * Catalog statistics (CatalogStats, schema/Catalog/Stats.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { CatalogStats } from "../Catalog/Stats.js"
 import { Authorization } from "./Security.js"

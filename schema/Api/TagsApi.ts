@@ -1,7 +1,7 @@
 /**
  * Tags (record in schema/Catalog/Tag.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { TagId } from "../Catalog/Common.js"
@@ -14,11 +14,11 @@ export const ListTagsParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam),
   ids: Schema.optional(IdList),
-  category: Schema.optional(TagCategory.annotations({ description: "Only tags of this category." })),
+  category: Schema.optional(TagCategory.annotate({ description: "Only tags of this category." })),
   include_total: Schema.optional(
-    BooleanParam.annotations({ description: "`true`: add `total`, the number of tags matching the filters." })
+    BooleanParam.annotate({ description: "`true`: add `total`, the number of tags matching the filters." })
   )
-}).annotations({ parseOptions: { errors: "all" } })
+}).annotate({ parseOptions: { errors: "all" } })
 export type ListTagsParams = typeof ListTagsParams.Type
 
 export class TagsApi extends HttpApiGroup.make("tags")
@@ -40,7 +40,7 @@ export class TagsApi extends HttpApiGroup.make("tags")
   )
   .add(
     HttpApiEndpoint.get("getTag", "/v2/catalog/tags/:id")
-      .setPath(Schema.Struct({ id: TagId }).annotations({ parseOptions: { errors: "all" } }))
+      .setPath(Schema.Struct({ id: TagId }).annotate({ parseOptions: { errors: "all" } }))
       .addSuccess(Tag)
       .addSuccess(NotModified, { status: 304 })
       .addError(problem(NotFound))

@@ -2,7 +2,7 @@
  * Works and search: the works collection with its three lanes (cursor, page, `ids=`/`refs=`
  * batch), the search collection, the single-work read and a work's roster, credits, covers and intros.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { NotModified, problemCodeOnFailure, RequiredScope } from "../Annotations.js"
 import { ListRosterCharacter } from "../Catalog/Character.js"
@@ -64,7 +64,7 @@ export const searchLaneSorts: ReadonlySet<WorkSort> = new Set([
 /** Sorts that are meaningful together with `q=`. */
 export const querySorts: ReadonlySet<WorkSort> = new Set(workSorts.filter((s) => s !== "id" && s !== "updated"))
 
-export const WorkView = Schema.Literal("basic", "full").annotations({
+export const WorkView = Schema.Literals(["basic", "full"]).annotate({
   description: "`basic` (default on lists) or `full` (default on the single-work read): full adds aliases, " +
     "development_status, engine, links and created_at, and on the single-work read the character roster."
 })
@@ -111,7 +111,7 @@ const Facets = tokenList(
 export const RefToken = Schema.String.pipe(
   Schema.maxLength(330),
   Schema.pattern(/^[a-z][a-z0-9_]{0,63}:[^\u0000-\u001f,]{1,256}$/)
-).annotations({ description: "`source:external_id`, e.g. `vndb:v17`." })
+).annotate({ description: "`source:external_id`, e.g. `vndb:v17`." })
 
 export const RefList = Schema.split(",").pipe(
   Schema.compose(
@@ -120,7 +120,7 @@ export const RefList = Schema.split(",").pipe(
       Schema.maxItems(100, problemCodeOnFailure("TOO_MANY_IDS"))
     )
   ),
-  Schema.annotations({
+  Schema.annotate({
     description: "Batch lane by upstream reference: up to 100 comma-separated `source:external_id` pairs, e.g. " +
       "`refs=vndb:v17,egs:100001,dlsite:RJ123456`. The source is the Ref's `source` (lower case); everything after " +
       "the first `:` is its `external_id`, matched exactly (so an external id may contain `:` but not `,`). " +
@@ -133,7 +133,7 @@ const Query = Schema.String.pipe(
   Schema.minLength(1),
   Schema.maxLength(256),
   Schema.pattern(/^[^\u0000]*$/)
-).annotations({
+).annotate({
   description: "Title search (search lane) over every title, romanization and alias, case-, width- and " +
     "accent-insensitive; Japanese, Chinese and Korean titles are found by any substring. 1..256 characters."
 })
@@ -143,12 +143,12 @@ const filterNote = "Filter (also the token of the facet of the same name)."
 export const ListWorksParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam),
-  page: Schema.optional(Page.annotations({
+  page: Schema.optional(Page.annotate({
     description: `Page mode (search lane): 1-based page; the response has \`total\` and \`total_relation\` and ` +
       `no \`next_cursor\`. \`page * limit\` may not exceed ${MAX_DEPTH} (400 \`INVALID_PARAMETER\`, reason ` +
       "`OUT_OF_RANGE` with the largest reachable page as `params.maximum`). Not with `cursor`, `ids`, `refs`."
   })),
-  ids: Schema.optional(IdList.annotations({
+  ids: Schema.optional(IdList.annotate({
     description: "Batch lane: up to 100 comma-separated work ids. Items come in the order asked, without " +
       "`next_cursor`; ids that are unknown, merged away or not visible to the credential are listed in " +
       "`missing[]`. More than 100: `TOO_MANY_IDS`. Takes only `include` and `view` besides."
@@ -158,52 +158,52 @@ export const ListWorksParams = Schema.Struct({
   facets: Schema.optional(Facets),
   sort: Schema.optional(Sort),
   include: Schema.optional(Include),
-  include_total: Schema.optional(BooleanParam.annotations({
+  include_total: Schema.optional(BooleanParam.annotate({
     description: "`true` adds `total`, the number of matching works under the same content gate as the items " +
       "(exact; may be up to 30 seconds old). Always present in page mode."
   })),
   view: Schema.optional(WorkView),
-  tag_id: Schema.optional(Id.annotations({ description: `Works carrying this tag. ${filterNote}` })),
+  tag_id: Schema.optional(Id.annotate({ description: `Works carrying this tag. ${filterNote}` })),
   company_id: Schema.optional(
-    Id.annotations({ description: `Works this company developed or published. ${filterNote}` })
+    Id.annotate({ description: `Works this company developed or published. ${filterNote}` })
   ),
-  olang: Schema.optional(LangTag.annotations({ description: `Original language. ${filterNote}` })),
+  olang: Schema.optional(LangTag.annotate({ description: `Original language. ${filterNote}` })),
   content_rating: Schema.optional(
-    ContentRating.annotations({ description: `\`sfw\` or \`nsfw\`. ${filterNote}` })
+    ContentRating.annotate({ description: `\`sfw\` or \`nsfw\`. ${filterNote}` })
   ),
-  medium: Schema.optional(Medium.annotations({ description: `Works released on this medium. ${filterNote}` })),
-  platform: Schema.optional(Platform.annotations({
+  medium: Schema.optional(Medium.annotate({ description: `Works released on this medium. ${filterNote}` })),
+  platform: Schema.optional(Platform.annotate({
     description: "Works released on this platform (`works.platforms`). Listing lane only: not with `q`, " +
       "`page`, `facets` or a search sort. Also the token of the `platform` facet."
   })),
   owner_uid: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)).annotations({
+    Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)).annotate({
       description: "Listing lane only: works whose claim is live and was made by this user (the identity " +
         "provider's user id, the `uid` a site stores). A site sees its claims in other states at `GET /v2/claims`."
     })
   ),
   site: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/), Schema.maxLength(64)).annotations({
+    Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/), Schema.maxLength(64)).annotate({
       description: "Listing lane only: works whose claim is live and held by this site. The answer is the " +
         "same for every caller; a site sees its claims in other states at `GET /v2/claims`."
     })
   )
-}).annotations(strict)
+}).annotate(strict)
 export type ListWorksParams = typeof ListWorksParams.Type
 
 export const GetWorkParams = Schema.Struct({
   view: Schema.optional(WorkView),
   include: Schema.optional(Include)
-}).annotations(strict)
+}).annotate(strict)
 export type GetWorkParams = typeof GetWorkParams.Type
 
 export const WorkListParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam)
-}).annotations(strict)
+}).annotate(strict)
 export type WorkListParams = typeof WorkListParams.Type
 
-export const WorkPath = Schema.Struct({ id: WorkId }).annotations(strict)
+export const WorkPath = Schema.Struct({ id: WorkId }).annotate(strict)
 
 // ---------------------------------------------------------------------------------------------
 // Endpoints

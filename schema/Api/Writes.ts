@@ -4,7 +4,8 @@
  * middleware and the write runner make, the problems and headers the OpenAPI document lists for the
  * operation, and the credential matrix test that drives every declared route.
  */
-import type { HttpApiEndpoint, HttpMethod } from "@effect/platform"
+import type { HttpApiEndpoint } from "effect/http-api"
+import type { HttpMethod } from "effect/http"
 import { Context, Schema } from "effect"
 import type { Scope } from "../Annotations.js"
 import { RequiredScope } from "../Annotations.js"
@@ -48,12 +49,12 @@ export interface RouteRule {
 }
 
 /** Endpoint annotation: the route's rule. Routes without one need only their scope. */
-export class RouteRules extends Context.Tag("shiori/RouteRule")<RouteRules, RouteRule>() {}
+export class RouteRules extends Context.Service<RouteRules, RouteRule>()("shiori/RouteRule") {}
 
 /** `Idempotency-Key`: 1 to 255 visible ASCII characters, bare or in double quotes. */
 export const IdempotencyKey = Schema.String.pipe(
   Schema.pattern(/^(?:"[\x21\x23-\x7e]{1,255}"|[\x21\x23-\x7e]{1,255})$/)
-).annotations({
+).annotate({
   description: "1 to 255 visible ASCII characters, bare or quoted. The same key with the same body replays the " +
     "first answer (`Idempotent-Replayed: true`) for 24 hours; keys are scoped to the credential."
 })
@@ -62,7 +63,7 @@ export const IdempotencyKey = Schema.String.pipe(
 export const idempotencyKeyValue = (header: string): string =>
   header.startsWith("\"") && header.endsWith("\"") ? header.slice(1, -1) : header
 
-export const IfMatch = Schema.String.pipe(Schema.maxLength(1024)).annotations({
+export const IfMatch = Schema.String.pipe(Schema.maxLength(1024)).annotate({
   description: "The `ETag` of the resource as last read (strong comparison, RFC 9110 13.1.1)."
 })
 

@@ -10,15 +10,15 @@ import { WorkBasic } from "./Work.js"
 export const Appearance = Schema.Struct({
   object: Schema.Literal("appearance"),
   work: WorkBasic,
-  roster_role: RosterRole.annotations({ description: "`unknown` when reached only through a voice credit." }),
-  spoiler: Spoiler.annotations({ description: "`none` when reached only through a voice credit." }),
-  voices: Schema.Array(CreditNameBasic).annotations({
+  roster_role: RosterRole.annotate({ description: "`unknown` when reached only through a voice credit." }),
+  spoiler: Spoiler.annotate({ description: "`none` when reached only through a voice credit." }),
+  voices: Schema.Array(CreditNameBasic).annotate({
     description: "Who voices the character in this work; `[]` when empty, never null."
   }),
-  identity: Schema.optional(RowIdentity.annotations({
+  identity: Schema.optional(RowIdentity.annotate({
     description: "Opaque identity of the roster row; absent when the work is reached only through a voice credit."
   }))
-}).annotations({ identifier: "Appearance", description: "A work a character appears in." })
+}).annotate({ identifier: "Appearance", description: "A work a character appears in." })
 export type Appearance = typeof Appearance.Type
 
 export const NameCredit = Schema.Struct({
@@ -26,9 +26,9 @@ export const NameCredit = Schema.Struct({
   work: WorkBasic,
   role_key: RoleKey,
   role_name: Schema.String.pipe(Schema.maxLength(512)),
-  character_id: Schema.NullOr(CharacterId).annotations({ description: "The character voiced; null otherwise." }),
-  note: Schema.String.pipe(Schema.maxLength(512)).annotations({ description: "Empty if none." })
-}).annotations({ identifier: "NameCredit", description: "A credit of a credit name on a work." })
+  character_id: Schema.NullOr(CharacterId).annotate({ description: "The character voiced; null otherwise." }),
+  note: Schema.String.pipe(Schema.maxLength(512)).annotate({ description: "Empty if none." })
+}).annotate({ identifier: "NameCredit", description: "A credit of a credit name on a work." })
 export type NameCredit = typeof NameCredit.Type
 
 export const ListAppearance = ListOf(Appearance, "ListAppearance")

@@ -22,10 +22,10 @@ export const Measurements = Schema.Struct({
   bust_cm: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 999))),
   waist_cm: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 999))),
   hips_cm: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 999))),
-  cup: Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[A-Z]{1,4}$/))).annotations({
+  cup: Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[A-Z]{1,4}$/))).annotate({
     description: "Cup size letters (`A` to `Z`, possibly repeated as in `AA`); null if unrecorded."
   })
-}).annotations({
+}).annotate({
   identifier: "Measurements",
   description: "Three sizes in centimetres and cup size; each part is null when unrecorded."
 })
@@ -35,24 +35,24 @@ export const CharacterTrait = Schema.Struct({
   object: Schema.Literal("character_trait"),
   id: TraitId,
   display_name: DisplayString,
-  group: Schema.NullOr(DisplayString).annotations({
+  group: Schema.NullOr(DisplayString).annotate({
     description: "Name of the trait's root group (e.g. `Hair`, `Personality`); null for a root trait."
   }),
   localized: Localized,
-  group_localized: Localized.annotations({ description: "The root group's name per language; `{}` if none." }),
+  group_localized: Localized.annotate({ description: "The root group's name per language; `{}` if none." }),
   spoiler: Spoiler,
   is_sexual: Schema.Boolean,
-  is_lie: Schema.Boolean.annotations({ description: "True when the trait is an in-story deception." })
-}).annotations({ identifier: "CharacterTrait", description: "A trait of a character, with its spoiler level." })
+  is_lie: Schema.Boolean.annotate({ description: "True when the trait is an in-story deception." })
+}).annotate({ identifier: "CharacterTrait", description: "A trait of a character, with its spoiler level." })
 export type CharacterTrait = typeof CharacterTrait.Type
 
-export const RosterRole = Schema.Literal("main", "secondary", "appears", "unknown").annotations({
+export const RosterRole = Schema.Literals(["main", "secondary", "appears", "unknown"]).annotate({
   description: "Role in the work (closed): `main` (protagonist), `secondary` (main heroine or major role), " +
     "`appears`, `unknown`."
 })
 export type RosterRole = typeof RosterRole.Type
 
-export const RowIdentity = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotations({
+export const RowIdentity = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotate({
   description: "Opaque identity of the roster row, for a roster-suppression proposal on this work. Echo it back " +
     "verbatim; it cannot be rebuilt from other fields."
 })
@@ -61,20 +61,20 @@ const characterBasicFields = {
   object: Schema.Literal("character"),
   id: CharacterId,
   display_name: DisplayString,
-  latin: Schema.NullOr(DisplayString).annotations({ description: "Romanization of display_name; null if none." }),
-  lang: Schema.NullOr(LangTag).annotations({ description: "Language of display_name." }),
+  latin: Schema.NullOr(DisplayString).annotate({ description: "Romanization of display_name; null if none." }),
+  lang: Schema.NullOr(LangTag).annotate({ description: "Language of display_name." }),
   localized: Localized
 }
 
 /** The always-present fields of a character. */
-export const CharacterBasic = Schema.Struct(characterBasicFields).annotations({
+export const CharacterBasic = Schema.Struct(characterBasicFields).annotate({
   identifier: "CharacterBasic",
   description: "A character at view=basic."
 })
 export type CharacterBasic = typeof CharacterBasic.Type
 
 const full = <S extends Schema.Schema.Any>(schema: S, description: string) =>
-  Schema.optional(Schema.NullOr(schema).annotations({ description: `view=full; ${description}` }))
+  Schema.optional(Schema.NullOr(schema).annotate({ description: `view=full; ${description}` }))
 
 export const Character = Schema.Struct({
   ...characterBasicFields,
@@ -82,23 +82,23 @@ export const Character = Schema.Struct({
     Schema.String.pipe(Schema.pattern(/^[0-1][0-9]-[0-3][0-9]$/)),
     "birthday as `MM-DD` (no year); null if unrecorded."
   ),
-  blood_type: full(Schema.Literal("a", "b", "ab", "o"), "null if unrecorded."),
+  blood_type: full(Schema.Literals(["a", "b", "ab", "o"]), "null if unrecorded."),
   gender: full(Gender, "null if unrecorded."),
   height_cm: full(Schema.NonNegativeInt, "null if unrecorded."),
   weight_kg: full(Schema.NonNegativeInt, "null if unrecorded."),
   measurements: full(Measurements, "null if unrecorded."),
   instance_of_id: full(CharacterId, "the character this row is an instance of; null if none."),
-  aliases: Schema.optional(Schema.Array(EntityName).annotations({ description: "include=aliases; detail only." })),
-  intros: Schema.optional(Schema.Array(Intro).annotations({ description: "include=intros; detail only." })),
-  refs: Schema.optional(Schema.Array(Ref).annotations({ description: "include=refs; detail only." })),
+  aliases: Schema.optional(Schema.Array(EntityName).annotate({ description: "include=aliases; detail only." })),
+  intros: Schema.optional(Schema.Array(Intro).annotate({ description: "include=intros; detail only." })),
+  refs: Schema.optional(Schema.Array(Ref).annotate({ description: "include=refs; detail only." })),
   traits: Schema.optional(
-    Schema.Array(CharacterTrait).annotations({ description: "include=traits; detail only." })
+    Schema.Array(CharacterTrait).annotate({ description: "include=traits; detail only." })
   ),
-  image: Schema.optional(Image.annotations({ description: "include=image when an image exists; detail only." })),
+  image: Schema.optional(Image.annotate({ description: "include=image when an image exists; detail only." })),
   figure: Schema.optional(
-    Image.annotations({ description: "include=figure when a full-body cutout exists; detail only." })
+    Image.annotate({ description: "include=figure when a full-body cutout exists; detail only." })
   )
-}).annotations({
+}).annotate({
   identifier: "Character",
   description: "A character. view=full adds the profile fields; includes add aliases, intros, refs, traits " +
     "and images on the detail read."
@@ -109,9 +109,9 @@ export type Character = typeof Character.Type
 export const RosterCharacter = Schema.Struct({
   ...characterBasicFields,
   roster_role: RosterRole,
-  spoiler: Spoiler.annotations({ description: "How much knowing this character spoils the work." }),
+  spoiler: Spoiler.annotate({ description: "How much knowing this character spoils the work." }),
   identity: RowIdentity
-}).annotations({
+}).annotate({
   identifier: "RosterCharacter",
   description: "A character in a work's roster, with its role, spoiler level and the row's opaque identity."
 })

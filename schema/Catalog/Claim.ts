@@ -4,43 +4,43 @@
 import { Schema } from "effect"
 import { Id, ListOf, Timestamp } from "./Common.js"
 
-export const ClaimState = Schema.Literal("none", "live", "draft", "pending", "declined", "hidden").annotations({
+export const ClaimState = Schema.Literals(["none", "live", "draft", "pending", "declined", "hidden"]).annotate({
   description: "Claim state (closed). `none`: not claimed."
 })
 export type ClaimState = typeof ClaimState.Type
 
-export const Site = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/), Schema.maxLength(64)).annotations({
+export const Site = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/), Schema.maxLength(64)).annotate({
   description: "A site name (`^[a-z][a-z0-9_]*$`, at most 64 characters)."
 })
 
 /** Ids in the claiming site's own id space. */
-export const SiteId = Schema.String.pipe(Schema.pattern(/^[0-9]+$/), Schema.maxLength(20)).annotations({
+export const SiteId = Schema.String.pipe(Schema.pattern(/^[0-9]+$/), Schema.maxLength(20)).annotate({
   description: "An id in the site's own id space (digits, at most 20)."
 })
 
-export const Note = Schema.String.pipe(Schema.maxLength(2000)).annotations({
+export const Note = Schema.String.pipe(Schema.maxLength(2000)).annotate({
   description: "Free text for display, at most 2000 characters."
 })
 
 export const ClaimEvent = Schema.Struct({
   object: Schema.Literal("claim_event"),
-  id: Id.annotations({ description: "Ascending in commit order: the watermark a mirror stores." }),
+  id: Id.annotate({ description: "Ascending in commit order: the watermark a mirror stores." }),
   work_id: Id,
-  from_state: Schema.NullOr(ClaimState).annotations({ description: "Null on the event that created the claim." }),
+  from_state: Schema.NullOr(ClaimState).annotate({ description: "Null on the event that created the claim." }),
   to_state: ClaimState,
-  reason: Schema.NullOr(Note).annotations({ description: "Null when none was given; usually a decline reason." }),
-  actor_uid: Schema.String.annotations({ description: "The identity user id of the actor." }),
-  site: Schema.String.pipe(Schema.maxLength(64)).annotations({ description: "The claiming site (open vocabulary)." }),
-  product_work_id: Schema.NullOr(SiteId).annotations({
+  reason: Schema.NullOr(Note).annotate({ description: "Null when none was given; usually a decline reason." }),
+  actor_uid: Schema.String.annotate({ description: "The identity user id of the actor." }),
+  site: Schema.String.pipe(Schema.maxLength(64)).annotate({ description: "The claiming site (open vocabulary)." }),
+  product_work_id: Schema.NullOr(SiteId).annotate({
     description: "The claim's current product-side id (a snapshot, not the value at event time); null when " +
       "unclaimed."
   }),
   created_at: Timestamp
-}).annotations({ identifier: "ClaimEvent", description: "One claim state change." })
+}).annotate({ identifier: "ClaimEvent", description: "One claim state change." })
 export type ClaimEvent = typeof ClaimEvent.Type
 
 /** The newest event on a work, as a claim record shows it: a `ClaimEvent` without the work's fields. */
-export const ClaimEventRef = ClaimEvent.pipe(Schema.omit("work_id", "site", "product_work_id")).annotations({
+export const ClaimEventRef = ClaimEvent.pipe(Schema.omit("work_id", "site", "product_work_id")).annotate({
   identifier: "ClaimEventRef",
   description: "The newest event on a work, by anyone (`actor_uid` may be a moderator)."
 })
@@ -48,83 +48,83 @@ export type ClaimEventRef = typeof ClaimEventRef.Type
 
 export const ClaimRecord = Schema.Struct({
   object: Schema.Literal("claim"),
-  id: Id.annotations({ description: "The catalog work id." }),
+  id: Id.annotate({ description: "The catalog work id." }),
   state: ClaimState,
-  display_name: Schema.String.annotations({ description: "The work's display name." }),
-  site: Schema.String.pipe(Schema.maxLength(64)).annotations({ description: "Empty when unclaimed." }),
-  product_work_id: Schema.NullOr(SiteId).annotations({
+  display_name: Schema.String.annotate({ description: "The work's display name." }),
+  site: Schema.String.pipe(Schema.maxLength(64)).annotate({ description: "Empty when unclaimed." }),
+  product_work_id: Schema.NullOr(SiteId).annotate({
     description: "The site's own id for the work; null when unclaimed or not given."
   }),
-  last_event: Schema.optional(ClaimEventRef).annotations({
+  last_event: Schema.optional(ClaimEventRef).annotate({
     description: "Newest event on the work by anyone; absent on moderation-queue rows."
   }),
-  acted_count: Schema.optional(Schema.Int.pipe(Schema.nonNegative())).annotations({
+  acted_count: Schema.optional(Schema.Int.pipe(Schema.nonNegative())).annotate({
     description: "Times the bearer acted on the work (within `site=` when given); on the bearer's faces only."
   }),
-  first_acted_at: Schema.optional(Schema.NullOr(Timestamp)).annotations({
+  first_acted_at: Schema.optional(Schema.NullOr(Timestamp)).annotate({
     description: "When the bearer first acted on the work; null when never. On the bearer's faces only."
   })
-}).annotations({ identifier: "ClaimRecord", description: "A work's claim as a site or a moderator sees it." })
+}).annotate({ identifier: "ClaimRecord", description: "A work's claim as a site or a moderator sees it." })
 export type ClaimRecord = typeof ClaimRecord.Type
 
-export const ClaimDecision = Schema.Literal("approve", "decline", "ban", "unban")
+export const ClaimDecision = Schema.Literals(["approve", "decline", "ban", "unban"])
 export type ClaimDecision = typeof ClaimDecision.Type
 
 export const ClaimDecisionRecord = Schema.Struct({
   object: Schema.Literal("decision"),
-  id: Id.annotations({ description: "The id of the claim event this decision created." }),
+  id: Id.annotate({ description: "The id of the claim event this decision created." }),
   decision: ClaimDecision,
   note: Note,
   from_state: Schema.NullOr(ClaimState),
-  to_state: ClaimState.annotations({ description: "The authoritative outcome (unban has no fixed target)." })
-}).annotations({ identifier: "ClaimDecisionRecord", description: "A moderator's decision on a claim." })
+  to_state: ClaimState.annotate({ description: "The authoritative outcome (unban has no fixed target)." })
+}).annotate({ identifier: "ClaimDecisionRecord", description: "A moderator's decision on a claim." })
 export type ClaimDecisionRecord = typeof ClaimDecisionRecord.Type
 
 export const ClaimRefBody = Schema.Struct({
-  source: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotations({
+  source: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotate({
     description: "Upstream source (open vocabulary)."
   }),
-  external_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
+  external_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotate({
     description: "The upstream id, matched exactly."
   })
-}).annotations({ identifier: "ClaimRefBody" })
+}).annotate({ identifier: "ClaimRefBody" })
 
 /** A field-key -> value map (`catalog.work.display_name` -> "..."), the snapshot and minting shape. */
 export const FieldValues = Schema.Record({
   key: Schema.String.pipe(Schema.pattern(/^[a-z0-9_]+(\.[a-z0-9_]+)+$/), Schema.maxLength(128)),
   value: Schema.Unknown
-}).annotations({
+}).annotate({
   identifier: "FieldValues",
   description: "Field key -> value. Keys are `<entity_type>.<field>` (`catalog.work.display_name`)."
 })
 export type FieldValues = typeof FieldValues.Type
 
 export const CreateClaimInputBody = Schema.Struct({
-  work_id: Schema.optional(Id.annotations({ description: "An existing catalog work to claim." })),
+  work_id: Schema.optional(Id.annotate({ description: "An existing catalog work to claim." })),
   refs: Schema.optional(
-    Schema.Array(ClaimRefBody).pipe(Schema.maxItems(100)).annotations({
+    Schema.Array(ClaimRefBody).pipe(Schema.maxItems(100)).annotate({
       description: "Upstream references; used when `work_id` is absent. At most 100."
     })
   ),
-  site_work_id: Schema.optional(SiteId.annotations({
+  site_work_id: Schema.optional(SiteId.annotate({
     description: "The site's own id for the work. Alone with `display_name` it mints a work anchored to it."
   })),
   display_name: Schema.optional(
-    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(512)).annotations({
+    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(512)).annotate({
       description: "Required to mint when `refs` match nothing."
     })
   ),
-  field_values: Schema.optional(FieldValues.annotations({
+  field_values: Schema.optional(FieldValues.annotate({
     description: "Mints a work from the map; with `work_id` the request is 422. Top-level `display_name` wins " +
       "over the `catalog.work.display_name` key."
   }))
-}).annotations({ identifier: "CreateClaimInputBody", parseOptions: { errors: "all" } })
+}).annotate({ identifier: "CreateClaimInputBody", parseOptions: { errors: "all" } })
 export type CreateClaimInputBody = typeof CreateClaimInputBody.Type
 
 export const DecideClaimInputBody = Schema.Struct({
   decision: ClaimDecision,
-  note: Schema.optional(Note.annotations({ description: "Required to decline." }))
-}).annotations({ identifier: "DecideClaimInputBody", parseOptions: { errors: "all" } })
+  note: Schema.optional(Note.annotate({ description: "Required to decline." }))
+}).annotate({ identifier: "DecideClaimInputBody", parseOptions: { errors: "all" } })
 export type DecideClaimInputBody = typeof DecideClaimInputBody.Type
 
 export const ListClaimRecord = ListOf(ClaimRecord, "ListClaimRecord")
@@ -137,7 +137,7 @@ export type ListClaimEvent = typeof ListClaimEvent.Type
  * `GET /v2/moderation/snapshots/{object}/{id}`: the current values of an entity's field keys, in the
  * same shape as `field_values` (so a snapshot can be edited and sent back to mint).
  */
-export const Snapshot = FieldValues.annotations({
+export const Snapshot = FieldValues.annotate({
   identifier: "Snapshot",
   description: "Field key -> current value of one entity (the `field_values` shape)."
 })

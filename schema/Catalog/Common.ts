@@ -14,10 +14,10 @@ import { Schema } from "effect"
 export const Id = Schema.String.pipe(
   Schema.pattern(/^[0-9]+$/),
   Schema.maxLength(20)
-).annotations({ description: "Catalog id: a decimal string of 1 to 20 digits.", examples: ["1042"] })
+).annotate({ description: "Catalog id: a decimal string of 1 to 20 digits.", examples: ["1042"] })
 
 const brandedId = <B extends string>(brand: B, what: string) =>
-  Id.pipe(Schema.brand(brand)).annotations({ description: `Id of ${what} (decimal string, 1 to 20 digits).` })
+  Id.pipe(Schema.brand(brand)).annotate({ description: `Id of ${what} (decimal string, 1 to 20 digits).` })
 
 export const WorkId = brandedId("WorkId", "a work")
 export type WorkId = typeof WorkId.Type
@@ -48,7 +48,7 @@ export type CoverId = typeof CoverId.Type
 export const Timestamp = Schema.String.pipe(
   Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/),
   Schema.maxLength(32)
-).annotations({
+).annotate({
   description: "RFC 3339 date-time in UTC, at most 32 characters.",
   jsonSchema: { format: "date-time" },
   examples: ["2025-06-01T09:30:00.000Z"]
@@ -59,11 +59,11 @@ export type Timestamp = typeof Timestamp.Type
 export const LangTag = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/),
   Schema.maxLength(32)
-).annotations({ description: "BCP-47 language tag, at most 32 characters.", examples: ["ja", "en", "zh-Hans"] })
+).annotate({ description: "BCP-47 language tag, at most 32 characters.", examples: ["ja", "en", "zh-Hans"] })
 export type LangTag = typeof LangTag.Type
 
 /** Open vocabulary key: new values appear without notice. */
-export const Source = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotations({
+export const Source = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotate({
   description: "Open vocabulary (new keys appear; clients must accept unknown values), at most 64 characters."
 })
 
@@ -72,7 +72,7 @@ export const DisplayString = Schema.String.pipe(Schema.maxLength(512))
 /** A partial calendar date: year only, year and month, or a full date. */
 export const PartialDate = Schema.String.pipe(
   Schema.pattern(/^\d{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$/)
-).annotations({
+).annotate({
   description: "Partial date: `YYYY` (only the year is known), `YYYY-MM` or `YYYY-MM-DD`.",
   examples: ["2019", "2019-07", "2019-07-26"]
 })
@@ -80,47 +80,47 @@ export type PartialDate = typeof PartialDate.Type
 
 /** Absolute http(s) URL. */
 export const Url = (maxLength: number) =>
-  Schema.String.pipe(Schema.pattern(/^https?:\/\/[^\s]+$/), Schema.maxLength(maxLength)).annotations({
+  Schema.String.pipe(Schema.pattern(/^https?:\/\/[^\s]+$/), Schema.maxLength(maxLength)).annotate({
     jsonSchema: { format: "uri" }
   })
 
-export const Count = Schema.NonNegativeInt.annotations({ description: "int64 >= 0" })
+export const Count = Schema.NonNegativeInt.annotate({ description: "int64 >= 0" })
 
 // ---------------------------------------------------------------------------------------------
 // Closed vocabularies used by several records
 // ---------------------------------------------------------------------------------------------
 
-export const Spoiler = Schema.Literal("none", "minor", "major").annotations({
+export const Spoiler = Schema.Literals(["none", "minor", "major"]).annotate({
   description: "Spoiler level (closed): `none`, `minor`, `major`."
 })
 export type Spoiler = typeof Spoiler.Type
 
-export const ContentRating = Schema.Literal("sfw", "nsfw").annotations({
+export const ContentRating = Schema.Literals(["sfw", "nsfw"]).annotate({
   description: "Content rating (closed). `nsfw` works are never shown to an `sfw` credential."
 })
 export type ContentRating = typeof ContentRating.Type
 
-export const Gender = Schema.Literal("male", "female", "other")
+export const Gender = Schema.Literals(["male", "female", "other"])
 export type Gender = typeof Gender.Type
 
 /**
  * The five rating sources (closed: they define the `rating_<source>` sorts).
  */
-export const RatingSource = Schema.Literal("vndb", "bangumi", "egs", "steam", "dlsite").annotations({
+export const RatingSource = Schema.Literals(["vndb", "bangumi", "egs", "steam", "dlsite"]).annotate({
   description: "Rating source (closed): `vndb`, `bangumi`, `egs`, `steam`, `dlsite`."
 })
 export type RatingSource = typeof RatingSource.Type
 export const ratingSources: ReadonlyArray<RatingSource> = ["vndb", "bangumi", "egs", "steam", "dlsite"]
 
 /** Platform short code; an open vocabulary. */
-export const Platform = Schema.String.pipe(Schema.pattern(/^[a-z0-9]{2,16}$/)).annotations({
+export const Platform = Schema.String.pipe(Schema.pattern(/^[a-z0-9]{2,16}$/)).annotate({
   description: "Platform short code (open vocabulary), e.g. `win` (Windows), `mac`, `lin` (Linux), `ios`, " +
     "`and` (Android), `web`, `swi` (Nintendo Switch), `ps4`, `ps5`, `psv` (PS Vita), `xbo` (Xbox One), `dvd` " +
     "(DVD player). Also the token of the `platform` filter and facet."
 })
 
 /** Distribution medium short code; an open vocabulary. */
-export const Medium = Schema.String.pipe(Schema.pattern(/^[a-z0-9]{2,16}$/)).annotations({
+export const Medium = Schema.String.pipe(Schema.pattern(/^[a-z0-9]{2,16}$/)).annotate({
   description: "Distribution medium (open vocabulary), e.g. `dl` (download), `cd`, `dvd`, `bd` (Blu-ray), " +
     "`cart` (cartridge), `mem` (memory card), `web` (played in a browser). Also the token of the `medium` facet."
 })
@@ -133,19 +133,19 @@ export const Medium = Schema.String.pipe(Schema.pattern(/^[a-z0-9]{2,16}$/)).ann
  * LocalizedText: the display name of an entity in one language.
  */
 export const LocalizedText = Schema.Struct({
-  value: DisplayString.annotations({ description: "The name as written in that language (max 512)." }),
-  latin: Schema.NullOr(DisplayString).annotations({
+  value: DisplayString.annotate({ description: "The name as written in that language (max 512)." }),
+  latin: Schema.NullOr(DisplayString).annotate({
     description: "Romanization of `value` when it is not written in Latin script; null when `value` is " +
       "already Latin script or no romanization is recorded (max 512)."
   })
-}).annotations({
+}).annotate({
   identifier: "LocalizedText",
   description: "A display name in one language: the text and, for non-Latin scripts, its romanization."
 })
 export type LocalizedText = typeof LocalizedText.Type
 
 /** `localized`: map from BCP-47 tag to LocalizedText; `{}` when none. */
-export const Localized = Schema.Record({ key: LangTag, value: LocalizedText }).annotations({
+export const Localized = Schema.Record({ key: LangTag, value: LocalizedText }).annotate({
   description: "Map from BCP-47 language tag to the name in that language; `{}` if none."
 })
 export type Localized = typeof Localized.Type
@@ -154,12 +154,12 @@ export type Localized = typeof Localized.Type
 export const EntityName = Schema.Struct({
   lang: LangTag,
   value: DisplayString,
-  alias_kind: Schema.Literal("translation", "spelling_variant").annotations({
+  alias_kind: Schema.Literals(["translation", "spelling_variant"]).annotate({
     description: "`translation` (the name in another language) or `spelling_variant` (another spelling, " +
       "abbreviation or romanization)."
   }),
-  is_machine: Schema.Boolean.annotations({ description: "True when produced by machine translation." })
-}).annotations({ identifier: "EntityName", description: "An alternative name (alias) of an entity." })
+  is_machine: Schema.Boolean.annotate({ description: "True when produced by machine translation." })
+}).annotate({ identifier: "EntityName", description: "An alternative name (alias) of an entity." })
 export type EntityName = typeof EntityName.Type
 
 /** Intro: a description or biography in one language. */
@@ -167,9 +167,9 @@ export const Intro = Schema.Struct({
   object: Schema.Literal("intro"),
   lang: LangTag,
   value: Schema.String.pipe(Schema.maxLength(20000)),
-  is_machine: Schema.Boolean.annotations({ description: "True when produced by machine translation." }),
-  source: Source.annotations({ description: "Where the text comes from (open vocabulary), e.g. `vndb`, `official`." })
-}).annotations({
+  is_machine: Schema.Boolean.annotate({ description: "True when produced by machine translation." }),
+  source: Source.annotate({ description: "Where the text comes from (open vocabulary), e.g. `vndb`, `official`." })
+}).annotate({
   identifier: "Intro",
   description: "A description (of a work or company) or biography in one language."
 })
@@ -179,44 +179,44 @@ export type Intro = typeof Intro.Type
 // Images
 // ---------------------------------------------------------------------------------------------
 
-export const ImageHash = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/), Schema.length(64)).annotations({
+export const ImageHash = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/), Schema.length(64)).annotate({
   description: "SHA-256 of the image bytes, 64 lowercase hex digits."
 })
 
 export const Thumbhash = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9+/=_-]+$/), Schema.maxLength(128))
-  .annotations({ description: "ThumbHash placeholder (base64), at most 128 characters." })
+  .annotate({ description: "ThumbHash placeholder (base64), at most 128 characters." })
 
 export const Pixels = Schema.Int.pipe(Schema.between(0, 65535))
 
-export const Sexual = Schema.Literal("safe", "suggestive", "explicit")
-export const Violence = Schema.Literal("tame", "violent", "brutal")
+export const Sexual = Schema.Literals(["safe", "suggestive", "explicit"])
+export const Violence = Schema.Literals(["tame", "violent", "brutal"])
 
 const imageFields = {
-  url: Url(512).annotations({ description: "Absolute URL of the image (never a bare hash)." }),
+  url: Url(512).annotate({ description: "Absolute URL of the image (never a bare hash)." }),
   hash: ImageHash,
-  width: Schema.NullOr(Pixels).annotations({ description: "Width in pixels; null if unknown." }),
-  height: Schema.NullOr(Pixels).annotations({ description: "Height in pixels; null if unknown." }),
+  width: Schema.NullOr(Pixels).annotate({ description: "Width in pixels; null if unknown." }),
+  height: Schema.NullOr(Pixels).annotate({ description: "Height in pixels; null if unknown." }),
   thumbhash: Schema.NullOr(Thumbhash),
-  sexual: Schema.NullOr(Sexual).annotations({ description: "Sexual content level; null = not assessed." }),
-  violence: Schema.NullOr(Violence).annotations({ description: "Violence level; currently always null." }),
-  source: Source.annotations({ description: "Where the image comes from (open vocabulary)." })
+  sexual: Schema.NullOr(Sexual).annotate({ description: "Sexual content level; null = not assessed." }),
+  violence: Schema.NullOr(Violence).annotate({ description: "Violence level; currently always null." }),
+  source: Source.annotate({ description: "Where the image comes from (open vocabulary)." })
 }
 
-export const Image = Schema.Struct(imageFields).annotations({ identifier: "Image", description: "An image." })
+export const Image = Schema.Struct(imageFields).annotate({ identifier: "Image", description: "An image." })
 export type Image = typeof Image.Type
 
 export const Cover = Schema.Struct({
   object: Schema.Literal("cover"),
   id: CoverId,
-  vote_count: Count.annotations({ description: "Net votes for this cover (int64 >= 0)." }),
-  portrait_pinned: Schema.Boolean.annotations({
+  vote_count: Count.annotate({ description: "Net votes for this cover (int64 >= 0)." }),
+  portrait_pinned: Schema.Boolean.annotate({
     description: "True when moderators pinned this cover as the work's portrait cover."
   }),
-  cover_kind: Schema.String.pipe(Schema.maxLength(32)).annotations({
+  cover_kind: Schema.String.pipe(Schema.maxLength(32)).annotate({
     description: "Kind of cover (open vocabulary, e.g. `package`, `digital`, `limited`); empty if unrecorded."
   }),
   ...imageFields
-}).annotations({ identifier: "Cover", description: "A cover image of a work, with its vote standing." })
+}).annotate({ identifier: "Cover", description: "A cover image of a work, with its vote standing." })
 export type Cover = typeof Cover.Type
 
 // ---------------------------------------------------------------------------------------------
@@ -224,14 +224,14 @@ export type Cover = typeof Cover.Type
 // ---------------------------------------------------------------------------------------------
 
 export const Ref = Schema.Struct({
-  source: Source.annotations({
+  source: Source.annotate({
     description: "Upstream catalog (open vocabulary), e.g. `vndb`, `bangumi`, `egs`, `steam`, `dlsite`, `wikidata`."
   }),
-  external_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
+  external_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotate({
     description: "The entity's id in that source, matched exactly (e.g. `v17`, `RJ123456`)."
   }),
-  url: Schema.NullOr(Url(1024)).annotations({ description: "The entity's page at the source; null if none." })
-}).annotations({
+  url: Schema.NullOr(Url(1024)).annotate({ description: "The entity's page at the source; null if none." })
+}).annotate({
   identifier: "Ref",
   description: "Upstream anchor: the same entity in another catalog. A (source, external_id) pair names at most " +
     "one entity of a type; it is what `refs=` batch lookups match."
@@ -239,16 +239,16 @@ export const Ref = Schema.Struct({
 export type Ref = typeof Ref.Type
 
 export const WorkLink = Schema.Struct({
-  site: Source.annotations({
+  site: Source.annotate({
     description: "What the link points to (open vocabulary), e.g. `official`, `twitter`, `steam`, `dlsite`, " +
       "`wikipedia`, `youtube`, `pixiv`."
   }),
   url: Url(1024),
-  label: Schema.String.pipe(Schema.maxLength(512)).annotations({
+  label: Schema.String.pipe(Schema.maxLength(512)).annotate({
     description: "Link text to display; empty when the site name is enough."
   }),
-  lang: Schema.NullOr(LangTag).annotations({ description: "Language of the linked page; null if unknown." })
-}).annotations({
+  lang: Schema.NullOr(LangTag).annotate({ description: "Language of the linked page; null if unknown." })
+}).annotate({
   identifier: "WorkLink",
   description: "An external web link of a work, company or credit name."
 })
@@ -262,40 +262,40 @@ export const NamedRef = <S extends Schema.Schema.Any>(id: S) => Schema.Struct({ 
 // ---------------------------------------------------------------------------------------------
 
 export const FacetValue = Schema.Struct({
-  value: Schema.String.pipe(Schema.maxLength(256)).annotations({
+  value: Schema.String.pipe(Schema.maxLength(256)).annotate({
     description: "Token to pass back to the same filter."
   }),
   display_name: Schema.String.pipe(Schema.maxLength(512)),
-  count: Count.annotations({ description: "Hits after the same filters as the items." })
-}).annotations({ identifier: "FacetValue", description: "One value of a facet with its hit count." })
+  count: Count.annotate({ description: "Hits after the same filters as the items." })
+}).annotate({ identifier: "FacetValue", description: "One value of a facet with its hit count." })
 export type FacetValue = typeof FacetValue.Type
 
 export const Cursor = Schema.String.pipe(
   Schema.pattern(/^cur_[A-Za-z0-9._~-]+$/),
   Schema.maxLength(512)
-).annotations({
+).annotate({
   description: "Opaque cursor; pass it back unchanged as `cursor`. Omitted on the last page."
 })
 
-export const TotalRelation = Schema.Literal("eq", "gte").annotations({
+export const TotalRelation = Schema.Literals(["eq", "gte"]).annotate({
   description: "`eq`: total is exact; `gte`: total is a lower bound."
 })
 
 const listFields = <Item extends Schema.Schema.Any>(item: Item) => ({
   object: Schema.Literal("list"),
-  items: Schema.Array(item).annotations({ description: "The page's items; `[]` when empty, never null." }),
+  items: Schema.Array(item).annotate({ description: "The page's items; `[]` when empty, never null." }),
   next_cursor: Schema.optional(Cursor),
-  total: Schema.optional(Count.annotations({
+  total: Schema.optional(Count.annotate({
     description: "Number of matching items: only with `include_total=true`, always in page mode."
   })),
-  total_relation: Schema.optional(TotalRelation.annotations({ description: "Page mode only." })),
+  total_relation: Schema.optional(TotalRelation.annotate({ description: "Page mode only." })),
   facets: Schema.optional(
-    Schema.Record({ key: Schema.String, value: Schema.NullOr(Schema.Array(FacetValue)) }).annotations({
+    Schema.Record({ key: Schema.String, value: Schema.NullOr(Schema.Array(FacetValue)) }).annotate({
       description: "Facet name to its values; only when `facets=` is requested."
     })
   ),
   missing: Schema.optional(
-    Schema.Array(Schema.String.pipe(Schema.maxLength(330))).annotations({
+    Schema.Array(Schema.String.pipe(Schema.maxLength(330))).annotate({
       description: "`ids=`/`refs=` batch lane only: the requested ids (or refs, as sent) that are not visible."
     })
   )
@@ -303,7 +303,7 @@ const listFields = <Item extends Schema.Schema.Any>(item: Item) => ({
 
 /** The list envelope around `item`. */
 export const ListOf = <Item extends Schema.Schema.Any>(item: Item, identifier: string) =>
-  Schema.Struct(listFields(item)).annotations({
+  Schema.Struct(listFields(item)).annotate({
     identifier,
     description: "A page of a collection (list envelope)."
   })
@@ -314,7 +314,7 @@ export const ListWithMetaOf = <Item extends Schema.Schema.Any, Meta extends Sche
   meta: Meta,
   identifier: string
 ) =>
-  Schema.Struct({ ...listFields(item), meta }).annotations({
+  Schema.Struct({ ...listFields(item), meta }).annotate({
     identifier,
     description: "A page of a collection with its `meta` block."
   })

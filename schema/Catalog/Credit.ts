@@ -22,23 +22,23 @@ const creditNameBasicFields = {
   object: Schema.Literal("credit_name"),
   id: CreditNameId,
   display_name: DisplayString,
-  latin: Schema.NullOr(DisplayString).annotations({ description: "Romanization of display_name; null if none." }),
-  lang: Schema.NullOr(LangTag).annotations({ description: "Language of display_name." }),
+  latin: Schema.NullOr(DisplayString).annotate({ description: "Romanization of display_name; null if none." }),
+  lang: Schema.NullOr(LangTag).annotate({ description: "Language of display_name." }),
   localized: Localized,
-  person_id: Schema.NullOr(PersonId).annotations({
+  person_id: Schema.NullOr(PersonId).annotate({
     description: "The person behind this name; null when the name is not linked to a person."
   })
 }
 
 /** A credit name without detail-face fields or includes (as in lists and `siblings`). */
-export const CreditNameBasic = Schema.Struct(creditNameBasicFields).annotations({
+export const CreditNameBasic = Schema.Struct(creditNameBasicFields).annotate({
   identifier: "CreditNameBasic",
   description: "A name under which a person (or group) is credited."
 })
 export type CreditNameBasic = typeof CreditNameBasic.Type
 
 const detail = <S extends Schema.Schema.Any>(schema: S, description: string) =>
-  Schema.optional(schema.annotations({ description }) as S)
+  Schema.optional(schema.annotate({ description }) as S)
 
 export const CreditName = Schema.Struct({
   ...creditNameBasicFields,
@@ -49,24 +49,24 @@ export const CreditName = Schema.Struct({
   birth_month: detail(Schema.Int.pipe(Schema.between(1, 12)), "Detail face only; as birth_year."),
   birth_day: detail(Schema.Int.pipe(Schema.between(1, 31)), "Detail face only; as birth_year."),
   gender: detail(Gender, "Detail face only; as birth_year."),
-  aliases: Schema.optional(Schema.Array(EntityName).annotations({ description: "include=aliases." })),
-  intros: Schema.optional(Schema.Array(Intro).annotations({ description: "include=intros: person biography." })),
-  links: Schema.optional(Schema.Array(WorkLink).annotations({ description: "include=links." })),
-  refs: Schema.optional(Schema.Array(Ref).annotations({ description: "include=refs." })),
-  photo: Schema.optional(Image.annotations({ description: "include=photo, when a photo exists." })),
+  aliases: Schema.optional(Schema.Array(EntityName).annotate({ description: "include=aliases." })),
+  intros: Schema.optional(Schema.Array(Intro).annotate({ description: "include=intros: person biography." })),
+  links: Schema.optional(Schema.Array(WorkLink).annotate({ description: "include=links." })),
+  refs: Schema.optional(Schema.Array(Ref).annotate({ description: "include=refs." })),
+  photo: Schema.optional(Image.annotate({ description: "include=photo, when a photo exists." })),
   siblings: Schema.optional(
-    Schema.Array(CreditNameBasic).annotations({
+    Schema.Array(CreditNameBasic).annotate({
       description: "include=siblings: the same person's other publicly linked names."
     })
   )
-}).annotations({
+}).annotate({
   identifier: "CreditName",
   description: "A name under which a person is credited (staff or voice actor). The detail read adds the " +
     "person's public birth date and gender."
 })
 export type CreditName = typeof CreditName.Type
 
-export const RoleKey = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/), Schema.maxLength(64)).annotations({
+export const RoleKey = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/), Schema.maxLength(64)).annotate({
   description: "Credit role key (open vocabulary), e.g. `scenario`, `art`, `chardesign`, `music`, `songs`, " +
     "`director`, `voice`, `staff`."
 })
@@ -77,25 +77,25 @@ export const CreditEntry = Schema.Struct({
   display_name: DisplayString,
   latin: Schema.NullOr(DisplayString),
   localized: Localized,
-  character_id: Schema.NullOr(CharacterId).annotations({
+  character_id: Schema.NullOr(CharacterId).annotate({
     description: "The character voiced; null when the credit is not a voice on a character."
   }),
-  note: Schema.String.pipe(Schema.maxLength(512)).annotations({
+  note: Schema.String.pipe(Schema.maxLength(512)).annotate({
     description: "Free-text qualifier (e.g. `opening song`, `assistant`); empty if none."
   }),
-  identity: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128)).annotations({
+  identity: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128)).annotate({
     description: "Opaque identity of this credit row, for a credit-suppression proposal; echo it back " +
       "verbatim, it cannot be rebuilt from other fields."
   })
-}).annotations({ identifier: "CreditEntry", description: "One credited name within a role group." })
+}).annotate({ identifier: "CreditEntry", description: "One credited name within a role group." })
 export type CreditEntry = typeof CreditEntry.Type
 
 export const CreditGroup = Schema.Struct({
   object: Schema.Literal("credit_group"),
   role_key: RoleKey,
-  role_name: Schema.String.pipe(Schema.maxLength(512)).annotations({ description: "Display name of the role." }),
-  credits: Schema.Array(CreditEntry).annotations({ description: "`[]` when empty, never null." })
-}).annotations({ identifier: "CreditGroup", description: "The credits of a work for one role." })
+  role_name: Schema.String.pipe(Schema.maxLength(512)).annotate({ description: "Display name of the role." }),
+  credits: Schema.Array(CreditEntry).annotate({ description: "`[]` when empty, never null." })
+}).annotate({ identifier: "CreditGroup", description: "The credits of a work for one role." })
 export type CreditGroup = typeof CreditGroup.Type
 
 export const ListCreditName = ListOf(CreditName, "ListCreditName")

@@ -8,14 +8,14 @@ export const Engine = Schema.Struct({
   object: Schema.Literal("engine"),
   id: EngineId,
   display_name: DisplayString,
-  work_count: Count.annotations({ description: "Works using this engine, under the caller's content gate." }),
-  description: Schema.String.pipe(Schema.maxLength(8000)).annotations({ description: "Empty if unrecorded." }),
-  aliases: Schema.Array(DisplayString).annotations({ description: "Other names; `[]` if none." })
-}).annotations({ identifier: "Engine", description: "A game engine that works are built with." })
+  work_count: Count.annotate({ description: "Works using this engine, under the caller's content gate." }),
+  description: Schema.String.pipe(Schema.maxLength(8000)).annotate({ description: "Empty if unrecorded." }),
+  aliases: Schema.Array(DisplayString).annotate({ description: "Other names; `[]` if none." })
+}).annotate({ identifier: "Engine", description: "A game engine that works are built with." })
 export type Engine = typeof Engine.Type
 
 /** The engine of a work or release, by name. */
-export const EngineRef = Schema.Struct({ id: EngineId, display_name: DisplayString }).annotations({
+export const EngineRef = Schema.Struct({ id: EngineId, display_name: DisplayString }).annotate({
   identifier: "EngineRef",
   description: "The engine a work or release uses (read the full record at the engine endpoint)."
 })

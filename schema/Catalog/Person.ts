@@ -8,25 +8,25 @@ import { CreditNameBasic } from "./Credit.js"
 export const Person = Schema.Struct({
   object: Schema.Literal("person"),
   id: PersonId,
-  display_name: DisplayString.annotations({ description: "The person's main name." }),
-  latin: Schema.NullOr(DisplayString).annotations({ description: "Romanization of display_name; null if none." }),
+  display_name: DisplayString.annotate({ description: "The person's main name." }),
+  latin: Schema.NullOr(DisplayString).annotate({ description: "Romanization of display_name; null if none." }),
   lang: Schema.NullOr(LangTag),
   localized: Localized,
-  gender: Schema.NullOr(Gender).annotations({ description: "null if unrecorded." }),
-  birth_year: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 9999))).annotations({
+  gender: Schema.NullOr(Gender).annotate({ description: "null if unrecorded." }),
+  birth_year: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 9999))).annotate({
     description: "null if unrecorded; a year may be known without month or day."
   }),
   birth_month: Schema.NullOr(Schema.Int.pipe(Schema.between(1, 12))),
   birth_day: Schema.NullOr(Schema.Int.pipe(Schema.between(1, 31))),
   names: Schema.optional(
-    Schema.Array(CreditNameBasic).annotations({
+    Schema.Array(CreditNameBasic).annotate({
       description: "include=names: the person's publicly linked credit names."
     })
   ),
-  intros: Schema.optional(Schema.Array(Intro).annotations({ description: "include=intros: biography." })),
-  links: Schema.optional(Schema.Array(WorkLink).annotations({ description: "include=links." })),
-  refs: Schema.optional(Schema.Array(Ref).annotations({ description: "include=refs." }))
-}).annotations({
+  intros: Schema.optional(Schema.Array(Intro).annotate({ description: "include=intros: biography." })),
+  links: Schema.optional(Schema.Array(WorkLink).annotate({ description: "include=links." })),
+  refs: Schema.optional(Schema.Array(Ref).annotate({ description: "include=refs." }))
+}).annotate({
   identifier: "Person",
   description: "A real person (staff member or voice actor) with a public link to one or more credit names. " +
     "Only publicly linked persons are served."

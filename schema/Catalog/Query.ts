@@ -10,7 +10,7 @@ export const Limit = Schema.NumberFromString.pipe(
   Schema.int(),
   Schema.greaterThanOrEqualTo(1),
   Schema.lessThanOrEqualTo(100, problemCodeOnFailure("LIMIT_TOO_LARGE"))
-).annotations({ description: "Page size, 1..100 (default 20). Above 100 is `LIMIT_TOO_LARGE`; never clamped." })
+).annotate({ description: "Page size, 1..100 (default 20). Above 100 is `LIMIT_TOO_LARGE`; never clamped." })
 
 export const DEFAULT_LIMIT = 20
 export const MAX_DEPTH = 10_000
@@ -19,17 +19,17 @@ export const MAX_DEPTH = 10_000
 export const CursorParam = Schema.String.pipe(
   Schema.maxLength(512, problemCodeOnFailure("INVALID_CURSOR")),
   Schema.pattern(/^cur_[A-Za-z0-9._~-]+$/, problemCodeOnFailure("INVALID_CURSOR"))
-).annotations({
+).annotate({
   description: "The `next_cursor` of the previous page, unchanged. A malformed, forged or foreign cursor is " +
     "`INVALID_CURSOR`."
 })
 
 /** `page`: 1-based page number of page mode (rule 7). */
-export const Page = Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)).annotations({
+export const Page = Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)).annotate({
   description: "Page mode: 1-based page. `page * limit` may not exceed 10000."
 })
 
-export const BooleanParam = Schema.Literal("true", "false").pipe(
+export const BooleanParam = Schema.Literals(["true", "false"]).pipe(
   Schema.transform(Schema.Boolean, {
     strict: true,
     decode: (s) => s === "true",
@@ -47,13 +47,13 @@ export const tokenList = <const T extends ReadonlyArray<string>>(
   description: string
 ) =>
   Schema.split(",").pipe(
-    Schema.compose(Schema.Array(Schema.Literal(...tokens).annotations(problemCodeOnFailure(code)))),
-    Schema.annotations({ description: `${description} Comma-separated; one of: ${tokens.join(", ")}.` })
+    Schema.compose(Schema.Array(Schema.Literals(tokens).annotate(problemCodeOnFailure(code)))),
+    Schema.annotate({ description: `${description} Comma-separated; one of: ${tokens.join(", ")}.` })
   )
 
 /** A closed choice, e.g. `sort=`; an unknown value fails with `code` (UNKNOWN_SORT). */
 export const choice = <const T extends ReadonlyArray<string>>(values: T, code: "UNKNOWN_SORT", description: string) =>
-  Schema.Literal(...values).annotations({ ...problemCodeOnFailure(code), description })
+  Schema.Literals(values).annotate({ ...problemCodeOnFailure(code), description })
 
 /** `ids=`: at most 100 comma-separated ids (rule 6); more is TOO_MANY_IDS. */
 export const IdList = Schema.split(",").pipe(
@@ -63,5 +63,5 @@ export const IdList = Schema.split(",").pipe(
       Schema.maxItems(100, problemCodeOnFailure("TOO_MANY_IDS"))
     )
   ),
-  Schema.annotations({ description: "Batch lane: up to 100 comma-separated ids." })
+  Schema.annotate({ description: "Batch lane: up to 100 comma-separated ids." })
 )

@@ -4,7 +4,7 @@
 import { Schema } from "effect"
 import { Count, DisplayString, ListOf, Localized, Spoiler, TagId } from "./Common.js"
 
-export const TagCategory = Schema.Literal("content", "sexual", "technical").annotations({
+export const TagCategory = Schema.Literals(["content", "sexual", "technical"]).annotate({
   description: "Tag category (closed): `content` (story, setting, characters), `sexual` (sexual content; " +
     "such tags only apply to nsfw works), `technical` (gameplay and presentation)."
 })
@@ -19,7 +19,7 @@ const tagBasicFields = {
 }
 
 /** A tag as nested in a work's `tags` include. */
-export const TagBasic = Schema.Struct(tagBasicFields).annotations({
+export const TagBasic = Schema.Struct(tagBasicFields).annotate({
   identifier: "TagBasic",
   description: "A tag, without its description and counts."
 })
@@ -27,12 +27,12 @@ export type TagBasic = typeof TagBasic.Type
 
 export const Tag = Schema.Struct({
   ...tagBasicFields,
-  parent_id: Schema.NullOr(TagId).annotations({ description: "The broader tag; null for a root tag." }),
-  default_spoiler: Spoiler.annotations({ description: "Spoiler level the tag usually carries on a work." }),
-  description: Schema.String.pipe(Schema.maxLength(8000)).annotations({ description: "Empty if unrecorded." }),
-  aliases: Schema.Array(DisplayString).annotations({ description: "Other names of the tag; `[]` if none." }),
-  work_count: Count.annotations({ description: "Works carrying this tag, under the caller's content gate." })
-}).annotations({
+  parent_id: Schema.NullOr(TagId).annotate({ description: "The broader tag; null for a root tag." }),
+  default_spoiler: Spoiler.annotate({ description: "Spoiler level the tag usually carries on a work." }),
+  description: Schema.String.pipe(Schema.maxLength(8000)).annotate({ description: "Empty if unrecorded." }),
+  aliases: Schema.Array(DisplayString).annotate({ description: "Other names of the tag; `[]` if none." }),
+  work_count: Count.annotate({ description: "Works carrying this tag, under the caller's content gate." })
+}).annotate({
   identifier: "Tag",
   description: "A descriptive tag that works carry (with a spoiler level and a relevance score per work)."
 })
@@ -41,11 +41,11 @@ export type Tag = typeof Tag.Type
 /** One entry of a work's `tags` include. */
 export const WorkTag = Schema.Struct({
   tag: TagBasic,
-  spoiler: Spoiler.annotations({ description: "How much knowing this tag spoils this work." }),
-  score: Schema.Number.pipe(Schema.between(0, 3)).annotations({
+  spoiler: Spoiler.annotate({ description: "How much knowing this tag spoils this work." }),
+  score: Schema.Number.pipe(Schema.between(0, 3)).annotate({
     description: "How strongly the tag applies to this work: 0 (barely) to 3 (central)."
   })
-}).annotations({ identifier: "WorkTag", description: "A tag applied to a work." })
+}).annotate({ identifier: "WorkTag", description: "A tag applied to a work." })
 export type WorkTag = typeof WorkTag.Type
 
 export const ListTag = ListOf(Tag, "ListTag")

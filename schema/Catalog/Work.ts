@@ -31,65 +31,65 @@ import { WorkTag } from "./Tag.js"
 export const WorkTitle = Schema.Struct({
   lang: LangTag,
   value: DisplayString,
-  latin: Schema.NullOr(DisplayString).annotations({ description: "Romanization of value; null if none." }),
-  is_main: Schema.Boolean.annotations({
+  latin: Schema.NullOr(DisplayString).annotate({ description: "Romanization of value; null if none." }),
+  is_main: Schema.Boolean.annotate({
     description: "True for the one title in the original language that is the work's display_name."
   }),
-  is_official: Schema.Boolean.annotations({ description: "False for fan or unofficial translations." })
-}).annotations({ identifier: "WorkTitle", description: "A title of a work in one language." })
+  is_official: Schema.Boolean.annotate({ description: "False for fan or unofficial translations." })
+}).annotate({ identifier: "WorkTitle", description: "A title of a work in one language." })
 export type WorkTitle = typeof WorkTitle.Type
 
 /** A company's part in a work (include=companies). */
 export const WorkCompany = Schema.Struct({
   company: CompanyBasic,
-  roles: Schema.NonEmptyArray(CompanyRole).annotations({ description: "`developer` and/or `publisher`." })
-}).annotations({ identifier: "WorkCompany", description: "A company that developed or published a work." })
+  roles: Schema.NonEmptyArray(CompanyRole).annotate({ description: "`developer` and/or `publisher`." })
+}).annotate({ identifier: "WorkCompany", description: "A company that developed or published a work." })
 export type WorkCompany = typeof WorkCompany.Type
 
 /** A rating from one source (include=ratings). */
 export const Rating = Schema.Struct({
   source: RatingSource,
-  score: Schema.Number.pipe(Schema.between(0, 100)).annotations({
+  score: Schema.Number.pipe(Schema.between(0, 100)).annotate({
     description: "The source's average rating normalized to 0..100 (one decimal)."
   }),
-  votes: Schema.NonNegativeInt.annotations({ description: "Number of votes behind the score." })
-}).annotations({
+  votes: Schema.NonNegativeInt.annotate({ description: "Number of votes behind the score." })
+}).annotate({
   identifier: "Rating",
   description: "A rating of the work at one of the five rating sources. Sources without a rating are omitted."
 })
 export type Rating = typeof Rating.Type
 
-export const DevelopmentStatus = Schema.Literal("finished", "in_development", "cancelled")
+export const DevelopmentStatus = Schema.Literals(["finished", "in_development", "cancelled"])
 
 const workBasicFields = {
   object: Schema.Literal("work"),
   id: WorkId,
-  display_name: DisplayString.annotations({ description: "Main title, in the original language's script." }),
-  latin: Schema.NullOr(DisplayString).annotations({
+  display_name: DisplayString.annotate({ description: "Main title, in the original language's script." }),
+  latin: Schema.NullOr(DisplayString).annotate({
     description: "Romanization of display_name; null when display_name is in Latin script."
   }),
-  olang: Schema.NullOr(LangTag).annotations({ description: "Original language of the work; null if unknown." }),
-  localized: Localized.annotations({
+  olang: Schema.NullOr(LangTag).annotate({ description: "Original language of the work; null if unknown." }),
+  localized: Localized.annotate({
     description: "The work's title per language (the main title of each language), `{}` if none."
   }),
-  released: Schema.NullOr(PartialDate).annotations({
+  released: Schema.NullOr(PartialDate).annotate({
     description: "First release date (`YYYY`, `YYYY-MM` or `YYYY-MM-DD`), possibly in the future; null when " +
       "no dated release exists."
   }),
   content_rating: ContentRating,
-  length_minutes: Schema.NullOr(Schema.NonNegativeInt).annotations({
+  length_minutes: Schema.NullOr(Schema.NonNegativeInt).annotate({
     description: "Typical time to finish, in minutes; null if unknown."
   }),
-  platforms: Schema.Array(Platform).annotations({ description: "Platforms of all releases; `[]` if none." }),
-  media: Schema.Array(Medium).annotations({ description: "Media of all releases; `[]` if none." }),
-  popularity: Schema.Number.pipe(Schema.between(0, 100)).annotations({
+  platforms: Schema.Array(Platform).annotate({ description: "Platforms of all releases; `[]` if none." }),
+  media: Schema.Array(Medium).annotate({ description: "Media of all releases; `[]` if none." }),
+  popularity: Schema.Number.pipe(Schema.between(0, 100)).annotate({
     description: "Relative popularity, 0..100 (100 = the most popular work); the `popularity` sort key."
   }),
-  updated_at: Timestamp.annotations({ description: "When the work's record last changed." })
+  updated_at: Timestamp.annotate({ description: "When the work's record last changed." })
 }
 
 /** A work at view=basic (also how works are nested in other records). */
-export const WorkBasic = Schema.Struct(workBasicFields).annotations({
+export const WorkBasic = Schema.Struct(workBasicFields).annotate({
   identifier: "WorkBasic",
   description: "A visual novel at view=basic."
 })
@@ -104,15 +104,15 @@ const workFullDescriptions = {
 } as const
 
 const workFullFields = {
-  aliases: Schema.Array(EntityName).annotations({ description: workFullDescriptions.aliases }),
-  development_status: DevelopmentStatus.annotations({ description: workFullDescriptions.development_status }),
-  engine: Schema.NullOr(EngineRef).annotations({ description: workFullDescriptions.engine }),
-  links: Schema.Array(WorkLink).annotations({ description: workFullDescriptions.links }),
-  created_at: Timestamp.annotations({ description: workFullDescriptions.created_at })
+  aliases: Schema.Array(EntityName).annotate({ description: workFullDescriptions.aliases }),
+  development_status: DevelopmentStatus.annotate({ description: workFullDescriptions.development_status }),
+  engine: Schema.NullOr(EngineRef).annotate({ description: workFullDescriptions.engine }),
+  links: Schema.Array(WorkLink).annotate({ description: workFullDescriptions.links }),
+  created_at: Timestamp.annotate({ description: workFullDescriptions.created_at })
 }
 
 /** A work at view=full, without includes. */
-export const WorkFull = Schema.Struct({ ...workBasicFields, ...workFullFields }).annotations({
+export const WorkFull = Schema.Struct({ ...workBasicFields, ...workFullFields }).annotate({
   identifier: "WorkFull",
   description: "A visual novel at view=full."
 })
@@ -125,30 +125,30 @@ const viewFull = (key: keyof typeof workFullDescriptions) => ({
 /** The work record as served: basic fields, view=full fields, and include-only fields. */
 export const Work = Schema.Struct({
   ...workBasicFields,
-  aliases: Schema.optional(workFullFields.aliases.annotations(viewFull("aliases"))),
-  development_status: Schema.optional(workFullFields.development_status.annotations(viewFull("development_status"))),
-  engine: Schema.optional(workFullFields.engine.annotations(viewFull("engine"))),
-  links: Schema.optional(workFullFields.links.annotations(viewFull("links"))),
-  created_at: Schema.optional(workFullFields.created_at.annotations(viewFull("created_at"))),
+  aliases: Schema.optional(workFullFields.aliases.annotate(viewFull("aliases"))),
+  development_status: Schema.optional(workFullFields.development_status.annotate(viewFull("development_status"))),
+  engine: Schema.optional(workFullFields.engine.annotate(viewFull("engine"))),
+  links: Schema.optional(workFullFields.links.annotate(viewFull("links"))),
+  created_at: Schema.optional(workFullFields.created_at.annotate(viewFull("created_at"))),
   characters: Schema.optional(
-    Schema.Array(RosterCharacter).annotations({
+    Schema.Array(RosterCharacter).annotate({
       description: "view=full on the single-work read only: the character roster, each row with its opaque " +
         "`identity`. Lists use the roster endpoint instead."
     })
   ),
-  titles: Schema.optional(Schema.Array(WorkTitle).annotations({ description: "include=titles: every title." })),
-  refs: Schema.optional(Schema.Array(Ref).annotations({ description: "include=refs." })),
-  intros: Schema.optional(Schema.Array(Intro).annotations({ description: "include=intros: descriptions." })),
-  covers: Schema.optional(Schema.Array(Cover).annotations({ description: "include=covers, best first." })),
-  companies: Schema.optional(Schema.Array(WorkCompany).annotations({ description: "include=companies." })),
+  titles: Schema.optional(Schema.Array(WorkTitle).annotate({ description: "include=titles: every title." })),
+  refs: Schema.optional(Schema.Array(Ref).annotate({ description: "include=refs." })),
+  intros: Schema.optional(Schema.Array(Intro).annotate({ description: "include=intros: descriptions." })),
+  covers: Schema.optional(Schema.Array(Cover).annotate({ description: "include=covers, best first." })),
+  companies: Schema.optional(Schema.Array(WorkCompany).annotate({ description: "include=companies." })),
   ratings: Schema.optional(
-    Schema.Array(Rating).annotations({
+    Schema.Array(Rating).annotate({
       description: "include=ratings: one entry per rating source that rates the work."
     })
   ),
-  tags: Schema.optional(Schema.Array(WorkTag).annotations({ description: "include=tags, highest score first." })),
-  credits: Schema.optional(Schema.Array(CreditGroup).annotations({ description: "include=credits." }))
-}).annotations({
+  tags: Schema.optional(Schema.Array(WorkTag).annotate({ description: "include=tags, highest score first." })),
+  credits: Schema.optional(Schema.Array(CreditGroup).annotate({ description: "include=credits." }))
+}).annotate({
   identifier: "Work",
   description: "A visual novel. view=basic gives the fields every list needs; view=full adds aliases, status, " +
     "engine and links; `include=` adds titles, refs, intros, covers, companies, ratings, tags and credits."

@@ -4,7 +4,7 @@
  * optional bounded string, so a page answers a missing field itself, with the form and the error
  * next to the field.
  */
-import { Multipart } from "@effect/platform"
+import { Multipart } from "effect/http"
 import { Schema } from "effect"
 import { MaxLength } from "./Limits.js"
 import { ProfileLength } from "./Me.js"
@@ -15,14 +15,14 @@ const csrf = field(MaxLength.csrf, "CSRF token of the page.")
 export const RegisterPageParams = Schema.Struct({
   return_to: field(MaxLength.ownUrl, "Where to go once registered: a path on this server."),
   email: field(MaxLength.email, "The address a code was sent to: shows the second step.")
-}).annotations({ identifier: "RegisterPageParams" })
+}).annotate({ identifier: "RegisterPageParams" })
 export type RegisterPageParams = typeof RegisterPageParams.Type
 
 export const RegisterSendCodeForm = Schema.Struct({
   csrf,
   email: field(MaxLength.email, "Address to register."),
   return_to: field(MaxLength.ownUrl, "Kept for the second step.")
-}).annotations({ identifier: "RegisterSendCodeForm" })
+}).annotate({ identifier: "RegisterSendCodeForm" })
 export type RegisterSendCodeForm = typeof RegisterSendCodeForm.Type
 
 export const RegisterForm = Schema.Struct({
@@ -32,43 +32,43 @@ export const RegisterForm = Schema.Struct({
   name: field(ProfileLength.name, "Display name."),
   password: field(MaxLength.password, "New password."),
   return_to: field(MaxLength.ownUrl, "Where to go once registered.")
-}).annotations({ identifier: "RegisterForm" })
+}).annotate({ identifier: "RegisterForm" })
 export type RegisterForm = typeof RegisterForm.Type
 
 export const AccountPageParams = Schema.Struct({
   done: field(MaxLength.keyword, "Which change just succeeded: shows its confirmation."),
   email: field(MaxLength.email, "A new address a code was just sent to: shows the code field.")
-}).annotations({ identifier: "AccountPageParams" })
+}).annotate({ identifier: "AccountPageParams" })
 export type AccountPageParams = typeof AccountPageParams.Type
 
 export const ProfileForm = Schema.Struct({
   csrf,
   name: field(ProfileLength.name, "Display name."),
   bio: field(ProfileLength.bio, "A few words.")
-}).annotations({ identifier: "ProfileForm" })
+}).annotate({ identifier: "ProfileForm" })
 export type ProfileForm = typeof ProfileForm.Type
 
 export const EmailForm = Schema.Struct({
   csrf,
   email: field(MaxLength.email, "The new address."),
   code: field(16, "The code mailed to it (second step).")
-}).annotations({ identifier: "EmailForm" })
+}).annotate({ identifier: "EmailForm" })
 export type EmailForm = typeof EmailForm.Type
 
 export const PasswordForm = Schema.Struct({
   csrf,
   current_password: field(MaxLength.password, "The current password."),
   new_password: field(MaxLength.password, "The new password.")
-}).annotations({ identifier: "PasswordForm" })
+}).annotate({ identifier: "PasswordForm" })
 export type PasswordForm = typeof PasswordForm.Type
 
 export const EndSessionForm = Schema.Struct({
   csrf,
   id: field(64, "The session to end.")
-}).annotations({ identifier: "EndSessionForm" })
+}).annotate({ identifier: "EndSessionForm" })
 export type EndSessionForm = typeof EndSessionForm.Type
 
 export const AvatarForm = Schema.Struct({
   csrf,
   file: Multipart.SingleFileSchema
-}).annotations({ identifier: "AvatarForm" })
+}).annotate({ identifier: "AvatarForm" })

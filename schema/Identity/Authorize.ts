@@ -10,7 +10,7 @@ import { Schema } from "effect"
 import { Bounded, MaxLength } from "./Limits.js"
 
 const param = (description: string, maxLength: number = MaxLength.opaque) =>
-  Schema.optional(Bounded(maxLength)).annotations({ description })
+  Schema.optional(Bounded(maxLength)).annotate({ description })
 
 export const AuthorizeParams = Schema.Struct({
   client_id: param("Registered client id. Required.", MaxLength.clientId),
@@ -46,5 +46,5 @@ export const AuthorizeParams = Schema.Struct({
       "after it satisfies `prompt=login` and `max_age`. Clients do not send it.",
     MaxLength.keyword
   )
-}).annotations({ identifier: "AuthorizeParams" })
+}).annotate({ identifier: "AuthorizeParams" })
 export type AuthorizeParams = typeof AuthorizeParams.Type

@@ -31,7 +31,7 @@ export const Statement = Schema.Trim.pipe(
     (value) => characters(value) >= STATEMENT_MIN_LENGTH && characters(value) <= STATEMENT_MAX_LENGTH,
     { message: () => `${STATEMENT_MIN_LENGTH} to ${STATEMENT_MAX_LENGTH} characters once trimmed` }
   )
-).annotations({
+).annotate({
   // The transformation would document only "a string that will be trimmed" (the encoded side).
   jsonSchema: {
     type: "string",
@@ -56,7 +56,7 @@ const isHttpUrl = (value: string): boolean => {
 export const PortfolioUrl = Schema.String.pipe(
   Schema.maxLength(PORTFOLIO_URL_MAX_LENGTH),
   Schema.filter(isHttpUrl, { message: () => "an http or https URL", jsonSchema: { format: "uri" } })
-).annotations({
+).annotate({
   description: `Where your work can be seen: an http or https URL of at most ${PORTFOLIO_URL_MAX_LENGTH} characters.`,
   examples: ["https://portfolio.example/me"]
 })
@@ -66,20 +66,20 @@ export class CreatorApplicationRequest extends Schema.Class<CreatorApplicationRe
   portfolio_url: Schema.optionalWith(Schema.NullOr(PortfolioUrl), { exact: true })
 }, { description: "An application for the `creator` role; `portfolio_url` may be absent or null." }) {}
 
-export const CreatorApplicationStatus = Schema.Literal("pending", "approved", "declined").annotations({
+export const CreatorApplicationStatus = Schema.Literals(["pending", "approved", "declined"]).annotate({
   description: "`pending` until an operator decides; `approved` (the `creator` role was granted) or `declined`."
 })
 export type CreatorApplicationStatus = typeof CreatorApplicationStatus.Type
 
-const UnixSeconds = Schema.Int.annotations({ description: "Unix timestamp (seconds)." })
+const UnixSeconds = Schema.Int.annotate({ description: "Unix timestamp (seconds)." })
 
 export class CreatorApplication extends Schema.Class<CreatorApplication>("CreatorApplication")({
   id: Schema.UUID,
   status: CreatorApplicationStatus,
-  statement: Schema.String.annotations({ description: "The statement, trimmed." }),
+  statement: Schema.String.annotate({ description: "The statement, trimmed." }),
   portfolio_url: Schema.NullOr(Schema.String),
   created_at: UnixSeconds,
-  decided_at: Schema.NullOr(UnixSeconds).annotations({ description: "When it was decided; null while pending." })
+  decided_at: Schema.NullOr(UnixSeconds).annotate({ description: "When it was decided; null while pending." })
 }, { description: "A creator application." }) {}
 
 export const CreatorApplicationResponse = Envelope(CreatorApplication)
@@ -88,7 +88,7 @@ export const CreatorApplicationResponse = Envelope(CreatorApplication)
 export const MyCreatorApplicationResponse = Schema.Struct({
   code: Schema.Literal(0),
   message: Schema.String,
-  data: Schema.optionalWith(CreatorApplication, { exact: true }).annotations({
+  data: Schema.optionalWith(CreatorApplication, { exact: true }).annotate({
     description: "The user's newest application; absent when the user never applied."
   })
-}).annotations({ identifier: "MyCreatorApplicationResponse" })
+}).annotate({ identifier: "MyCreatorApplicationResponse" })

@@ -8,26 +8,26 @@ import { Envelope } from "./Envelope.js"
 import { Bounded, MaxLength } from "./Limits.js"
 
 export const DevMailboxParams = Schema.Struct({
-  to: Schema.optional(Bounded(MaxLength.email)).annotations({
+  to: Schema.optional(Bounded(MaxLength.email)).annotate({
     description: "The recipient's address (case-insensitive). Without it: every recipient's messages."
   })
-}).annotations({ identifier: "DevMailboxParams" })
+}).annotate({ identifier: "DevMailboxParams" })
 export type DevMailboxParams = typeof DevMailboxParams.Type
 
 export class DevMailboxMessage extends Schema.Class<DevMailboxMessage>("DevMailboxMessage")({
   to: Schema.String,
   subject: Schema.String,
-  text: Schema.String.annotations({ description: "The plain-text body." }),
-  html: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+  text: Schema.String.annotate({ description: "The plain-text body." }),
+  html: Schema.optionalWith(Schema.String, { exact: true }).annotate({
     description: "The HTML alternative, when the message has one."
   }),
-  created_at: Schema.String.annotations({ description: "When the message was queued (RFC 3339, UTC)." })
+  created_at: Schema.String.annotate({ description: "When the message was queued (RFC 3339, UTC)." })
 }, { description: "One message of the outbox, sent or not." }) {}
 
 export const DevMailbox = Schema.Struct({
-  items: Schema.Array(DevMailboxMessage).annotations({
+  items: Schema.Array(DevMailboxMessage).annotate({
     description: "Oldest first; the newest 100 at most."
   })
-}).annotations({ identifier: "DevMailbox" })
+}).annotate({ identifier: "DevMailbox" })
 
 export const DevMailboxResponse = Envelope(DevMailbox)

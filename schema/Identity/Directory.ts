@@ -18,19 +18,19 @@ export const SEARCH_MAX_LIMIT = 100
 export class ClientInfo extends Schema.Class<ClientInfo>("ClientInfo")({
   client_id: Schema.String,
   name: Schema.String,
-  logo_url: Schema.String.annotations({ description: "https URL of its logo; may be empty." }),
-  tagline: Schema.String.annotations({ description: "One line about the application; may be empty." }),
-  homepage_url: Schema.String.annotations({ description: "https URL of the application; may be empty." })
+  logo_url: Schema.String.annotate({ description: "https URL of its logo; may be empty." }),
+  tagline: Schema.String.annotate({ description: "One line about the application; may be empty." }),
+  homepage_url: Schema.String.annotate({ description: "https URL of the application; may be empty." })
 }, { description: "A registered application, as the public directory shows it." }) {}
 
 export const ClientInfoParams = Schema.Struct({
-  client_id: Bounded(MaxLength.clientId, 1).annotations({ description: "The client to describe." })
-}).annotations({ identifier: "ClientInfoParams" })
+  client_id: Bounded(MaxLength.clientId, 1).annotate({ description: "The client to describe." })
+}).annotate({ identifier: "ClientInfoParams" })
 
 export const ClientInfoResponse = Envelope(ClientInfo)
 
 export class Ecosystem extends Schema.Class<Ecosystem>("Ecosystem")({
-  items: Schema.Array(ClientInfo).annotations({ description: "Listed clients by display order, then client_id." })
+  items: Schema.Array(ClientInfo).annotate({ description: "Listed clients by display order, then client_id." })
 }, { description: "The applications the provider lists publicly." }) {}
 
 export const EcosystemResponse = Envelope(Ecosystem)
@@ -40,9 +40,9 @@ export class DirectoryUser extends Schema.Class<DirectoryUser>("DirectoryUser")(
   id: UserId,
   sub: Subject,
   name: Schema.String,
-  picture: Schema.String.annotations({ description: "Avatar URL; may be empty." }),
-  roles: Schema.Array(GrantedRole).annotations({ description: "Granted roles; `user` is implicit." }),
-  site_roles: Schema.Array(SiteRole).annotations({
+  picture: Schema.String.annotate({ description: "Avatar URL; may be empty." }),
+  roles: Schema.Array(GrantedRole).annotate({ description: "Granted roles; `user` is implicit." }),
+  site_roles: Schema.Array(SiteRole).annotate({
     description: "The user's roles at the calling client's site; empty when the client has no site."
   })
 }, { description: "A user as the service-to-service lookup shows them (no email)." }) {}
@@ -50,24 +50,24 @@ export class DirectoryUser extends Schema.Class<DirectoryUser>("DirectoryUser")(
 export const UserBatchParams = Schema.Struct({
   ids: Bounded(4096).pipe(
     Schema.pattern(/^[1-9][0-9]{0,15}(,[1-9][0-9]{0,15})*$/, { message: () => "comma-separated user ids" })
-  ).annotations({ description: `Comma-separated user ids, at most ${MAX_BATCH_IDS}.`, examples: ["1,2,3"] })
-}).annotations({ identifier: "UserBatchParams" })
+  ).annotate({ description: `Comma-separated user ids, at most ${MAX_BATCH_IDS}.`, examples: ["1,2,3"] })
+}).annotate({ identifier: "UserBatchParams" })
 
 export class UserBatch extends Schema.Class<UserBatch>("UserBatch")({
-  items: Schema.Array(DirectoryUser).annotations({ description: "The users found, in request order." }),
-  missing: Schema.Array(Schema.Int).annotations({ description: "The ids asked for that name no user." })
+  items: Schema.Array(DirectoryUser).annotate({ description: "The users found, in request order." }),
+  missing: Schema.Array(Schema.Int).annotate({ description: "The ids asked for that name no user." })
 }, { description: "Users by id." }) {}
 
 export const UserBatchResponse = Envelope(UserBatch)
 
 export const UserSearchParams = Schema.Struct({
-  q: Bounded(256, 1).annotations({
+  q: Bounded(256, 1).annotate({
     description: "A name prefix (case-insensitive) or an exact email address (case-insensitive)."
   }),
   limit: Schema.optional(
     Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, SEARCH_MAX_LIMIT))
-  ).annotations({ description: `Most users answered (default ${SEARCH_DEFAULT_LIMIT}).` })
-}).annotations({ identifier: "UserSearchParams" })
+  ).annotate({ description: `Most users answered (default ${SEARCH_DEFAULT_LIMIT}).` })
+}).annotate({ identifier: "UserSearchParams" })
 
 export class UserSearch extends Schema.Class<UserSearch>("UserSearch")({
   items: Schema.Array(DirectoryUser)

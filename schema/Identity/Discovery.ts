@@ -8,7 +8,7 @@ import { Schema } from "effect"
 const Strings = Schema.Array(Schema.String)
 
 export class DiscoveryDocument extends Schema.Class<DiscoveryDocument>("DiscoveryDocument")({
-  issuer: Schema.String.annotations({ description: "Byte-identical to every token's `iss`." }),
+  issuer: Schema.String.annotate({ description: "Byte-identical to every token's `iss`." }),
   authorization_endpoint: Schema.String,
   token_endpoint: Schema.String,
   userinfo_endpoint: Schema.String,
@@ -26,10 +26,10 @@ export class DiscoveryDocument extends Schema.Class<DiscoveryDocument>("Discover
   revocation_endpoint_auth_methods_supported: Strings,
   code_challenge_methods_supported: Strings,
   authorization_response_iss_parameter_supported: Schema.Boolean,
-  request_parameter_supported: Schema.Boolean.annotations({
+  request_parameter_supported: Schema.Boolean.annotate({
     description: "false: a `request` parameter is refused with `request_not_supported` (OIDC Core 6.1)."
   }),
-  request_uri_parameter_supported: Schema.Boolean.annotations({
+  request_uri_parameter_supported: Schema.Boolean.annotate({
     description: "false: a `request_uri` parameter is refused with `request_uri_not_supported` (OIDC Core 6.2)."
   }),
   claims_parameter_supported: Schema.Boolean
@@ -38,7 +38,7 @@ export class DiscoveryDocument extends Schema.Class<DiscoveryDocument>("Discover
 /** A public RSA signing key (RFC 7517 section 4, RFC 7518 section 6.3.1). */
 export class Jwk extends Schema.Class<Jwk>("Jwk")({
   kty: Schema.Literal("RSA"),
-  kid: Schema.String.annotations({ description: "RFC 7638 thumbprint of the key." }),
+  kid: Schema.String.annotate({ description: "RFC 7638 thumbprint of the key." }),
   use: Schema.Literal("sig"),
   alg: Schema.Literal("RS256"),
   n: Schema.String,

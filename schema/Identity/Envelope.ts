@@ -211,7 +211,7 @@ const codeValues = Object.values(EnvelopeCodes).map((e) => e.code) as unknown as
 ]
 
 /** The closed union of non-zero envelope codes. */
-export const EnvelopeErrorCode = Schema.Literal(...codeValues).annotations({
+export const EnvelopeErrorCode = Schema.Literals(codeValues).annotate({
   description: "Non-zero envelope error code; see the identity section of the README."
 })
 

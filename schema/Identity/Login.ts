@@ -12,14 +12,14 @@ export class LoginRequest extends Schema.Class<LoginRequest>("LoginRequest")({
   password: Bounded(MaxLength.password, 1),
   // The second factor, for an account that has one (src/identity/twofactor/TwoFactor.ts).
   otp: Schema.optionalWith(
-    Schema.String.pipe(Schema.pattern(/^[0-9]{6}$/, { message: () => "6 digits" })).annotations({
+    Schema.String.pipe(Schema.pattern(/^[0-9]{6}$/, { message: () => "6 digits" })).annotate({
       description: "The current code of the authenticator app (TOTP, RFC 6238), when the account has a second factor.",
       examples: ["492039"]
     }),
     { exact: true }
   ),
   recovery_code: Schema.optionalWith(
-    Bounded(MaxLength.twoFactorCode, 1).annotations({
+    Bounded(MaxLength.twoFactorCode, 1).annotate({
       description: "Instead of `otp`: an unused recovery code (`xxxx-xxxx-xxxx-xxxx`); each works once."
     }),
     { exact: true }
@@ -27,9 +27,9 @@ export class LoginRequest extends Schema.Class<LoginRequest>("LoginRequest")({
 }, { description: "Sign in with email and password.", parseOptions: { errors: "all" } }) {}
 
 export class LoginResult extends Schema.Class<LoginResult>("LoginResult")({
-  access_token: Schema.String.annotations({ description: "JWT access token (RFC 9068), valid 900 seconds." }),
+  access_token: Schema.String.annotate({ description: "JWT access token (RFC 9068), valid 900 seconds." }),
   token_type: Schema.Literal("Bearer"),
-  expires_in: Schema.Int.annotations({ examples: [900] })
+  expires_in: Schema.Int.annotate({ examples: [900] })
 }, { description: "Sign-in result; the session cookie is set alongside." }) {}
 
 /** `{code: 0, message, data: LoginResult}`. */

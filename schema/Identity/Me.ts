@@ -13,35 +13,35 @@ export const ProfileLength = { name: 64, bio: 1000 } as const
 
 export const EmailedCode = Schema.String.pipe(
   Schema.pattern(/^[0-9]{6}$/, { message: () => "6 digits" }),
-  Schema.annotations({ description: "The 6-digit code from the email.", examples: ["042917"] })
+  Schema.annotate({ description: "The 6-digit code from the email.", examples: ["042917"] })
 )
 
-const UnixSeconds = Schema.Int.annotations({ description: "Unix timestamp (seconds)." })
+const UnixSeconds = Schema.Int.annotate({ description: "Unix timestamp (seconds)." })
 
 export class Me extends Schema.Class<Me>("Me")({
   id: UserId,
   sub: Subject,
   email: Schema.String,
-  email_verified: Schema.Boolean.annotations({
+  email_verified: Schema.Boolean.annotate({
     description: "Whether the address was proven (an emailed code, or an operator vouching for it)."
   }),
   name: Schema.String,
-  picture: Schema.String.annotations({ description: "Avatar URL; may be empty." }),
+  picture: Schema.String.annotate({ description: "Avatar URL; may be empty." }),
   bio: Schema.String,
-  roles: Schema.Array(GrantedRole).annotations({ description: "Granted roles; `user` is implicit." }),
+  roles: Schema.Array(GrantedRole).annotate({ description: "Granted roles; `user` is implicit." }),
   created_at: UnixSeconds,
-  updated_at: UnixSeconds.annotations({ description: "Unix timestamp (seconds) of the last profile change." }),
-  two_factor: Schema.Boolean.annotations({ description: "Whether sign-in asks for a second factor (TOTP)." })
+  updated_at: UnixSeconds.annotate({ description: "Unix timestamp (seconds) of the last profile change." }),
+  two_factor: Schema.Boolean.annotate({ description: "Whether sign-in asks for a second factor (TOTP)." })
 }, { description: "The signed-in user." }) {}
 
 export const MeResponse = Envelope(Me)
 
 export class UpdateMeRequest extends Schema.Class<UpdateMeRequest>("UpdateMeRequest")({
   name: Schema.optionalWith(
-    Bounded(ProfileLength.name, 1).annotations({ description: "Display name." }),
+    Bounded(ProfileLength.name, 1).annotate({ description: "Display name." }),
     { exact: true }
   ),
-  bio: Schema.optionalWith(Bounded(ProfileLength.bio).annotations({ description: "A few words; may be empty." }), {
+  bio: Schema.optionalWith(Bounded(ProfileLength.bio).annotate({ description: "A few words; may be empty." }), {
     exact: true
   })
 }, { description: "Display fields to change; absent fields stay.", parseOptions: { errors: "all" } }) {}
@@ -51,7 +51,7 @@ export class SendCodeRequest extends Schema.Class<SendCodeRequest>("SendCodeRequ
 }, { description: "Where to mail a 6-digit code." }) {}
 
 export class CodeSent extends Schema.Class<CodeSent>("CodeSent")({
-  expires_in: Schema.Int.annotations({ description: "Seconds the code stays valid (600).", examples: [600] })
+  expires_in: Schema.Int.annotate({ description: "Seconds the code stays valid (600).", examples: [600] })
 }, { description: "A code is on its way (the same answer whether or not the address has an account)." }) {}
 
 export const CodeSentResponse = Envelope(CodeSent)
@@ -67,17 +67,17 @@ export class ChangePasswordRequest extends Schema.Class<ChangePasswordRequest>("
 }, { description: "The current password and the new one.", parseOptions: { errors: "all" } }) {}
 
 export class AccountSession extends Schema.Class<AccountSession>("AccountSession")({
-  id: Schema.UUID.annotations({ description: "The session's public id (the `sid` of its tokens)." }),
-  current: Schema.Boolean.annotations({ description: "Whether this request was made with this session." }),
+  id: Schema.UUID.annotate({ description: "The session's public id (the `sid` of its tokens)." }),
+  current: Schema.Boolean.annotate({ description: "Whether this request was made with this session." }),
   created_at: UnixSeconds,
-  auth_time: UnixSeconds.annotations({ description: "When its user last signed in with it." }),
+  auth_time: UnixSeconds.annotate({ description: "When its user last signed in with it." }),
   expires_at: UnixSeconds,
   user_agent: Schema.String,
   ip: Schema.String
 }, { description: "A live sign-in of the account." }) {}
 
 export class AccountSessions extends Schema.Class<AccountSessions>("AccountSessions")({
-  items: Schema.Array(AccountSession).annotations({ description: "Live sessions, newest first." })
+  items: Schema.Array(AccountSession).annotate({ description: "Live sessions, newest first." })
 }, { description: "The account's live sessions." }) {}
 
 export const AccountSessionsResponse = Envelope(AccountSessions)
@@ -95,13 +95,13 @@ export class RegisterRequest extends Schema.Class<RegisterRequest>("RegisterRequ
 export const Done = Envelope(Schema.Null)
 
 export class AvatarUploaded extends Schema.Class<AvatarUploaded>("AvatarUploaded")({
-  picture: Schema.String.annotations({ description: "The new avatar's URL (a 256x256 WebP, immutable)." })
+  picture: Schema.String.annotate({ description: "The new avatar's URL (a 256x256 WebP, immutable)." })
 }, { description: "The avatar was stored." }) {}
 
 export const AvatarUploadedResponse = Envelope(AvatarUploaded)
 
 export const AvatarFileParam = Schema.Struct({
-  file: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}\.webp$/)).annotations({
+  file: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}\.webp$/)).annotate({
     description: "`{sha256}.webp`, as in `picture`."
   })
 })

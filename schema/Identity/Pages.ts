@@ -10,7 +10,7 @@ import { Bounded, MaxLength } from "./Limits.js"
 
 /** An optional bounded string of a form or query: a page answers a missing field itself. */
 export const field = (maxLength: number, description: string) =>
-  Schema.optional(Bounded(maxLength)).annotations({ description })
+  Schema.optional(Bounded(maxLength)).annotate({ description })
 
 export const LoginPageParams = Schema.Struct({
   return_to: field(MaxLength.ownUrl, "Where to go after signing in: a path on this server (same origin, relative)."),
@@ -19,7 +19,7 @@ export const LoginPageParams = Schema.Struct({
     MaxLength.keyword,
     "`1`: the client asked to choose an account; offers to continue as the signed-in user."
   )
-}).annotations({ identifier: "LoginPageParams" })
+}).annotate({ identifier: "LoginPageParams" })
 export type LoginPageParams = typeof LoginPageParams.Type
 
 export const LoginForm = Schema.Struct({
@@ -33,14 +33,14 @@ export const LoginForm = Schema.Struct({
   ),
   otp: field(MaxLength.twoFactorCode, "Second step: the 6-digit code of the authenticator app."),
   recovery_code: field(MaxLength.twoFactorCode, "Second step: a recovery code instead.")
-}).annotations({ identifier: "LoginForm" })
+}).annotate({ identifier: "LoginForm" })
 export type LoginForm = typeof LoginForm.Type
 
 export const ConsentForm = Schema.Struct({
   csrf: field(MaxLength.csrf, "CSRF token of the page."),
   request: field(MaxLength.ownUrl, "The authorization request's query string, as the consent page received it."),
   decision: field(MaxLength.keyword, "`approve` or `deny`.")
-}).annotations({ identifier: "ConsentForm" })
+}).annotate({ identifier: "ConsentForm" })
 export type ConsentForm = typeof ConsentForm.Type
 
 export const LogoutParams = Schema.Struct({
@@ -52,7 +52,7 @@ export const LogoutParams = Schema.Struct({
   post_logout_redirect_uri: field(MaxLength.uri, "OpenID Connect RP-Initiated Logout name for `redirect`."),
   id_token_hint: field(MaxLength.jwt, "An id_token issued to the client; with it no confirmation is asked."),
   state: field(MaxLength.opaque, "Echoed to the return target.")
-}).annotations({ identifier: "LogoutParams" })
+}).annotate({ identifier: "LogoutParams" })
 export type LogoutParams = typeof LogoutParams.Type
 
 export const LogoutForm = Schema.Struct({
@@ -61,10 +61,10 @@ export const LogoutForm = Schema.Struct({
   client_id: field(MaxLength.clientId, "As received by the page."),
   redirect: field(MaxLength.uri, "As received by the page."),
   state: field(MaxLength.opaque, "As received by the page.")
-}).annotations({ identifier: "LogoutForm" })
+}).annotate({ identifier: "LogoutForm" })
 export type LogoutForm = typeof LogoutForm.Type
 
 export const PostLogoutRedirectParams = Schema.Struct({
   client_id: field(MaxLength.clientId, "The relying party."),
   redirect: field(MaxLength.uri, "The return target to validate.")
-}).annotations({ identifier: "PostLogoutRedirectParams" })
+}).annotate({ identifier: "PostLogoutRedirectParams" })

@@ -8,7 +8,7 @@ import { Bounded, MaxLength, MinLength } from "./Limits.js"
 export const ACCESS_TOKEN_TTL_SECONDS = 900
 
 const optionalString = (field: Schema.Schema<string>, description: string) =>
-  Schema.optionalWith(field, { exact: true }).annotations({ description })
+  Schema.optionalWith(field, { exact: true }).annotate({ description })
 
 /**
  * The raw token request as a client sends it (JSON, or form-urlencoded per RFC 6749).
@@ -61,16 +61,16 @@ export type TokenGrant = typeof TokenGrant.Type
 
 /** Successful token response (RFC 6749 section 5.1); bare JSON, never the envelope. */
 export class TokenResponse extends Schema.Class<TokenResponse>("TokenResponse")({
-  access_token: Schema.String.annotations({ description: "JWT (RFC 9068), valid 15 minutes." }),
+  access_token: Schema.String.annotate({ description: "JWT (RFC 9068), valid 15 minutes." }),
   token_type: Schema.Literal("Bearer"),
-  expires_in: Schema.Int.annotations({ description: "Always 900 seconds.", examples: [ACCESS_TOKEN_TTL_SECONDS] }),
-  refresh_token: Schema.String.annotations({
+  expires_in: Schema.Int.annotate({ description: "Always 900 seconds.", examples: [ACCESS_TOKEN_TTL_SECONDS] }),
+  refresh_token: Schema.String.annotate({
     description: "Opaque, not a JWT; replaced on every refresh; lifetime follows the session."
   }),
-  scope: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+  scope: Schema.optionalWith(Schema.String, { exact: true }).annotate({
     description: "Echoes the granted scope."
   }),
-  id_token: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+  id_token: Schema.optionalWith(Schema.String, { exact: true }).annotate({
     description: "RS256 id_token, present when the scope includes `openid`."
   })
 }, { description: "Token response." }) {}

@@ -8,7 +8,7 @@ import { Bounded, MaxLength } from "./Limits.js"
 import { field } from "./Pages.js"
 
 /** A TOTP (6 digits) or a recovery code (`xxxx-xxxx-xxxx-xxxx`); spaces and dashes are ignored. */
-export const TwoFactorCode = Bounded(MaxLength.twoFactorCode, 1).annotations({
+export const TwoFactorCode = Bounded(MaxLength.twoFactorCode, 1).annotate({
   description: "The current 6-digit code of the authenticator app, or an unused recovery code.",
   examples: ["492039", "k7qm-2xza-p4ve-u6tn"]
 })
@@ -18,20 +18,20 @@ export class TwoFactorCodeRequest extends Schema.Class<TwoFactorCodeRequest>("Tw
 }, { description: "A code proving the factor (or, to enable it, the first code of the new secret)." }) {}
 
 export class TwoFactorSetup extends Schema.Class<TwoFactorSetup>("TwoFactorSetup")({
-  secret: Schema.String.annotations({
+  secret: Schema.String.annotate({
     description: "The TOTP key in base32 (RFC 4648), for typing into an authenticator app.",
     examples: ["JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"]
   }),
-  otpauth_uri: Schema.String.annotations({
+  otpauth_uri: Schema.String.annotate({
     description: "`otpauth://totp/...` with the key, SHA1, 6 digits, 30-second period and issuer `shiori`."
   }),
-  qr_svg: Schema.String.annotations({ description: "`otpauth_uri` as a QR code, an SVG document." })
+  qr_svg: Schema.String.annotate({ description: "`otpauth_uri` as a QR code, an SVG document." })
 }, { description: "A pending set-up: confirm it with a first code at `POST /auth/2fa/enable`." }) {}
 
 export const TwoFactorSetupResponse = Envelope(TwoFactorSetup)
 
 export class RecoveryCodes extends Schema.Class<RecoveryCodes>("RecoveryCodes")({
-  recovery_codes: Schema.Array(Schema.String).annotations({
+  recovery_codes: Schema.Array(Schema.String).annotate({
     description: "Ten single-use codes, each standing in for one authenticator code. Shown only this once."
   })
 }, { description: "The account's new recovery codes; any earlier ones no longer work." }) {}
@@ -49,5 +49,5 @@ export const TwoFactorForm = Schema.Struct({
   csrf: field(MaxLength.csrf, "CSRF token of the page."),
   action: field(MaxLength.keyword, "`enable`, `disable`, `recovery-codes`, or `restart` (a new key for the set-up)."),
   code: field(MaxLength.twoFactorCode, "A code of the app, or (to disable or renew the codes) a recovery code.")
-}).annotations({ identifier: "TwoFactorForm" })
+}).annotate({ identifier: "TwoFactorForm" })
 export type TwoFactorForm = typeof TwoFactorForm.Type

@@ -7,23 +7,23 @@ import { Schema } from "effect"
 export const UserId = Schema.Int.pipe(
   Schema.positive(),
   Schema.brand("UserId"),
-  Schema.annotations({ description: "Integer user id, the key downstream tables should store." })
+  Schema.annotate({ description: "Integer user id, the key downstream tables should store." })
 )
 export type UserId = typeof UserId.Type
 
 /** The UUID subject identifier of the same user. */
 export const Subject = Schema.UUID.pipe(
   Schema.brand("Subject"),
-  Schema.annotations({ description: "UUID identifying the same user as `id`." })
+  Schema.annotate({ description: "UUID identifying the same user as `id`." })
 )
 export type Subject = typeof Subject.Type
 
 /** The five role names. `user` is implicit and never appears in a `roles` claim. */
-export const Role = Schema.Literal("user", "creator", "moderator", "admin", "ren")
+export const Role = Schema.Literals(["user", "creator", "moderator", "admin", "ren"])
 export type Role = typeof Role.Type
 
 /** The roles that can be granted and therefore appear in `roles`; an ordinary user has `[]`. */
-export const GrantedRole = Schema.Literal("creator", "moderator", "admin", "ren").annotations({
+export const GrantedRole = Schema.Literals(["creator", "moderator", "admin", "ren"]).annotate({
   description: "A granted role. `user` is implicit, so clients must not test for it."
 })
 export type GrantedRole = typeof GrantedRole.Type
@@ -34,7 +34,7 @@ export const SiteRole = Schema.String.pipe(
   Schema.filter((role) => role !== "user" && role !== "admin" && role !== "ren", {
     message: () => "site role names may not be user, admin or ren"
   }),
-  Schema.annotations({ description: "A role name scoped to the site of the issuing client.", examples: ["editor"] })
+  Schema.annotate({ description: "A role name scoped to the site of the issuing client.", examples: ["editor"] })
 )
 export type SiteRole = typeof SiteRole.Type
 
@@ -46,5 +46,5 @@ export const Email = Schema.String.pipe(
   Schema.trimmed(),
   Schema.maxLength(254),
   Schema.pattern(/^[^\s@\u0000]+@[^\s@\u0000]+$/),
-  Schema.annotations({ description: "Email address.", examples: ["reader@example.com"] })
+  Schema.annotate({ description: "Email address.", examples: ["reader@example.com"] })
 )

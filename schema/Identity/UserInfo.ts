@@ -11,22 +11,22 @@ import { GrantedRole, SiteRole, Subject, UserId } from "./User.js"
 export class UserInfo extends Schema.Class<UserInfo>("UserInfo")({
   id: UserId,
   sub: Subject,
-  name: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+  name: Schema.optionalWith(Schema.String, { exact: true }).annotate({
     description: "Present with scope `profile` or an empty scope."
   }),
-  email: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+  email: Schema.optionalWith(Schema.String, { exact: true }).annotate({
     description: "Present with scope `email` or an empty scope."
   }),
-  email_verified: Schema.optionalWith(Schema.Boolean, { exact: true }).annotations({
+  email_verified: Schema.optionalWith(Schema.Boolean, { exact: true }).annotate({
     description: "Whether the address was verified (OpenID Connect Core section 5.1); true for accounts an " +
       "operator created. Present whenever `email` is."
   }),
-  picture: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+  picture: Schema.optionalWith(Schema.String, { exact: true }).annotate({
     description: "Avatar URL; may be empty. Present with scope `profile` or an empty scope."
   }),
-  roles: Schema.Array(GrantedRole).annotations({ description: "Same as the access token's `roles` claim." }),
-  site_roles: Schema.optionalWith(Schema.Array(SiteRole), { exact: true }).annotations({
+  roles: Schema.Array(GrantedRole).annotate({ description: "Same as the access token's `roles` claim." }),
+  site_roles: Schema.optionalWith(Schema.Array(SiteRole), { exact: true }).annotate({
     description: "Roles scoped to the calling token's site; omitted when none granted."
   }),
-  updated_at: Schema.Int.annotations({ description: "Unix timestamp (seconds) of the last profile change." })
+  updated_at: Schema.Int.annotate({ description: "Unix timestamp (seconds) of the last profile change." })
 }, { description: "User information." }) {}

@@ -2,7 +2,8 @@
  * The catalog server stack: the HttpApi implementation, its middleware, OpenAPI and docs, on
  * its own port. Built fresh (`Layer.fresh`) so it never shares a router with the identity server.
  */
-import { HttpApiBuilder, HttpApiScalar, HttpServer, OpenApi } from "@effect/platform"
+import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
+import { HttpServer } from "effect/http"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../schema/Api/CatalogApi.js"
 import { UserStanding } from "../identity/users/Standing.js"
@@ -66,10 +67,10 @@ export const CatalogApiLive = HttpApiBuilder.api(CatalogApiDocumented).pipe(
     HttpPersonsLive,
     HttpClaimGroupsLive
   ]),
-  Layer.provide(Layer.merge(HotResponsesLive(catalogRoutes), Writes.Default)),
+  Layer.provide(Layer.merge(HotResponsesLive(catalogRoutes), Writes.layer)),
   Layer.provideMerge(Layer.merge(AuthorizationLive(catalogRoutes), WriteAuthorizationLive(catalogRoutes))),
   Layer.provideMerge(
-    Layer.mergeAll(Credentials.Default, ReadCache.Default, RequestBudget.Default, UserStanding.Default)
+    Layer.mergeAll(Credentials.layer, ReadCache.layer, RequestBudget.layer, UserStanding.layer)
   )
 )
 
@@ -83,7 +84,7 @@ export const CatalogHttpLive = HttpApiBuilder.serve((app) => completeOnHangUp(wi
     Layer.provide(ExactSlashes)
   )
 
-export const CatalogServerLive = Layer.unwrapEffect(
+export const CatalogServerLive = Layer.unwrap(
   Effect.map(
     ServerConfig,
     (config) =>

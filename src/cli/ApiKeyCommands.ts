@@ -1,4 +1,4 @@
-import { Args, Command, Options } from "@effect/cli"
+import { Argument, Command, Flag } from "effect/cli"
 import { Effect, Option, Redacted } from "effect"
 import { ApiKeys } from "../catalog/auth/ApiKeys.js"
 import { emit, fail } from "./Output.js"

@@ -6,8 +6,8 @@
  * transaction, and running servers hear of it through the notification the claims tables send.
  * Decisions from the CLI count against no site's quota.
  */
-import { Args, Command, Options } from "@effect/cli"
-import { SqlClient } from "@effect/sql"
+import { Argument, Command, Flag } from "effect/cli"
+import { SqlClient } from "effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { claimRules } from "../../schema/Api/ClaimsApi.js"
 import type { PrincipalShape } from "../../schema/Api/Security.js"
@@ -91,7 +91,7 @@ const claimsList = Command.make("list", {
   }).pipe(
     Effect.catchTag("InvalidCursor", (e) => fail(e.detail)),
     Effect.catchTag("ParseError", (e) => Effect.die(e)),
-    Effect.provide(Claims.Default)
+    Effect.provide(Claims.layer)
   )).pipe(
     Command.withDescription("List claims in a state (default pending), longest waiting first")
   )
@@ -146,7 +146,7 @@ const claimDecide = Command.make("decide", {
       `${decisionVerb[record.decision]} the claim on work ${workId}: ${record.from_state ?? "none"} -> ` +
         `${record.to_state} (event ${record.id}).`
     )
-  }).pipe(Effect.provide(Claims.Default))).pipe(
+  }).pipe(Effect.provide(Claims.layer))).pipe(
     Command.withDescription("Decide a claim as the operator (no If-Match needed; the event's actor_uid is 0)")
   )
 

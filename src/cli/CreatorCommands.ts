@@ -3,7 +3,7 @@
  * queue (`creator list [--pending]`) and the decision (`creator decide <id> --approve|--decline`).
  * An approval grants `creator` and the applicant is mailed either way, in the decision's transaction.
  */
-import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
+import { Argument, Command, HelpDoc, Flag, CliError } from "effect/cli"
 import { Effect, Layer } from "effect"
 import * as Os from "node:os"
 import type { ApplicationEntry, Decision } from "../identity/creator/CreatorApplications.js"
@@ -14,7 +14,7 @@ import { emit, fail } from "./Output.js"
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
 
 /** Users and the SQL pool come from the CLI's own services (src/cli/main.ts). */
-const CreatorLive = CreatorApplications.Default.pipe(Layer.provide(Mailer.Default))
+const CreatorLive = CreatorApplications.layer.pipe(Layer.provide(Mailer.layer))
 
 const iso = (unixSeconds: number | null) => unixSeconds === null ? null : new Date(unixSeconds * 1000).toISOString()
 

@@ -2,7 +2,7 @@
  * Operator commands of the identity provider: accounts, roles, OAuth clients and
  * signing keys. Each prints one JSON object with `--json`.
  */
-import { Args, Command, Options } from "@effect/cli"
+import { Argument, Command, Flag } from "effect/cli"
 import { Effect, Option, Redacted } from "effect"
 import type { Client, ClientListing } from "../identity/clients/Clients.js"
 import { Clients } from "../identity/clients/Clients.js"
@@ -308,7 +308,7 @@ const keysRotate = Command.make("rotate", {
       `Added signing key ${rotated.kid}; it signs from ${rotated.activatesAt.toISOString()}. ` +
         "The old key stays in the JWKS until every token it signed has expired."
     )
-  }).pipe(Effect.provide(SigningKeys.Default))).pipe(
+  }).pipe(Effect.provide(SigningKeys.layer))).pipe(
     Command.withDescription("Add a new RS256 signing key")
   )
 

@@ -1,7 +1,7 @@
 /**
  * `merge <object> <from_id> <into_id>`: merges one catalog entity into another (src/catalog/merge).
  */
-import { Args, Command, Options } from "@effect/cli"
+import { Argument, Command, Flag } from "effect/cli"
 import { Effect } from "effect"
 import type { TargetObject } from "../../schema/Catalog/Change.js"
 import { mergeableObjects, Merges } from "../catalog/merge/Merges.js"

@@ -1,4 +1,4 @@
-import { Command, Options } from "@effect/cli"
+import { Command, Flag } from "effect/cli"
 import { Effect } from "effect"
 import { seedCatalog } from "../catalog/seed/Seed.js"
 import { emit, fail } from "./Output.js"

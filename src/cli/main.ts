@@ -1,8 +1,8 @@
 /**
  * The operator CLI: `npm run --silent cli -- <command> [--json]`.
  */
-import { Command, Options, ValidationError } from "@effect/cli"
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import { Command, Flag, CliError } from "effect/cli"
+import { NodeServices, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Logger, LogLevel } from "effect"
 import { ApiKeys } from "../catalog/auth/ApiKeys.js"
 import { Merges } from "../catalog/merge/Merges.js"
@@ -48,7 +48,7 @@ const run = Command.run(cli, { name: "shiori", version: "0.1.0" })
 
 const DatabaseLive = MigratorLive.pipe(Layer.provideMerge(SqlLive), Layer.provideMerge(DatabaseUrlLive))
 
-const ServicesLive = Layer.mergeAll(ApiKeys.Default, Users.Default, Clients.Default, Merges.Default).pipe(
+const ServicesLive = Layer.mergeAll(ApiKeys.layer, Users.layer, Clients.layer, Merges.layer).pipe(
   Layer.provideMerge(DatabaseLive)
 )
 
@@ -57,7 +57,7 @@ const StderrLogger = Logger.replace(Logger.defaultLogger, Logger.withConsoleErro
 run(process.argv).pipe(
   Effect.catchTag(
     "CliError",
-    (e) => Console.error(`error: ${e.message}`).pipe(Effect.zipRight(Effect.sync(() => process.exitCode = 1)))
+    (e) => Console.error(`error: ${e.message}`).pipe(Effect.andThen(Effect.sync(() => process.exitCode = 1)))
   ),
   // @effect/cli has already printed what was wrong with the arguments.
   Effect.catchIf(ValidationError.isValidationError, () => Effect.sync(() => process.exitCode = 2)),

@@ -3,7 +3,7 @@
  * The issuer is the root of every URL the provider hands out; cookies are `Secure`, with the
  * `__Host-` prefix, and answers carry HSTS exactly when it is https.
  */
-import { Config, ConfigError, Effect, Either } from "effect"
+import { Config, ConfigError, Context, Effect, Layer, Result } from "effect"
 import type { BackoffPolicy, BucketPolicy } from "../platform/RateLimiter.js"
 import { parseTrustedProxies } from "./http/ClientAddress.js"
 import { issuerConfig } from "./tokens/Tokens.js"
@@ -35,8 +35,8 @@ const trustedProxiesConfig = Config.string("TRUSTED_PROXIES").pipe(
   )
 )
 
-export class IdentityConfig extends Effect.Service<IdentityConfig>()("identity/IdentityConfig", {
-  effect: Effect.gen(function*() {
+export class IdentityConfig extends Context.Service<IdentityConfig>()("identity/IdentityConfig", {
+  make: Effect.gen(function*() {
     const issuer = yield* issuerConfig
     const url = new URL(issuer)
     const tokenEndpoint: BucketPolicy = {
@@ -132,4 +132,6 @@ export class IdentityConfig extends Effect.Service<IdentityConfig>()("identity/I
       sessionTtlSeconds
     } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

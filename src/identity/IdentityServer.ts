@@ -2,7 +2,8 @@
  * The identity server stack on its own port, built fresh (`Layer.fresh`, like the catalog's), served like the
  * catalog by `listen` (graceful drain; 503 with `Retry-After` while starting, here as the envelope).
  */
-import { HttpApiBuilder, HttpApiScalar, HttpApp, HttpServer, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpEffect, HttpServer, HttpServerResponse } from "effect/http"
 import { Effect, Layer } from "effect"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"
 import { envelopeFailure } from "../../schema/Identity/Envelope.js"
@@ -70,15 +71,15 @@ const withSecurityHeaders = (app: HttpApp.Default, hsts: boolean): HttpApp.Defau
       "content-security-policy": response.headers["content-security-policy"] ?? "frame-ancestors 'none'",
       ...(hsts ? { "strict-transport-security": HSTS } : {})
     }))
-  ).pipe(Effect.zipRight(app))
+  ).pipe(Effect.andThen(app))
 
-export const IdentityHttpLive = Layer.unwrapEffect(
+export const IdentityHttpLive = Layer.unwrap(
   Effect.map(
     IdentityConfig,
     (config) => HttpApiBuilder.serve((app) => completeOnHangUp(withRequestId(withSecurityHeaders(app, config.hsts))))
   )
 ).pipe(
-  Layer.provide(IdentityConfig.Default),
+  Layer.provide(IdentityConfig.layer),
   Layer.provide(HttpApiScalar.layer({ path: "/api/v1/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/v1/openapi.json" })),
   Layer.provide(identityErrorMiddleware),
@@ -92,7 +93,7 @@ const starting = () => ({
   body: JSON.stringify(envelopeFailure("SERVICE_UNAVAILABLE").body)
 })
 
-export const IdentityServerLive = Layer.unwrapEffect(
+export const IdentityServerLive = Layer.unwrap(
   Effect.map(ServerConfig, (config) =>
     listen(HttpServer.withLogAddress(IdentityHttpLive), {
       port: config.identityPort,

@@ -39,7 +39,7 @@ import { Users } from "./users/Users.js"
  * Token buckets in PostgreSQL, shared by every process (default), or in this process's memory
  * (`IDENTITY_RATE_LIMIT_STORE=memory`, single-process deployments only).
  */
-export const RateLimiterFromConfig = Layer.unwrapEffect(
+export const RateLimiterFromConfig = Layer.unwrap(
   Effect.map(
     Config.literal("postgres", "memory")("IDENTITY_RATE_LIMIT_STORE").pipe(Config.withDefault("postgres")),
     (store) => store === "memory" ? RateLimiterMemory : RateLimiterLive
@@ -47,41 +47,41 @@ export const RateLimiterFromConfig = Layer.unwrapEffect(
 )
 
 const Base = Layer.mergeAll(
-  IdentityConfig.Default,
-  SigningKeys.Default,
-  Passwords.Default,
-  Clients.Default,
-  Grants.Default,
-  TokenLiveness.Default,
-  Csrf.Default,
-  PendingSignIn.Default,
+  IdentityConfig.layer,
+  SigningKeys.layer,
+  Passwords.layer,
+  Clients.layer,
+  Grants.layer,
+  TokenLiveness.layer,
+  Csrf.layer,
+  PendingSignIn.layer,
   RateLimiterFromConfig,
-  MailConfig.Default,
-  Mailer.Default
+  MailConfig.layer,
+  Mailer.layer
 )
 
 const Accounts = Layer.mergeAll(
-  Users.DefaultWithoutDependencies,
-  Sessions.DefaultWithoutDependencies,
-  Tokens.DefaultWithoutDependencies,
-  TwoFactor.Default
+  Users.layerWithoutDependencies,
+  Sessions.layerWithoutDependencies,
+  Tokens.layerWithoutDependencies,
+  TwoFactor.layer
 ).pipe(Layer.provideMerge(Base))
 
-const People = Layer.mergeAll(EndUsers.DefaultWithoutDependencies, Login.Default).pipe(Layer.provideMerge(Accounts))
+const People = Layer.mergeAll(EndUsers.layerWithoutDependencies, Login.layer).pipe(Layer.provideMerge(Accounts))
 
 export const IdentityServicesLive = Layer.mergeAll(
-  Authorize.Default,
-  TokenService.Default,
-  UserInfoService.Default,
-  Revocation.Default,
-  Logout.Default,
-  AddressLimits.Default,
-  IdentityCleanup.Default,
-  Directory.Default,
-  CreatorApplications.Default,
-  Account.Default.pipe(Layer.provide(EmailCodes.Default)),
-  Avatars.Default,
-  PageForms.Default,
+  Authorize.layer,
+  TokenService.layer,
+  UserInfoService.layer,
+  Revocation.layer,
+  Logout.layer,
+  AddressLimits.layer,
+  IdentityCleanup.layer,
+  Directory.layer,
+  CreatorApplications.layer,
+  Account.layer.pipe(Layer.provide(EmailCodes.layer)),
+  Avatars.layer,
+  PageForms.layer,
   // The outbox's delivery worker runs as long as the server's stack (src/identity/mail/MailDelivery.ts).
-  MailDelivery.Default
+  MailDelivery.layer
 ).pipe(Layer.provideMerge(People))

@@ -14,13 +14,7 @@
  * Each server answers the 413 in its own error style (`tooLarge`); the answer closes the
  * connection, so the rest of a refused body is never read (RFC 9110 section 15.5.14).
  */
-import {
-  HttpIncomingMessage,
-  HttpMethod,
-  HttpServerError,
-  HttpServerRequest,
-  HttpServerResponse
-} from "@effect/platform"
+import { HttpIncomingMessage, HttpMethod, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Option, Predicate, Stream } from "effect"
 
@@ -63,7 +57,7 @@ type Buffered =
 
 /** Reads a body of undeclared length, stopping (without destroying anything) once it passes `limit`. */
 const readChunked = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
-  Effect.async<Buffered>((resume) => {
+  Effect.callback<Buffered>((resume) => {
     const source = NodeHttpServerRequest.toIncomingMessage(request)
     const chunks: Array<Buffer> = []
     let size = 0

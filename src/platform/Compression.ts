@@ -11,7 +11,7 @@
  * The identity provider does not compress: its answers are small, and a compressed body that holds
  * a secret next to reflected input is what BREACH-style attacks measure.
  */
-import { HttpApp, HttpBody, HttpServerResponse } from "@effect/platform"
+import { HttpEffect, HttpBody, HttpServerResponse } from "effect/http"
 import { Effect } from "effect"
 import * as Zlib from "node:zlib"
 
@@ -58,7 +58,7 @@ export const IN_PLACE_MAX_BYTES = 32 * 1024
 export const gzip = (bytes: Uint8Array): Effect.Effect<Buffer> =>
   bytes.length <= IN_PLACE_MAX_BYTES
     ? Effect.sync(() => Zlib.gzipSync(bytes, { level: LEVEL }))
-    : Effect.async<Buffer>((resume) =>
+    : Effect.callback<Buffer>((resume) =>
       Zlib.gzip(bytes, { level: LEVEL }, (error, result) =>
         resume(error === null ? Effect.succeed(result) : Effect.die(error)))
     )
@@ -94,4 +94,4 @@ export const withCompression = (app: HttpApp.Default): HttpApp.Default =>
         HttpServerResponse.setBody(varied, HttpBody.uint8Array(compressed, body.contentType)),
         { "content-encoding": "gzip", ...(etag === undefined ? {} : { etag: gzipEtag(etag) }) }
       ))
-  }).pipe(Effect.zipRight(app))
+  }).pipe(Effect.andThen(app))

@@ -1,7 +1,7 @@
 /**
  * Process-level settings, read once through Effect `Config` (every key is in `.env.example`).
  */
-import { Config, Effect, Redacted } from "effect"
+import { Config, Context, Effect, Layer, Redacted } from "effect"
 
 export type ServeMode = "catalog" | "identity" | "all"
 
@@ -21,8 +21,8 @@ export const identityMaxBodyBytes = bodyLimit("IDENTITY_MAX_BODY_BYTES", 64 * 10
 /** `POST /auth/me/avatar`, the identity server's one upload: an image of at most 5 MiB by default. */
 export const identityMaxAvatarBytes = bodyLimit("IDENTITY_MAX_AVATAR_BYTES", 5 * 1024 * 1024)
 
-export class ServerConfig extends Effect.Service<ServerConfig>()("platform/ServerConfig", {
-  effect: Effect.gen(function*() {
+export class ServerConfig extends Context.Service<ServerConfig>()("platform/ServerConfig", {
+  make: Effect.gen(function*() {
     const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
     const catalogPort = yield* Config.port("CATALOG_PORT").pipe(Config.withDefault(8080))
     const identityPort = yield* Config.port("IDENTITY_PORT").pipe(Config.withDefault(8081))
@@ -42,7 +42,9 @@ export class ServerConfig extends Effect.Service<ServerConfig>()("platform/Serve
       maxBodyBytes
     } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}
 
 /**
  * `SHIORI_SECRET` when unset. It is published in this repository, so the servers accept it only on a
@@ -51,11 +53,13 @@ export class ServerConfig extends Effect.Service<ServerConfig>()("platform/Serve
 export const developmentSecret = "shiori-development-secret-change-me"
 
 /** The server-side secret behind cursors and CSRF tokens (HMAC keys are derived from it per use). */
-export class AppSecret extends Effect.Service<AppSecret>()("platform/AppSecret", {
-  effect: Effect.gen(function*() {
+export class AppSecret extends Context.Service<AppSecret>()("platform/AppSecret", {
+  make: Effect.gen(function*() {
     const secret = yield* Config.redacted("SHIORI_SECRET").pipe(
       Config.withDefault(Redacted.make(developmentSecret))
     )
     return { secret } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

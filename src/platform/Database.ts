@@ -2,8 +2,8 @@
  * PostgreSQL: `DATABASE_URL` when set, otherwise a private embedded cluster under
  * `SHIORI_DATA_DIR`. The pool is provided once to both servers; migrations run at start-up.
  */
-import { NodeContext } from "@effect/platform-node"
-import { type Migrator, SqlClient, SqlError } from "@effect/sql"
+import { NodeServices } from "@effect/platform-node"
+import { type Migrator, SqlClient, SqlError } from "effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import * as Crypto from "node:crypto"
@@ -14,14 +14,14 @@ import Pg from "pg"
 import { startEmbeddedPostgres } from "./EmbeddedPostgres.js"
 
 /** Where the database lives, for code that needs a raw connection (COPY in the seeder, LISTEN). */
-export class DatabaseUrl extends Context.Tag("platform/DatabaseUrl")<DatabaseUrl, Redacted.Redacted>() {}
+export class DatabaseUrl extends Context.Service<DatabaseUrl, Redacted.Redacted>()("platform/DatabaseUrl") {}
 
 export const migrationsDirectory = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../migrations")
 
 const embeddedDatabase = "shiori"
 
 /** `DATABASE_URL`, or an embedded cluster kept alive for the layer's lifetime. */
-export const DatabaseUrlLive = Layer.scoped(
+export const DatabaseUrlLive = Layer.effect(
   DatabaseUrl,
   Effect.gen(function*() {
     const url = yield* Config.option(Config.redacted("DATABASE_URL"))
@@ -106,7 +106,7 @@ class PreparingClient extends Pg.Client {
  * idle inside a transaction for `DATABASE_IDLE_IN_TRANSACTION_SECONDS` (60 s; 0 for none) is ended
  * by PostgreSQL: an open transaction holds locks and keeps vacuum from cleaning up after it.
  */
-export const SqlLive = Layer.unwrapEffect(
+export const SqlLive = Layer.unwrap(
   Effect.gen(function*() {
     const url = yield* DatabaseUrl
     const maxConnections = yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(20))
@@ -167,7 +167,7 @@ export const migrationLoader: Migrator.Loader = Effect.sync(() =>
       Effect.promise(() => import(pathToFileURL(Path.join(migrationsDirectory, m[0])).href)).pipe(
         // A migration may rebuild a large table: no statement timeout inside the migration transaction.
         Effect.map((module: { default: Effect.Effect<unknown, unknown, SqlClient.SqlClient> }) =>
-          Effect.zipRight(
+          Effect.andThen(
             Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SET LOCAL statement_timeout = 0`),
             module.default
           )

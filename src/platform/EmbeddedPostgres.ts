@@ -47,7 +47,7 @@ const runAs = (): { uid: number; gid: number } | undefined => {
   }
 }
 
-const freePort = Effect.async<number, EmbeddedPostgresError>((resume) => {
+const freePort = Effect.callback<number, EmbeddedPostgresError>((resume) => {
   const server = Net.createServer()
   server.once("error", (cause) => resume(Effect.fail(new EmbeddedPostgresError({ message: "no free port", cause }))))
   server.listen(0, "127.0.0.1", () => {
@@ -131,7 +131,7 @@ export const startEmbeddedPostgres = (options: EmbeddedPostgresOptions) =>
     if (ids) Fs.chownSync(socketDir, ids.uid, ids.gid)
 
     const child = yield* Effect.acquireRelease(
-      Effect.async<ReturnType<typeof spawn>, EmbeddedPostgresError>((resume) => {
+      Effect.callback<ReturnType<typeof spawn>, EmbeddedPostgresError>((resume) => {
         const proc = spawn(postgres, [
           "-D",
           dataDir,
@@ -171,7 +171,7 @@ export const startEmbeddedPostgres = (options: EmbeddedPostgresOptions) =>
         })
       }),
       (proc) =>
-        Effect.async<void>((resume) => {
+        Effect.callback<void>((resume) => {
           if (proc.exitCode !== null) return resume(Effect.void)
           proc.once("exit", () => {
             Fs.rmSync(socketDir, { recursive: true, force: true })

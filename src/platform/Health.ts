@@ -1,5 +1,5 @@
-import type { HttpApiGroup } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
+import type { HttpApiGroup } from "effect/http-api"
+import { SqlClient } from "effect/sql"
 import { Duration, Effect } from "effect"
 import { ServiceUnavailable } from "../../schema/Problem.js"
 
@@ -14,7 +14,7 @@ export const healthHandlers = Effect.gen(function*() {
         Effect.interruptible,
         Effect.timeout(Duration.seconds(2)),
         Effect.as({ status: "ready", database: "ok" } as const),
-        Effect.catchAllCause(() =>
+        Effect.catchCause(() =>
           Effect.fail(new ServiceUnavailable({ detail: "The database does not answer.", retry_after: 5 }))
         ),
         Effect.withSpan("Health.readyz")

@@ -8,7 +8,7 @@
  * The application may also install a `Preemption` handler: it sees each request before the
  * platform does and may answer it itself (the catalog's hot-response cache, HotResponses.ts).
  */
-import type { HttpApp } from "@effect/platform"
+import type { HttpEffect } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Duration, Effect, Layer } from "effect"
 import * as Http from "node:http"
@@ -29,9 +29,9 @@ export interface ListenOptions {
 export type PreemptHandler = (req: Http.IncomingMessage, res: Http.ServerResponse) => boolean
 
 /** Given by `listen` to the application it serves. */
-export class Preemption extends Context.Tag("platform/Preemption")<Preemption, {
+export class Preemption extends Context.Service<Preemption, {
   readonly install: (handler: PreemptHandler) => void
-}>() {}
+}>()("platform/Preemption") {}
 
 /**
  * Lets a request whose client hung up finish instead of interrupting it. Interrupting a request
@@ -53,7 +53,7 @@ export const completeOnHangUp = (app: HttpApp.Default): HttpApp.Default => Effec
 export const runToCompletion = { uninterruptible: true } as const
 
 const drain = (server: Http.Server, inFlight: Set<Http.ServerResponse>, grace: Duration.Duration) =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     for (const res of inFlight) if (!res.headersSent) res.setHeader("connection", "close")
     server.close()
     server.closeIdleConnections()
@@ -103,7 +103,7 @@ export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptio
         res.end(body)
       }
     })
-    const Drain = Layer.scopedDiscard(
+    const Drain = Layer.effectDiscard(
       Effect.addFinalizer(() =>
         Effect.suspend(() => {
           draining = true

@@ -24,7 +24,7 @@ export const LogLevelConfig = Config.string("LOG_LEVEL").pipe(
 )
 
 /** Structured logs: logfmt by default, JSON with `LOG_FORMAT=json`; level from `LOG_LEVEL`. */
-export const LoggingLive = Layer.unwrapEffect(
+export const LoggingLive = Layer.unwrap(
   Effect.gen(function*() {
     const format = yield* Config.literal("logfmt", "json", "pretty")("LOG_FORMAT").pipe(Config.withDefault("logfmt"))
     const level = yield* LogLevelConfig

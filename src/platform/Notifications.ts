@@ -68,11 +68,11 @@ const session = (url: Redacted.Redacted, channel: string, handlers: ListenHandle
       catch: (cause) => new ListenerLost(`cannot connect: ${String(cause)}`)
     }).pipe(
       // Resolves once the server has run (and committed) LISTEN: notifications are queued from here on.
-      Effect.zipRight(Effect.tryPromise({
+      Effect.andThen(Effect.tryPromise({
         try: () => client.query(`LISTEN ${quoteIdentifier(channel)}`),
         catch: (cause) => new ListenerLost(`LISTEN failed: ${String(cause)}`)
       })),
-      Effect.zipRight(handlers.onConnected),
+      Effect.andThen(handlers.onConnected),
       Effect.withSpan("Notifications.listen", { attributes: { channel } })
     )
     const deliver = Effect.forever(Effect.flatMap(Queue.take(notifications), handlers.onNotification))
@@ -82,7 +82,7 @@ const session = (url: Redacted.Redacted, channel: string, handlers: ListenHandle
     }).pipe(
       Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new ListenerLost("heartbeat timed out") })
     )
-    const pings = Effect.forever(Effect.zipRight(Effect.sleep(heartbeat), ping))
+    const pings = Effect.forever(Effect.andThen(Effect.sleep(heartbeat), ping))
     // Whichever ends first ends the connection: its loss, a failed heartbeat, a failing handler.
     return yield* Deferred.await(lost).pipe(Effect.raceFirst(deliver), Effect.raceFirst(pings))
   })
@@ -104,13 +104,13 @@ export const keepListening = (
     let failures = 0
     const connected: ListenHandlers = {
       ...handlers,
-      onConnected: Effect.zipRight(
+      onConnected: Effect.andThen(
         Effect.suspend(() => failures === 0 ? Effect.void : Effect.logInfo("notification listener reconnected")),
-        Effect.zipRight(handlers.onConnected, Effect.sync(() => void (failures = 0)))
+        Effect.andThen(handlers.onConnected, Effect.sync(() => void (failures = 0)))
       )
     }
     yield* Effect.scoped(session(url, channel, connected, heartbeat)).pipe(
-      Effect.catchAllCause((cause) =>
+      Effect.catchCause((cause) =>
         Effect.suspend(() => {
           failures++
           const delay = Math.min(100 * 2 ** (failures - 1), maxDelay)
@@ -118,7 +118,7 @@ export const keepListening = (
           const log = failures === 1
             ? Effect.logWarning("notification listener lost; reconnecting")
             : Effect.logDebug("notification listener still down")
-          return Effect.zipRight(
+          return Effect.andThen(
             Effect.annotateLogs(log, { reason: String(Cause.squash(cause)) }),
             Effect.sleep(Duration.millis(delay))
           )

@@ -10,8 +10,9 @@
  * identity server.
  * It runs inside `HttpApiBuilder.serve`, before the platform's error encoder.
  */
-import { HttpApiBuilder, HttpMethod, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import type { HttpApp } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpMethod, HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { HttpEffect } from "effect/http"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, FiberRef, Option, ParseResult, Schema } from "effect"
 import { entityCanonicalPath } from "../../schema/Api/Paths.js"
@@ -303,7 +304,7 @@ export const problemMiddleware = (routes: RouteTable) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           return yield* bounded(app).pipe(
-            Effect.catchAllCause((cause) =>
+            Effect.catchCause((cause) =>
               Effect.flatMap(
                 classify(routes, limit, request, cause),
                 (p) => p === undefined ? Effect.failCause(cause) : respond(request, p)

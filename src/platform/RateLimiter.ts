@@ -19,7 +19,7 @@
  * `succeeded` takes it back. Rows untouched for a day are removed by the identity cleanup job
  * (src/identity/cleanup/Cleanup.ts): by then every bucket is full and every backoff has forgotten.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Clock, Context, Deferred, Effect, Layer, Schema } from "effect"
 
 export interface BucketPolicy {
@@ -61,7 +61,7 @@ export interface Attempt {
   readonly backoffPolicy: BackoffPolicy
 }
 
-export class RateLimiter extends Context.Tag("platform/RateLimiter")<RateLimiter, {
+export class RateLimiter extends Context.Service<RateLimiter, {
   readonly take: (key: string, policy: BucketPolicy) => Effect.Effect<TakeResult>
   readonly takeUpTo: (key: string, policy: BucketPolicy, want: number) => Effect.Effect<LeaseResult>
   /**
@@ -72,7 +72,7 @@ export class RateLimiter extends Context.Tag("platform/RateLimiter")<RateLimiter
   readonly admit: (attempt: Attempt) => Effect.Effect<TakeResult>
   /** The admitted attempt succeeded: its bucket is full again and its backoff no longer counts it. */
   readonly succeeded: (attempt: Attempt) => Effect.Effect<void>
-}>() {}
+}>()("platform/RateLimiter") {}
 
 const fromLease = (lease: LeaseResult): TakeResult => ({
   allowed: lease.granted > 0,

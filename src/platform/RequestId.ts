@@ -2,7 +2,7 @@
  * `X-Request-ID: req_<ULID>` on every response of both servers, equal to `request_id` in problem
  * documents, set as a span attribute and a log annotation.
  */
-import { HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpEffect, HttpServerResponse } from "effect/http"
 import { Effect, FiberRef } from "effect"
 import * as Crypto from "node:crypto"
 import { monotonicFactory } from "ulid"
@@ -38,7 +38,7 @@ export const withRequestId = (app: HttpApp.Default): HttpApp.Default =>
     return HttpApp.appendPreResponseHandler((_request, response) =>
       Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", id))
     ).pipe(
-      Effect.zipRight(app),
+      Effect.andThen(app),
       Effect.locally(currentRequestId, id),
       Effect.annotateLogs("request_id", id),
       Effect.tap(() => Effect.annotateCurrentSpan("request_id", id))

@@ -3,8 +3,9 @@
  * router: 405 with `Allow` for a known path, re-decoding a failed request to report every field,
  * and the required scope of an endpoint.
  */
-import type { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { HttpApi, HttpRouter } from "@effect/platform"
+import type { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApi } from "effect/http-api"
+import { HttpRouter } from "effect/http"
 import type { Context } from "effect"
 
 /**

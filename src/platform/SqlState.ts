@@ -2,7 +2,7 @@
  * PostgreSQL failures told apart by SQLSTATE (PostgreSQL manual, appendix A "Error Codes") and the
  * constraint they name, never by message text.
  */
-import type { SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "effect/sql/SqlError"
 import { Predicate, Schedule } from "effect"
 
 /** `23505 unique_violation` of the unique index or constraint `constraint`. */

@@ -10,7 +10,7 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Config, Effect, Layer, Option } from "effect"
 
-export const TracingLive = Layer.unwrapEffect(
+export const TracingLive = Layer.unwrap(
   Effect.gen(function*() {
     const endpoint = yield* Config.option(Config.string("OTEL_EXPORTER_OTLP_ENDPOINT"))
     // Nothing would export the spans: skip making them (each costs microseconds on every request).

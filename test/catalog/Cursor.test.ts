@@ -6,7 +6,7 @@ import { Effect, Exit, Layer } from "effect"
 import { Cursors, filterDigest, pageOf } from "../../src/catalog/pagination/Cursor.js"
 import { testConfig } from "../support/TestServers.js"
 
-const Env = Cursors.Default.pipe(Layer.provide(testConfig()))
+const Env = Cursors.layer.pipe(Layer.provide(testConfig()))
 
 describe("cursors (DECISIONS 6)", () => {
   it.layer(Env)((it) => {

@@ -4,7 +4,7 @@
  * own, and the copy of a seeded catalog against counts taken from `works`, `work_tags` and
  * `work_companies` directly, before and after writes.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type CountedFacet, type FacetRow, FacetTable, makeFacetIndex } from "../../src/catalog/search/FacetIndex.js"

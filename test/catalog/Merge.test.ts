@@ -3,7 +3,7 @@
  * redirect and the `gone` change (SPEC 2.7 Change, SPEC 6, DECISIONS 8), moves or re-points what
  * belongs with the survivor, keeps the gated work counts right (DECISIONS 4) and refuses bad merges.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Redacted } from "effect"
 import type { TargetObject } from "../../schema/Catalog/Change.js"
@@ -13,7 +13,7 @@ import { DatabaseUrl } from "../../src/platform/Database.js"
 import { SeededCatalogLive } from "../support/Catalog.js"
 import { runCli } from "../support/Cli.js"
 
-const Env = Merges.Default.pipe(Layer.provideMerge(SeededCatalogLive({ works: 300, seed: 5 })))
+const Env = Merges.layer.pipe(Layer.provideMerge(SeededCatalogLive({ works: 300, seed: 5 })))
 
 const cli = (args: ReadonlyArray<string>) =>
   Effect.flatMap(DatabaseUrl, (url) => Effect.promise(() => runCli(args, { DATABASE_URL: Redacted.value(url) })))
@@ -156,7 +156,7 @@ describe("merge (issue 3 point 7, DECISIONS 8)", () => {
         yield* merges.merge("tag", p!, q!)
         const [live, withdrawn] = yield* liveIds("work", 2)
         yield* sql`UPDATE works SET withdrawn = true WHERE id = ${withdrawn!}`.pipe(
-          Effect.zipRight(sql`SELECT catalog_refresh_work_counts()`),
+          Effect.andThen(sql`SELECT catalog_refresh_work_counts()`),
           sql.withTransaction
         )
         const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [

@@ -3,7 +3,7 @@
  * 1 and 8; docs/change-feed.md), over a seeded demo catalog. A committed change is served by the very
  * next read: the tests read right after each commit, never after a pause.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, Schema } from "effect"
 import { inject } from "vitest"
@@ -13,7 +13,7 @@ import { quoteIdentifier, withPgClient } from "../../src/platform/Database.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 import { expectProblem, sleepReal } from "../support/Problems.js"
 
-const Env = Merges.Default.pipe(Layer.provideMerge(SeededCatalogLive({ works: 300, seed: 11 })))
+const Env = Merges.layer.pipe(Layer.provideMerge(SeededCatalogLive({ works: 300, seed: 11 })))
 
 type Key = "sfw" | "nsfw"
 
@@ -104,7 +104,7 @@ describe("change feed and redirects (SPEC 6, DECISIONS 8)", () => {
 
         const [work] = yield* sql<{ id: string }>`SELECT id::text AS id FROM works WHERE live ORDER BY id LIMIT 1`
         yield* sql`UPDATE works SET withdrawn = true WHERE id = ${work!.id}`.pipe(
-          Effect.zipRight(sql`SELECT catalog_touch('work', ${work!.id}, true)`),
+          Effect.andThen(sql`SELECT catalog_touch('work', ${work!.id}, true)`),
           sql.withTransaction
         )
         const first = yield* drain("changes", { cursor: cold.cursor })
@@ -112,7 +112,7 @@ describe("change feed and redirects (SPEC 6, DECISIONS 8)", () => {
         expectAscendingTimes(first.items, cold.items.at(-1)!.updated_at)
 
         yield* sql`UPDATE works SET withdrawn = false WHERE id = ${work!.id}`.pipe(
-          Effect.zipRight(sql`SELECT catalog_touch('work', ${work!.id}, false)`),
+          Effect.andThen(sql`SELECT catalog_touch('work', ${work!.id}, false)`),
           sql.withTransaction
         )
         const second = yield* drain("changes", { cursor: first.cursor })
@@ -133,9 +133,9 @@ describe("change feed and redirects (SPEC 6, DECISIONS 8)", () => {
         const cold = yield* drain("changes")
         const [a, b] = yield* sql<{ id: string }>`SELECT id::text AS id FROM tags WHERE live ORDER BY id LIMIT 2`
         // The long transaction writes first and commits last.
-        const long = yield* Effect.fork(
+        const long = yield* Effect.forkChild(
           sql`SELECT catalog_touch('tag', ${a!.id}, false)`.pipe(
-            Effect.zipRight(sleepReal(1500)),
+            Effect.andThen(sleepReal(1500)),
             sql.withTransaction
           )
         )

@@ -13,8 +13,8 @@
  * timestamps would skip those rows or go back in time; the test checks that such late rows happened
  * and that the mirror still converged with ascending times.
  */
-import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
 import type { TargetObject } from "../../schema/Catalog/Change.js"
@@ -23,7 +23,7 @@ import { Merges } from "../../src/catalog/merge/Merges.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 import { sleepReal } from "../support/Problems.js"
 
-const Env = Merges.Default.pipe(Layer.provideMerge(SeededCatalogLive({ works: 400, seed: 23 })))
+const Env = Merges.layer.pipe(Layer.provideMerge(SeededCatalogLive({ works: 400, seed: 23 })))
 
 const objects: ReadonlyArray<TargetObject> = [
   "work",
@@ -73,7 +73,7 @@ describe("mirror under concurrent writers (SPEC 6)", () => {
           sql`
             UPDATE ${sql(entityTables[object])} SET updated_at = now() WHERE id = ${id}
           `.pipe(
-            Effect.zipRight(sql`
+            Effect.andThen(sql`
               SELECT catalog_touch(${object}, x.id, NOT x.live) FROM ${sql(entityTables[object])} x WHERE x.id = ${id}
             `)
           )
@@ -105,7 +105,7 @@ describe("mirror under concurrent writers (SPEC 6)", () => {
             const hold = Math.random() < 0.3 ? Math.floor(Math.random() * 80) : 0
             yield* retrying(
               Effect.forEach(targets, ([o, id]) => touchRow(o, id), { discard: true }).pipe(
-                Effect.zipRight(hold > 0 ? sleepReal(hold) : Effect.void),
+                Effect.andThen(hold > 0 ? sleepReal(hold) : Effect.void),
                 sql.withTransaction
               )
             )
@@ -126,7 +126,7 @@ describe("mirror under concurrent writers (SPEC 6)", () => {
             if (id === undefined) return
             yield* retrying(
               sql`UPDATE works SET withdrawn = ${!restore}, updated_at = now() WHERE id = ${id}`.pipe(
-                Effect.zipRight(touchRow("work", id)),
+                Effect.andThen(touchRow("work", id)),
                 sql.withTransaction
               )
             )
@@ -183,9 +183,9 @@ describe("mirror under concurrent writers (SPEC 6)", () => {
           while (writing) {
             const ids = yield* randomIds("work", 3)
             yield* sql`SELECT 1`.pipe(
-              Effect.zipRight(sleepReal(700)),
-              Effect.zipRight(Effect.forEach(ids, (id) => touchRow("work", id), { discard: true })),
-              Effect.zipRight(sleepReal(900)),
+              Effect.andThen(sleepReal(700)),
+              Effect.andThen(Effect.forEach(ids, (id) => touchRow("work", id), { discard: true })),
+              Effect.andThen(sleepReal(900)),
               sql.withTransaction,
               retrying
             )
@@ -232,7 +232,7 @@ describe("mirror under concurrent writers (SPEC 6)", () => {
           })
 
         const writers = yield* Effect.all(
-          [updater, updater, withdrawer, creator, merger, lateWriter].map((w) => Effect.fork(w))
+          [updater, updater, withdrawer, creator, merger, lateWriter].map((w) => Effect.forkChild(w))
         )
         // Cold start while the writers run, then increments.
         yield* sleepReal(300)

@@ -5,7 +5,7 @@
  * list or a work read after a write shows it. Also the cache's own rules: concurrent misses share
  * one computation, failures are never stored, and a computation that began before a write is not kept.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Layer } from "effect"
 import { CATALOG_CHANNEL, ReadCache } from "../../src/catalog/shared/ReadCache.js"
@@ -39,7 +39,7 @@ describe("catalog read cache (issue 3, performance)", () => {
 
         // A write that follows it (catalog_touch in the writer's transaction) reaches every reader.
         yield* sql`UPDATE works SET display_name = 'Renamed', updated_at = now() WHERE id = ${id}::bigint`.pipe(
-          Effect.zipRight(sql`SELECT catalog_touch('work', ${id}::bigint, false)`),
+          Effect.andThen(sql`SELECT catalog_touch('work', ${id}::bigint, false)`),
           sql.withTransaction
         )
         yield* eventually(Effect.map(catalog.get(list), (r) => expect(r.body.items[0].display_name).toBe("Renamed")))
@@ -70,7 +70,7 @@ describe("catalog read cache (issue 3, performance)", () => {
         yield* sql`ALTER TABLE catalog_changes DISABLE TRIGGER catalog_changes_notify`
         yield* Effect.gen(function*() {
           yield* sql`UPDATE works SET display_name = 'Seen in the feed', updated_at = now() WHERE id = ${id}::bigint`
-            .pipe(Effect.zipRight(sql`SELECT catalog_touch('work', ${id}::bigint, false)`), sql.withTransaction)
+            .pipe(Effect.andThen(sql`SELECT catalog_touch('work', ${id}::bigint, false)`), sql.withTransaction)
           yield* sleepReal(200) // part of the check: no notification may arrive meanwhile
 
           expect((yield* catalog.get(record)).body.items[0].display_name).not.toBe("Seen in the feed")
@@ -98,7 +98,7 @@ describe("catalog read cache (issue 3, performance)", () => {
             // A write by the convention (catalog_touch): its NOTIFY reaches nobody.
             yield* sql`UPDATE works SET display_name = 'Renamed while nobody listened', updated_at = now()
               WHERE id = ${id}::bigint`.pipe(
-              Effect.zipRight(sql`SELECT catalog_touch('work', ${id}::bigint, false)`),
+              Effect.andThen(sql`SELECT catalog_touch('work', ${id}::bigint, false)`),
               sql.withTransaction
             )
             // Nobody told this process: the cached answer is still served while the listener is down.
@@ -126,7 +126,7 @@ describe("catalog read cache (issue 3, performance)", () => {
       }))
   })
 
-  const CacheLive = ReadCache.Default.pipe(Layer.provideMerge(TestSqlLive), Layer.provide(testConfig()))
+  const CacheLive = ReadCache.layer.pipe(Layer.provideMerge(TestSqlLive), Layer.provide(testConfig()))
 
   it.layer(CacheLive, serverLayerOptions("60 seconds") as any)((it) => {
     it.effect("concurrent misses of one key share one computation; hits do not compute", () =>
@@ -191,10 +191,10 @@ describe("catalog read cache (issue 3, performance)", () => {
         const started = yield* Deferred.make<void>()
         const release = yield* Deferred.make<void>()
         const slow = Deferred.succeed(started, undefined).pipe(
-          Effect.zipRight(Deferred.await(release)),
-          Effect.zipRight(Effect.sync(() => ++runs))
+          Effect.andThen(Deferred.await(release)),
+          Effect.andThen(Effect.sync(() => ++runs))
         )
-        const fiber = yield* Effect.fork(cache.through("slow", slow, () => 1))
+        const fiber = yield* Effect.forkChild(cache.through("slow", slow, () => 1))
         yield* Deferred.await(started)
         yield* notified
         yield* Deferred.succeed(release, undefined)

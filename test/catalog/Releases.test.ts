@@ -4,7 +4,7 @@
  * `sfw` credential), partial dates, companies with roles, includes, ETag (DECISIONS 10) and merged
  * ids (SPEC 4.1 rule 9).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"

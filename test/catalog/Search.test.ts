@@ -3,7 +3,7 @@
  * sorts, page mode), rule 4 (facets under the query), DECISIONS 7 (titles and aliases, Japanese,
  * Chinese and Korean by substring) and DECISIONS 4 (content gate).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { ListWork } from "../../schema/Catalog/Work.js"
@@ -220,7 +220,7 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
 
         // The least popular work becomes the most popular: it leads the "any match" tier.
         yield* sql`UPDATE works SET popularity = 100 WHERE id = ${work!.id}::bigint`.pipe(
-          Effect.zipRight(sql`SELECT catalog_touch('work', ${work!.id}::bigint, false)`),
+          Effect.andThen(sql`SELECT catalog_touch('work', ${work!.id}::bigint, false)`),
           sql.withTransaction
         )
         const rows = yield* sql<{ popularity: number }>`SELECT popularity FROM work_search WHERE work_id = ${

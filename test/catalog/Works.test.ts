@@ -3,7 +3,7 @@
  * SPEC 2.2 (list envelope), SPEC 2.3 (Work views and includes), SPEC 7.1 (problem shapes),
  * DECISIONS 4 (content gate), 6 (cursors) and 10 (ETag).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { workFacets, workIncludes, workSorts } from "../../schema/Api/WorksApi.js"

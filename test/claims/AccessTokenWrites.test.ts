@@ -3,7 +3,7 @@
  * actor, its client's site the tenant, and idempotency keys belong to the client and user, so a new
  * token after a refresh replays what the previous one wrote.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Http from "node:http"

@@ -9,7 +9,7 @@
  *   create, submit, decide and release claims: each mirror ends with every event id exactly once,
  *   strictly ascending (the log never skips: ids become visible in ascending order).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Redacted } from "effect"
 import Pg from "pg"
@@ -213,13 +213,13 @@ describe("claims under concurrency (DECISIONS 9, SPEC 6)", () => {
               { timeoutMs: 10_000, intervalMs: 20 }
             )
 
-          const decision = yield* Effect.fork(f.call("POST", `/v2/moderation/claims/${work}/decisions`, {
+          const decision = yield* Effect.forkChild(f.call("POST", `/v2/moderation/claims/${work}/decisions`, {
             key: f.moderator.key,
             body: { decision: "approve" },
             headers: { "if-match": etag, "idempotency-key": `raced-decide-${work}` }
           }))
           yield* waiting("%FOR UPDATE OF c%")
-          const creation = yield* Effect.fork(f.call("POST", "/v2/claims", {
+          const creation = yield* Effect.forkChild(f.call("POST", "/v2/claims", {
             key: f.otherSiteUser.key,
             body: { work_id: work },
             headers: { "idempotency-key": `raced-other-${work}` }

@@ -7,7 +7,7 @@
  * claim, and retrying the whole burst with the same keys replays what committed and creates the
  * rest: one claim per work in the end.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -99,7 +99,7 @@ interface Outcome {
   sent: boolean
 }
 
-const Env = ApiKeys.Default.pipe(Layer.provideMerge(TestSqlLive))
+const Env = ApiKeys.layer.pipe(Layer.provideMerge(TestSqlLive))
 
 describe("claims: a killed server process (DECISIONS 9)", () => {
   it.layer(Env, { timeout: "120 seconds", excludeTestServices: true } as any)((it) => {

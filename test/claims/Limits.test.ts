@@ -5,8 +5,8 @@
  * cached read path counted like the stack; and every site's daily write quotas (429 `QUOTA_EXCEEDED`
  * until UTC midnight), counted in the write's own transaction.
  */
-import { HttpServer } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
+import { HttpServer } from "effect/http"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer, Metric } from "effect"
 import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
@@ -86,10 +86,10 @@ const expectRateLimited = (answer: Answer, burst: number, perSecond: number, ins
  * Another catalog server over the same database: another process, as far as the budget can tell (the
  * same layers, built afresh, sharing nothing in memory). `config` is its whole configuration.
  */
-class OtherCatalog extends Context.Tag("test/OtherCatalog")<OtherCatalog, { readonly base: string }>() {}
+class OtherCatalog extends Context.Service<OtherCatalog, { readonly base: string }>()("test/OtherCatalog") {}
 
 const OtherCatalogLive = (config: ConfigProvider.ConfigProvider) =>
-  Layer.scoped(
+  Layer.effect(
     OtherCatalog,
     Effect.gen(function*() {
       const context = yield* Layer.build(listen(Layer.fresh(CatalogHttpLive), { port: 0, host: "127.0.0.1" }))
@@ -447,15 +447,15 @@ describe("limits: defaults (SPEC 8)", () => {
       })
       // A bad setting is refused rather than ignored.
       const refused = yield* Effect.exit(
-        Effect.provide(CatalogLimits, CatalogLimits.Default).pipe(
+        Effect.provide(CatalogLimits, CatalogLimits.layer).pipe(
           Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["CATALOG_RATE_BURST", "0"]])))
         )
       )
       expect(refused._tag).toBe("Failure")
     }).pipe(
       Effect.provide(
-        RequestBudget.DefaultWithoutDependencies.pipe(
-          Layer.provideMerge(Layer.merge(CatalogLimits.Default, RateLimiterMemory))
+        RequestBudget.layerWithoutDependencies.pipe(
+          Layer.provideMerge(Layer.merge(CatalogLimits.layer, RateLimiterMemory))
         )
       ),
       Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))

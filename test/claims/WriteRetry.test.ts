@@ -3,7 +3,7 @@
  * the whole transaction rolled back, so the retry is a fresh attempt and the client sees one answer,
  * never a 500 (SPEC 7.1: 5xx only for the server's own failures).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Redacted } from "effect"
 import Pg from "pg"
@@ -47,7 +47,7 @@ describe("write retries (SPEC 7.1)", () => {
             { timeoutMs: 10_000, intervalMs: 20 }
           )
 
-        const submission = yield* Effect.fork(
+        const submission = yield* Effect.forkChild(
           f.call("POST", `/v2/claims/${work}/submission`, { key: f.siteUser.key })
         )
         yield* waiting("%claim_event_lock%nextval%")
@@ -57,7 +57,7 @@ describe("write retries (SPEC 7.1)", () => {
             (error: { code?: string }) => `failed ${error.code}`
           )
         )
-        const otherOutcome = yield* Effect.fork(blocked)
+        const otherOutcome = yield* Effect.forkChild(blocked)
         // The submission is aborted and retried; its retry now waits for the row the other holds.
         expect(yield* Fiber.join(otherOutcome)).toBe("locked")
         yield* Effect.promise(() => other.query("COMMIT"))

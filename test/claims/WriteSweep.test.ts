@@ -3,7 +3,7 @@
  * days until the day after, request budgets until a day untouched. The sweep every catalog process
  * runs removes the rest, and nothing else: the identity provider's buckets are its own job's.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { ReadCache } from "../../src/catalog/shared/ReadCache.js"
@@ -11,7 +11,7 @@ import { Writes } from "../../src/catalog/writes/Writes.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
 import { serverLayerOptions } from "../support/TestServers.js"
 
-const WritesLive = Writes.Default.pipe(Layer.provide(ReadCache.Default), Layer.provideMerge(TestSqlLive))
+const WritesLive = Writes.layer.pipe(Layer.provide(ReadCache.layer), Layer.provideMerge(TestSqlLive))
 
 describe("the write platform's sweep (DECISIONS 9, 20)", () => {
   layer(WritesLive, serverLayerOptions())((it) => {

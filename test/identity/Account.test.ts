@@ -3,7 +3,7 @@
  * account, display fields, email change, password change, sessions, and registration that signs
  * the new user in, with their envelope codes; emailed codes read from the development mailbox.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import * as Jose from "jose"
@@ -196,7 +196,7 @@ describe("Self-service account endpoints", () => {
         // its "is the address free?" check: the request's write then meets the unique index.
         const answer = yield* Effect.gen(function*() {
           yield* sql`UPDATE users SET email = ${target} WHERE id = ${other.id}`
-          const request = yield* Effect.fork(
+          const request = yield* Effect.forkChild(
             call(identity, "PUT", "/auth/email", { token: accessToken, body: { email: target, code } })
           )
           yield* eventually(

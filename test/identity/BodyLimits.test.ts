@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Config } from "effect"
-import { ConfigProvider, Effect, Either } from "effect"
+import { ConfigProvider, Effect, Result } from "effect"
 import * as Crypto from "node:crypto"
 import { catalogMaxBodyBytes, identityMaxBodyBytes } from "../../src/platform/Config.js"
 import {
@@ -37,7 +37,7 @@ const loginForm = (identity: string) =>
   })
 
 const read = <A>(config: Config.Config<A>, settings: Record<string, string>) =>
-  Effect.either(Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map(Object.entries(settings)))))
+  Effect.result(Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map(Object.entries(settings)))))
 
 const discovery = (identity: string) =>
   promise(() => fetch(`${identity}/api/v1/.well-known/openid-configuration`).then((res) => res.status))
@@ -201,9 +201,9 @@ describe("identity request bodies (RFC 9110 section 15.5.14)", () => {
   })
   it.effect("IDENTITY_MAX_BODY_BYTES defaults to 64 KiB, MAX_JSON_BODY_BYTES to 1 MiB; zero or negative is refused", () =>
     Effect.gen(function*() {
-      expect(yield* read(identityMaxBodyBytes, {})).toEqual(Either.right(65536))
-      expect(yield* read(catalogMaxBodyBytes, {})).toEqual(Either.right(1024 * 1024))
-      expect(yield* read(identityMaxBodyBytes, { IDENTITY_MAX_BODY_BYTES: "1024" })).toEqual(Either.right(1024))
+      expect(yield* read(identityMaxBodyBytes, {})).toEqual(Result.succeed(65536))
+      expect(yield* read(catalogMaxBodyBytes, {})).toEqual(Result.succeed(1024 * 1024))
+      expect(yield* read(identityMaxBodyBytes, { IDENTITY_MAX_BODY_BYTES: "1024" })).toEqual(Result.succeed(1024))
       for (const bad of ["0", "-1", "lots"]) {
         expect((yield* read(identityMaxBodyBytes, { IDENTITY_MAX_BODY_BYTES: bad }))._tag, bad).toBe("Left")
         expect((yield* read(catalogMaxBodyBytes, { MAX_JSON_BODY_BYTES: bad }))._tag, bad).toBe("Left")

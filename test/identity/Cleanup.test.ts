@@ -4,15 +4,15 @@
  * older than the idle timeout, and rate limit rows untouched for a day; live rows stay. Batches are
  * small here (2) so a run needs several, and two runs at once (two processes) share the work.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
 import { IdentityCleanup } from "../../src/identity/cleanup/Cleanup.js"
 import { IdentityConfig } from "../../src/identity/IdentityConfig.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
 
-const Env = IdentityCleanup.Default.pipe(
-  Layer.provide(IdentityConfig.Default),
+const Env = IdentityCleanup.layer.pipe(
+  Layer.provide(IdentityConfig.layer),
   Layer.provideMerge(TestSqlLive),
   Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
     new Map([["IDENTITY_CLEANUP_INTERVAL_SECONDS", "0"], ["IDENTITY_CLEANUP_BATCH_SIZE", "2"]])

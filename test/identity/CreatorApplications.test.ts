@@ -4,7 +4,7 @@
  * would: `dist/src/cli/main.js`; `npm test` builds first), over the test servers' database
  * (src/identity/creator/CreatorApplications.ts).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
 import * as Jose from "jose"

@@ -48,7 +48,7 @@ describe("Envelope codes (SPEC 7.2)", () => {
         message: "Wrong password",
         data: null
       })
-      const notOk = yield* Effect.either(
+      const notOk = yield* Effect.result(
         Schema.decodeUnknown(Envelope(Schema.Null))({ code: 10001, message: "", data: null })
       )
       expect(notOk._tag).toBe("Left")

@@ -6,7 +6,7 @@
  * at a time on top of an otherwise valid request (valid client, session, CSRF tokens) so the hostile
  * value reaches as deep as it can. Every answer is below 500; 4xx answers are in the route's style.
  */
-import { HttpApi } from "@effect/platform"
+import { HttpApi } from "effect/http-api"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Schema, SchemaAST } from "effect"
 import * as Crypto from "node:crypto"

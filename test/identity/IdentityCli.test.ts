@@ -3,7 +3,7 @@
  * them (`dist/src/cli/main.js`; `npm test` builds first), against the test servers' database.
  * Starting the CLI costs a second or two, so independent commands run side by side.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
 import * as Jose from "jose"
@@ -125,7 +125,7 @@ describe("identity CLI: user, role, client, keys", () => {
           expect(Date.parse(rotated.activates_at) - Date.now()).toBeGreaterThan(60_000)
           const keys = yield* Effect.provide(
             SigningKeys,
-            SigningKeys.Default.pipe(Layer.provide(Layer.succeedContext(yield* Effect.context<SqlClient.SqlClient>())))
+            SigningKeys.layer.pipe(Layer.provide(Layer.succeedContext(yield* Effect.context<SqlClient.SqlClient>())))
           )
           const kids = (yield* keys.jwks).keys.map((k) => k.kid)
           expect(kids).toContain(rotated.kid)

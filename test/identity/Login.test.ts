@@ -3,7 +3,7 @@
  * answers the envelope and sets the session cookie; wrong credentials, banned accounts and brute
  * force get envelope errors; `GET /auth/me` shows 10001/10002/10003.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
 import * as Jose from "jose"
@@ -258,7 +258,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         const sql = yield* SqlClient.SqlClient
         const user = yield* createUser()
         const oldHash = yield* Effect.flatMap(Passwords, (passwords) => passwords.hash(user.password)).pipe(
-          Effect.provide(Passwords.Default.pipe(
+          Effect.provide(Passwords.layer.pipe(
             Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["IDENTITY_SCRYPT_LOG_N", "15"]]))))
           ))
         )

@@ -5,7 +5,7 @@
  * never send one message twice; the development mailbox lists the outbox where it is enabled and is
  * an unknown path elsewhere.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer, Logger, LogLevel } from "effect"
 import * as Net from "node:net"
@@ -19,7 +19,7 @@ import { IdentityServers, IdentityTestEnv, serverLayerOptions } from "../support
 import { sleepReal } from "../support/Problems.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
 
-const freePort = Effect.async<number>((resume) => {
+const freePort = Effect.callback<number>((resume) => {
   const server = Net.createServer()
   server.listen(0, "127.0.0.1", () => {
     const { port } = server.address() as Net.AddressInfo
@@ -55,10 +55,10 @@ const smtpServer = (port: number) =>
       }
     })
     yield* Effect.acquireRelease(
-      Effect.async<void>((resume) => {
+      Effect.callback<void>((resume) => {
         server.listen(port, "127.0.0.1", () => resume(Effect.void))
       }),
-      () => Effect.async<void>((resume) => server.close(() => resume(Effect.void)))
+      () => Effect.callback<void>((resume) => server.close(() => resume(Effect.void)))
     )
     return { received, withSubject: (subject: string) => received.filter((m) => m.raw.includes(subject)) }
   })
@@ -68,8 +68,8 @@ const settings = (entries: Record<string, string>) =>
 
 /** `Mailer` and a delivery worker sending to `smtp://127.0.0.1:<port>`, over the test's database. */
 const worker = (port: number) =>
-  Layer.mergeAll(Mailer.Default, MailDelivery.Default).pipe(
-    Layer.provideMerge(MailConfig.Default),
+  Layer.mergeAll(Mailer.layer, MailDelivery.layer).pipe(
+    Layer.provideMerge(MailConfig.layer),
     Layer.provide(settings({ SMTP_URL: `smtp://127.0.0.1:${port}` })),
     // A refused connection is logged as a warning at every attempt; the test checks the rows instead.
     Layer.provide(Logger.minimumLogLevel(LogLevel.Error)),
@@ -187,13 +187,13 @@ describe("Mail delivery over SMTP", () => {
           const smtp = yield* smtpServer(port)
           const batch = unique()
           const subjects = Array.from({ length: 40 }, (_, i) => `Batch ${batch} #${i}.`)
-          const mailer = yield* Mailer.pipe(Effect.provide(Mailer.Default))
+          const mailer = yield* Mailer.pipe(Effect.provide(Mailer.layer))
           // One transaction queues them all: the workers see every row at the same moment.
           yield* Effect.forEach(subjects, (subject) => mailer.send({ to: "many@example.com", subject, text: subject }))
             .pipe(sql.withTransaction, Effect.orDie)
           const rolledBack = `Rolled back ${batch}`
           yield* mailer.send({ to: "many@example.com", subject: rolledBack, text: "never" }).pipe(
-            Effect.zipRight(Effect.fail("abort")),
+            Effect.andThen(Effect.fail("abort")),
             sql.withTransaction,
             Effect.ignore
           )
@@ -221,7 +221,7 @@ describe("Mail delivery over SMTP", () => {
 describe("Development mailbox setting (MAIL config)", () => {
   const read = (entries: Record<string, string>) =>
     MailConfig.pipe(
-      Effect.provide(MailConfig.Default),
+      Effect.provide(MailConfig.layer),
       Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(entries))))
     )
 
@@ -245,7 +245,7 @@ describe("GET /api/v1/dev/mailbox and /api/v1/ui/dev/mailbox", () => {
     it.effect("list the messages for an address (case-insensitively) oldest first, in the envelope and as a page", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
-        const mailer = yield* Mailer.pipe(Effect.provide(Mailer.Default))
+        const mailer = yield* Mailer.pipe(Effect.provide(Mailer.layer))
         const me = `dev_${unique()}@example.com`
         yield* mailer.send({ to: me, subject: "First <code>", text: "one", html: "<p>one</p>" })
         yield* mailer.send({ to: `other_${unique()}@example.com`, subject: "Not yours", text: "x" })

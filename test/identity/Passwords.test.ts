@@ -4,7 +4,7 @@ import { parseHash, Passwords } from "../../src/identity/crypto/Passwords.js"
 
 // Small costs keep the suite fast; the parameters travel in the hash string either way.
 const withLogN = (logN: number) =>
-  Passwords.Default.pipe(
+  Passwords.layer.pipe(
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["IDENTITY_SCRYPT_LOG_N", String(logN)]]))))
   )
 
@@ -70,7 +70,7 @@ describe("Passwords (DECISIONS 11)", () => {
       expect(stored).toMatch(/^scrypt\$131072\$8\$1\$/)
       expect(yield* passwords.verify("correct horse battery staple", stored)).toBe(true)
     }).pipe(
-      Effect.provide(Passwords.Default.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map())))))
+      Effect.provide(Passwords.layer.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map())))))
     ))
 
   it.effect("IDENTITY_SCRYPT_CONCURRENCY=1: concurrent hashes wait their turn and all complete", () =>
@@ -81,7 +81,7 @@ describe("Passwords (DECISIONS 11)", () => {
       })
       for (const [i, stored] of hashes.entries()) expect(yield* passwords.verify(`pw-${i}`, stored)).toBe(true)
     }).pipe(
-      Effect.provide(Passwords.Default.pipe(
+      Effect.provide(Passwords.layer.pipe(
         Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
           new Map([["IDENTITY_SCRYPT_LOG_N", "10"], ["IDENTITY_SCRYPT_CONCURRENCY", "1"]])
         )))

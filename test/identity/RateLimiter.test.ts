@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import type { Attempt } from "../../src/platform/RateLimiter.js"
 import { RateLimiter, RateLimiterLive, RateLimiterMemory } from "../../src/platform/RateLimiter.js"
 import { TestSqlLive } from "../support/TestDatabase.js"

@@ -25,7 +25,7 @@ describe("Secrets", () => {
       const code = yield* secrets.authorizationCode
       expect(code).toMatch(/^[0-9a-f]{64}$/)
       expect(yield* secrets.token).not.toBe(token)
-    }).pipe(Effect.provide(Secrets.Default)))
+    }).pipe(Effect.provide(Secrets.layer)))
 
   it("stores secrets as SHA-256 hex and matches them back (FIPS 180-4 'abc' vector)", () => {
     expect(sha256Hex("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")

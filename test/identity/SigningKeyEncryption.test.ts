@@ -4,11 +4,11 @@
  * earlier schema are sealed at the next start, a changed secret stops start-up with a clear error
  * (never a new key), and the row's kid is authenticated (AES-GCM additional data, NIST SP 800-38D).
  */
-import { NodeContext } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
+import { NodeServices } from "@effect/platform-node"
+import { SqlClient } from "effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Either, Exit, Layer, Redacted } from "effect"
+import { ConfigProvider, Context, Effect, Result, Exit, Layer, Redacted } from "effect"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
 import { inject } from "vitest"
@@ -34,14 +34,14 @@ const provider = (settings: Record<string, string>) => ConfigProvider.fromMap(ne
 
 /** One process start: the key ring over the current database, with only these settings. */
 const start = (settings: Record<string, string> = { SHIORI_SECRET: SECRET }) =>
-  Layer.build(SigningKeys.Default).pipe(
+  Layer.build(SigningKeys.layer).pipe(
     Effect.map((context) => Context.get(context, SigningKeys)),
     Effect.withConfigProvider(provider(settings))
   )
 
 const cipherFor = (settings: Record<string, string>) =>
   Effect.scoped(
-    Layer.build(SigningKeyCipher.Default).pipe(
+    Layer.build(SigningKeyCipher.layer).pipe(
       Effect.map((context) => Context.get(context, SigningKeyCipher)),
       Effect.withConfigProvider(provider(settings))
     )
@@ -77,7 +77,7 @@ const expectNoPrivateMaterial = (row: Row, jwk: Jose.JWK) => {
 }
 
 const tokensOver = (keys: SigningKeys) =>
-  Tokens.DefaultWithoutDependencies.pipe(Layer.provide(Layer.succeed(SigningKeys, keys)))
+  Tokens.layerWithoutDependencies.pipe(Layer.provide(Layer.succeed(SigningKeys, keys)))
 
 /** An access token signed with the ring's key and verified through the same ring. */
 const signAndVerify = (keys: SigningKeys) =>
@@ -205,8 +205,8 @@ describe("signing keys encrypted at rest", () => {
           const error = yield* Effect.flip(start({ SHIORI_SECRET: SECRET, SIGNING_KEY_ENCRYPTION_KEY: bad }))
           expect(String(error)).toContain("SIGNING_KEY_ENCRYPTION_KEY must be 32 bytes")
         }
-        expect(Either.isRight(parseEncryptionKey(Crypto.randomBytes(32).toString("base64url")))).toBe(true)
-        expect(Either.isRight(parseEncryptionKey(Crypto.randomBytes(32).toString("hex").toUpperCase()))).toBe(true)
+        expect(Result.isSuccess(parseEncryptionKey(Crypto.randomBytes(32).toString("base64url")))).toBe(true)
+        expect(Result.isSuccess(parseEncryptionKey(Crypto.randomBytes(32).toString("hex").toUpperCase()))).toBe(true)
       }).pipe(Effect.scoped))
   })
 })

@@ -4,7 +4,7 @@
  * attacks of issue 4: code replay, PKCE mismatch and downgrade, redirect_uri mismatch, wrong secret,
  * refresh reuse, refresh by another client, scope widening, and 200 concurrent refreshes.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Jose from "jose"
@@ -213,7 +213,7 @@ describe("POST /api/v1/oauth/token", () => {
           refreshHash: Crypto.randomBytes(32).toString("hex")
         })
         expect(family._tag).toBe("None")
-      }).pipe(Effect.provide(Grants.Default)))
+      }).pipe(Effect.provide(Grants.layer)))
 
     it.effect("DECISIONS 4: 50 concurrent redemptions of one code: at most one answer, and its tokens end up dead", () =>
       Effect.gen(function*() {

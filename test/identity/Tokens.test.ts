@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, TestClock } from "effect"
+import { ConfigProvider, Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
 import { SigningKeys, SigningKeysTest } from "../../src/identity/keys/SigningKeys.js"
@@ -16,7 +17,7 @@ const config = (issuer?: string) =>
 const tokensOver = (keys: SigningKeys, issuer?: string) =>
   Effect.provide(
     Tokens,
-    Tokens.DefaultWithoutDependencies.pipe(
+    Tokens.layerWithoutDependencies.pipe(
       Layer.provide(Layer.succeed(SigningKeys, keys)),
       Layer.provide(config(issuer))
     )
@@ -24,7 +25,7 @@ const tokensOver = (keys: SigningKeys, issuer?: string) =>
 
 // The clock is set before the key ring is built: moving a TestClock forward afterwards would run
 // the ring's 60-second reload loop once for every minute since 1970.
-const TestLayer = Tokens.DefaultWithoutDependencies.pipe(
+const TestLayer = Tokens.layerWithoutDependencies.pipe(
   Layer.provideMerge(SigningKeysTest),
   Layer.provide(config()),
   Layer.provide(Layer.effectDiscard(TestClock.setTime(NOW)))

@@ -14,7 +14,7 @@ import { withListenerDown } from "../support/Listeners.js"
 import { expectProblem } from "../support/Problems.js"
 import { serverLayerOptions, testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 
-const Env = Layer.mergeAll(TestServersLive, ApiKeys.Default.pipe(Layer.provide(TestServersLive))).pipe(
+const Env = Layer.mergeAll(TestServersLive, ApiKeys.layer.pipe(Layer.provide(TestServersLive))).pipe(
   Layer.provide(testConfig())
 )
 

@@ -6,7 +6,7 @@
  * - parameterized statements go as named prepared statements (parsed and planned once per
  *   connection), everything else as before.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
 import { SqlLive } from "../../src/platform/Database.js"
@@ -23,7 +23,7 @@ describe("SqlLive statement timeout", () => {
     it.effect("cancels a statement past the limit (57014); the next statement on the pool runs", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        const slow = yield* Effect.either(sql`SELECT pg_sleep(3)`)
+        const slow = yield* Effect.result(sql`SELECT pg_sleep(3)`)
         expect(slow._tag).toBe("Left")
         if (slow._tag === "Left") expect((slow.left.cause as { code?: string }).code).toBe("57014")
         const [row] = yield* sql<{ timeout: string }>`SELECT current_setting('statement_timeout') AS timeout`
@@ -77,8 +77,8 @@ describe("SqlLive idle-in-transaction limit (docs/change-feed.md)", () => {
         const abandoned = yield* Effect.exit(
           sql`SELECT 1`.pipe(
             // Idleness inside the transaction is the subject here, so this pause is real time.
-            Effect.zipRight(Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1_000)))),
-            Effect.zipRight(sql`SELECT 2`),
+            Effect.andThen(Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1_000)))),
+            Effect.andThen(sql`SELECT 2`),
             sql.withTransaction
           )
         )

@@ -3,7 +3,7 @@
  * SPEC 7.1: every catalog error response is a problem document, no operation has an undeclared
  * 500, and every operation has a summary and a description.
  */
-import { OpenApi } from "@effect/platform"
+import { OpenApi } from "effect/http-api"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"

@@ -13,9 +13,9 @@ import { TestDatabaseUrlLive } from "../support/TestDatabase.js"
 import { serverLayerOptions, testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 
 /** A TCP proxy in front of PostgreSQL that a test can cut, like a network partition. */
-class Proxy extends Context.Tag("test/Proxy")<Proxy, { readonly cut: () => void; readonly url: Redacted.Redacted }>() {}
+class Proxy extends Context.Service<Proxy, { readonly cut: () => void; readonly url: Redacted.Redacted }>()("test/Proxy") {}
 
-const ProxyLive = Layer.scoped(
+const ProxyLive = Layer.effect(
   Proxy,
   Effect.gen(function*() {
     const target = new URL(Redacted.value(yield* DatabaseUrl))
@@ -32,7 +32,7 @@ const ProxyLive = Layer.scoped(
       upstream.on("error", close)
     })
     yield* Effect.acquireRelease(
-      Effect.async<void>((resume) => {
+      Effect.callback<void>((resume) => {
         server.listen(0, "127.0.0.1", () => resume(Effect.void))
       }),
       () =>
@@ -53,7 +53,7 @@ const ProxyLive = Layer.scoped(
   })
 ).pipe(Layer.provide(TestDatabaseUrlLive))
 
-const SqlThroughProxy = Layer.unwrapEffect(
+const SqlThroughProxy = Layer.unwrap(
   Effect.map(Proxy, ({ url }) => PgClient.layer({ url, maxConnections: 4, connectTimeout: "1 second" }))
 ).pipe(Layer.orDie)
 

@@ -20,10 +20,10 @@ export interface CatalogFixture {
   ) => Effect.Effect<{ readonly status: number; readonly headers: Headers; readonly body: any }>
 }
 
-export class Catalog extends Context.Tag("test/Catalog")<Catalog, CatalogFixture>() {}
+export class Catalog extends Context.Service<Catalog, CatalogFixture>()("test/Catalog") {}
 
 export const SeededCatalogLive = (options: { readonly works?: number; readonly seed?: number } = {}) =>
-  Layer.scoped(
+  Layer.effect(
     Catalog,
     Effect.gen(function*() {
       const { catalog } = yield* TestServers
@@ -51,7 +51,7 @@ export const SeededCatalogLive = (options: { readonly works?: number; readonly s
       return { base: catalog, sfwKey, nsfwKey, get }
     })
   ).pipe(
-    Layer.provideMerge(ApiKeys.Default),
+    Layer.provideMerge(ApiKeys.layer),
     Layer.provideMerge(TestServersLive),
     Layer.provide(testConfig())
   )

@@ -2,7 +2,7 @@
  * Real servers over a seeded catalog with the people and credentials the claim tests need: users
  * of two sites (one a creator), a moderator, and API keys of every kind a write can meet.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer, Redacted } from "effect"
 import type { Scope } from "../../schema/Annotations.js"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
@@ -45,14 +45,14 @@ export interface ClaimsFixtureShape {
   ) => Effect.Effect<{ readonly status: number; readonly headers: Headers; readonly body: any }>
 }
 
-export class ClaimsFixture extends Context.Tag("test/ClaimsFixture")<ClaimsFixture, ClaimsFixtureShape>() {}
+export class ClaimsFixture extends Context.Service<ClaimsFixture, ClaimsFixtureShape>()("test/ClaimsFixture") {}
 
 export const writeScopes: ReadonlyArray<Scope> = ["catalog:read", "claims:write", "moderation"]
 
 export const ClaimsFixtureLive = (
   options: { readonly works?: number; readonly config?: Record<string, string> } = {}
 ) =>
-  Layer.scoped(
+  Layer.effect(
     ClaimsFixture,
     Effect.gen(function*() {
       const { catalog } = yield* TestServers
@@ -114,7 +114,7 @@ export const ClaimsFixtureLive = (
       }
     })
   ).pipe(
-    Layer.provideMerge(ApiKeys.Default),
+    Layer.provideMerge(ApiKeys.layer),
     Layer.provideMerge(TestServersLive),
     Layer.provide(testConfig(options.config))
   )

@@ -28,7 +28,7 @@ export const eventually = <A, E, R>(
     const attempt: Effect.Effect<A, E, R> = Effect.flatMap(Effect.exit(effect), (exit) => {
       if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
       if (Cause.isInterruptedOnly(exit.cause) || Date.now() >= deadline) return exit
-      return Effect.zipRight(sleepReal(intervalMs), attempt)
+      return Effect.andThen(sleepReal(intervalMs), attempt)
     })
     return attempt
   })

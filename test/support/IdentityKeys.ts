@@ -4,7 +4,7 @@
  * can make (an expired token, a token with unusual claims) and the public key for attacks that
  * misuse it (HS256 keyed with the public key).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 import * as Jose from "jose"
 import { SigningKeyCipher } from "../../src/identity/keys/SigningKeyCipher.js"
@@ -19,7 +19,7 @@ export const providerKey = Effect.gen(function*() {
   if (row === undefined) return yield* Effect.dieMessage("no signing key yet")
   const privateJwk = yield* cipher.open(row.kid, row.private_jwk_encrypted).pipe(Effect.orDie)
   return { kid: row.kid, privateJwk, publicJwk: row.public_jwk }
-}).pipe(Effect.provide(SigningKeyCipher.DefaultWithoutDependencies), Effect.orDie)
+}).pipe(Effect.provide(SigningKeyCipher.layerWithoutDependencies), Effect.orDie)
 
 /** Signs `claims` with the provider's own key (RS256), header `typ` as given. */
 export const signWithProviderKey = (claims: Jose.JWTPayload, typ = "at+jwt") =>

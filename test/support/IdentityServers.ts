@@ -26,9 +26,9 @@ export interface IdentityServersShape {
   readonly catalog: string
 }
 
-export class IdentityServers extends Context.Tag("test/IdentityServers")<IdentityServers, IdentityServersShape>() {}
+export class IdentityServers extends Context.Service<IdentityServers, IdentityServersShape>()("test/IdentityServers") {}
 
-const freePort = Effect.async<number>((resume) => {
+const freePort = Effect.callback<number>((resume) => {
   const server = Net.createServer()
   server.listen(0, "127.0.0.1", () => {
     const address = server.address() as Net.AddressInfo
@@ -65,7 +65,7 @@ export interface ServerOptions {
 }
 
 const ServersLive = (overrides: Record<string, string>, options: ServerOptions) =>
-  Layer.scoped(
+  Layer.effect(
     IdentityServers,
     Effect.gen(function*() {
       const port = yield* freePort
@@ -89,9 +89,9 @@ const ServersLive = (overrides: Record<string, string>, options: ServerOptions) 
 
 /** Servers plus `Users` and `Clients` over the same database, for setting up accounts. */
 export const IdentityTestEnv = (overrides: Record<string, string> = {}, options: ServerOptions = {}) =>
-  Layer.mergeAll(ServersLive(overrides, options), Users.DefaultWithoutDependencies, Clients.Default).pipe(
-    Layer.provide(Passwords.Default),
-    Layer.provideMerge(Layer.mergeAll(ServerConfig.Default, AppSecret.Default)),
+  Layer.mergeAll(ServersLive(overrides, options), Users.layerWithoutDependencies, Clients.layer).pipe(
+    Layer.provide(Passwords.layer),
+    Layer.provideMerge(Layer.mergeAll(ServerConfig.layer, AppSecret.layer)),
     Layer.provideMerge(TestSqlLive),
     Layer.provide(Layer.setConfigProvider(withSettings({ ...baseSettings, ...overrides }))),
     // @effect/vitest memoizes layers across the `it.layer` blocks of a file: each env stands alone.

@@ -3,7 +3,7 @@
  * are terminated and the database refuses new connections until `during` has run, so whatever
  * `during` does happens while nobody listens, and the listeners reconnect only afterwards.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { expect } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { inject } from "vitest"

@@ -3,10 +3,10 @@
  * with every kind of input (path, query, header, body) and failure (declared, defect, database
  * away), so each problem variant of SPEC 7.1 can be produced by a real HTTP request.
  */
-import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { HttpServer } from "@effect/platform"
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpServer } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import { createServer } from "node:http"
 import { problemCodeOnFailure } from "../../schema/Annotations.js"
@@ -37,9 +37,9 @@ const Limit = Schema.NumberFromString.pipe(
 const Body = Schema.Struct({
   name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(8)),
   tags: Schema.Array(Schema.String).pipe(Schema.maxItems(2)),
-  kind: Schema.Literal("a", "b"),
+  kind: Schema.Literals(["a", "b"]),
   nested: Schema.Struct({ count: Schema.Int.pipe(Schema.between(0, 10)) })
-}).annotations({ parseOptions: { errors: "all" } })
+}).annotate({ parseOptions: { errors: "all" } })
 
 class ProbeGroup extends HttpApiGroup.make("probe")
   .add(
@@ -47,8 +47,8 @@ class ProbeGroup extends HttpApiGroup.make("probe")
       .setUrlParams(
         Schema.Struct({
           limit: Schema.optional(Limit),
-          kind: Schema.optional(Schema.Literal("a", "b"))
-        }).annotations({ parseOptions: { errors: "all" } })
+          kind: Schema.optional(Schema.Literals(["a", "b"]))
+        }).annotate({ parseOptions: { errors: "all" } })
       )
       .setHeaders(Schema.Struct({ "x-probe": Schema.optional(Schema.Literal("yes")) }))
       .addSuccess(Schema.Struct({ ok: Schema.Boolean }))
@@ -123,9 +123,9 @@ const ProbeHealthLive = HttpApiBuilder.group(
   (handlers) => Effect.map(healthHandlers, (h) => handlers.handle("healthz", h.healthz).handle("readyz", h.readyz))
 )
 
-export class ProbeServer extends Context.Tag("test/ProbeServer")<ProbeServer, string>() {}
+export class ProbeServer extends Context.Service<ProbeServer, string>()("test/ProbeServer") {}
 
-export const ProbeServerLive = Layer.scoped(
+export const ProbeServerLive = Layer.effect(
   ProbeServer,
   Effect.gen(function*() {
     const routes = RouteTable.fromApi(ProbeApi)
@@ -139,4 +139,4 @@ export const ProbeServerLive = Layer.scoped(
     const address = Context.get(context, HttpServer.HttpServer).address
     return address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
   })
-).pipe(Layer.provide(ServerConfig.Default))
+).pipe(Layer.provide(ServerConfig.layer))

@@ -13,7 +13,7 @@ const withDatabase = (url: string, name: string) => {
 }
 
 /** `DatabaseUrl` of a new database; dropped when the layer is released. */
-export const TestDatabaseUrlLive = Layer.scoped(
+export const TestDatabaseUrlLive = Layer.effect(
   DatabaseUrl,
   Effect.gen(function*() {
     const admin = Redacted.make(inject("pgAdminUrl"))
@@ -40,7 +40,7 @@ export const TestDatabaseUrlLive = Layer.scoped(
  * here used to hide every setting a test passed with `testConfig`.
  */
 export const TestSqlLive = Layer.fresh(SqlLive).pipe(
-  Layer.provide(Layer.unwrapEffect(Effect.configProviderWith((current) =>
+  Layer.provide(Layer.unwrap(Effect.configProviderWith((current) =>
     Effect.succeed(Layer.setConfigProvider(
       ConfigProvider.fromMap(new Map([["DATABASE_POOL_SIZE", "10"]])).pipe(ConfigProvider.orElse(() => current))
     ))

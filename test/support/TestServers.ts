@@ -2,7 +2,7 @@
  * The real server stacks (the same layers `npm start` runs) on ephemeral ports over a fresh
  * database. Tests talk to them over real HTTP.
  */
-import { HttpServer } from "@effect/platform"
+import { HttpServer } from "effect/http"
 import { ConfigProvider, Context, type Duration, Effect, Layer } from "effect"
 import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
 import { IdentityHttpLive } from "../../src/identity/IdentityServer.js"
@@ -15,7 +15,7 @@ export interface TestServersShape {
   readonly identity: string
 }
 
-export class TestServers extends Context.Tag("test/TestServers")<TestServers, TestServersShape>() {}
+export class TestServers extends Context.Service<TestServers, TestServersShape>()("test/TestServers") {}
 
 const serveOn = <E, R>(http: Layer.Layer<never, E, R>) =>
   Effect.gen(function*() {
@@ -45,7 +45,7 @@ export const testConfig = (overrides: Record<string, string> = {}) =>
     )
   )
 
-export const TestServersLive = Layer.scoped(
+export const TestServersLive = Layer.effect(
   TestServers,
   Effect.gen(function*() {
     const catalog = yield* serveOn(Layer.fresh(CatalogHttpLive))
@@ -53,7 +53,7 @@ export const TestServersLive = Layer.scoped(
     return { catalog, identity }
   })
 ).pipe(
-  Layer.provideMerge(Layer.mergeAll(ServerConfig.Default, AppSecret.Default)),
+  Layer.provideMerge(Layer.mergeAll(ServerConfig.layer, AppSecret.layer)),
   Layer.provideMerge(TestSqlLive)
 )
 

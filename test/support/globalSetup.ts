@@ -3,7 +3,7 @@
  * embedded cluster in a temporary directory. A template database is migrated once; each test file
  * clones it (`CREATE DATABASE ... TEMPLATE`), so files never see each other's rows.
  */
-import { NodeContext } from "@effect/platform-node"
+import { NodeServices } from "@effect/platform-node"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import * as Fs from "node:fs"

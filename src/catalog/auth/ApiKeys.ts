@@ -3,8 +3,8 @@
  * bits shown once as `sk_<base64url>`, stored as a sha256 hash, bound to a site, a scope set and a
  * content limit.
  */
-import { SqlClient } from "@effect/sql"
-import { Data, Effect, Option, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import type { Scope } from "../../../schema/Annotations.js"
 import { Scopes } from "../../../schema/Annotations.js"
@@ -58,8 +58,8 @@ const toRecord = (row: Row): ApiKeyRecord => ({
 
 export const API_KEYS_CHANNEL = "shiori_api_keys"
 
-export class ApiKeys extends Effect.Service<ApiKeys>()("catalog/ApiKeys", {
-  effect: Effect.gen(function*() {
+export class ApiKeys extends Context.Service<ApiKeys>()("catalog/ApiKeys", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     const create = Effect.fn("ApiKeys.create")(function*(input: {
@@ -122,4 +122,6 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("catalog/ApiKeys", {
 
     return { create, list, revoke, findLive } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -7,7 +7,7 @@
  * The user's roles are read at that moment, whatever the credential carried. Tenant checks belong to
  * the operations, which know whose resource it is.
  */
-import { HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { Scope } from "../../../schema/Annotations.js"
 import { RequiredScope, Scopes } from "../../../schema/Annotations.js"
@@ -54,8 +54,8 @@ export const principalFromAccessToken = (claims: AccessTokenClaims): PrincipalSh
 })
 
 /** Looks up credentials, with a small cache in front of the database. */
-export class Credentials extends Effect.Service<Credentials>()("catalog/Credentials", {
-  scoped: Effect.gen(function*() {
+export class Credentials extends Context.Service<Credentials>()("catalog/Credentials", {
+  make: Effect.gen(function*() {
     const keys = yield* ApiKeys
     const accessTokens = yield* AccessTokenVerifier
     const cache = new Map<string, { readonly principal: PrincipalShape; readonly expires: number }>()
@@ -133,9 +133,11 @@ export class Credentials extends Effect.Service<Credentials>()("catalog/Credenti
     }
 
     return { authenticate, peek } as const
-  }),
-  dependencies: [ApiKeys.Default, AccessTokenVerifierJwks.pipe(Layer.provide(TokenLiveness.Default))]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([ApiKeys.layer, AccessTokenVerifierJwks.pipe(Layer.provide(TokenLiveness.layer))]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}
 
 /** `Authorization: Bearer <token>` with the scheme matched case-insensitively (RFC 7235 2.1). */
 export const bearerToken = (header: string | undefined): Option.Option<string> => {

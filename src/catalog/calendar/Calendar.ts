@@ -2,7 +2,7 @@
  * The release calendar: three windows over releases, keyset-paginated by (released_key, release id)
  * through the one pagination engine, with `meta` on every page.
  */
-import { DateTime, Effect } from "effect"
+import { Context, DateTime, Effect, Layer } from "effect"
 import type { CalendarWindow, ListCalendarParams } from "../../../schema/Api/CalendarApi.js"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import type { CalendarEntry, CalendarList, CalendarMeta } from "../../../schema/Catalog/Calendar.js"
@@ -25,8 +25,8 @@ export const calendarToday = Effect.map(
 const monthOfKey = (key: number): string =>
   `${String(Math.floor(key / 10000)).padStart(4, "0")}-${String(Math.floor(key / 100) % 100).padStart(2, "0")}`
 
-export class Calendar extends Effect.Service<Calendar>()("catalog/Calendar", {
-  effect: Effect.gen(function*() {
+export class Calendar extends Context.Service<Calendar>()("catalog/Calendar", {
+  make: Effect.gen(function*() {
     const repo = yield* CalendarRepo
     const cursors = yield* Cursors
 
@@ -95,6 +95,8 @@ export class Calendar extends Effect.Service<Calendar>()("catalog/Calendar", {
     })
 
     return { list } as const
-  }),
-  dependencies: [CalendarRepo.Default, Cursors.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([CalendarRepo.layer, Cursors.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

@@ -4,8 +4,8 @@
  * YYYYMM00..YYYYMM31, the year-only window the single key YYYY0000, the undated window NULL.
  * Content gate as in ReleasesRepo.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import type { CalendarEntry } from "../../../schema/Catalog/Calendar.js"
 import type { WorkBasic } from "../../../schema/Catalog/Work.js"
 import { partialDate, releaseGate } from "../releases/ReleasesRepo.js"
@@ -80,8 +80,8 @@ const toEntry = (row: CalendarRow): CalendarPageRow => ({
   }
 })
 
-export class CalendarRepo extends Effect.Service<CalendarRepo>()("catalog/CalendarRepo", {
-  effect: Effect.gen(function*() {
+export class CalendarRepo extends Context.Service<CalendarRepo>()("catalog/CalendarRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     const page = (options: {
@@ -129,4 +129,6 @@ export class CalendarRepo extends Effect.Service<CalendarRepo>()("catalog/Calend
 
     return { page, datedBounds } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

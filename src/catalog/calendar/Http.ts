@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
@@ -14,4 +14,4 @@ export const HttpCalendarLive = HttpApiBuilder.group(
       return handlers.handle("listCalendar", ({ urlParams }) =>
         Effect.flatMap(Principal, (p) => calendar.list(urlParams, p.contentLimit)), runToCompletion)
     })
-).pipe(Layer.provide(Calendar.Default))
+).pipe(Layer.provide(Calendar.layer))

@@ -3,7 +3,7 @@
  * the detail-only includes, and a character's appearances with their voices. Includes and voices
  * are fetched once per page or record.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { AppearancesParams, CharacterInclude, ListCharactersParams } from "../../../schema/Api/CharactersApi.js"
 import type { Appearance } from "../../../schema/Catalog/Appearance.js"
 import type { Character, CharacterTrait } from "../../../schema/Catalog/Character.js"
@@ -57,8 +57,8 @@ const toCharacter = (row: CharacterRow, view: CharacterView): Character => ({
     : {})
 })
 
-export class Characters extends Effect.Service<Characters>()("catalog/Characters", {
-  effect: Effect.gen(function*() {
+export class Characters extends Context.Service<Characters>()("catalog/Characters", {
+  make: Effect.gen(function*() {
     const repo = yield* CharactersRepo
     const names = yield* CreditNamesRepo
     const parts = yield* EntityParts
@@ -162,6 +162,8 @@ export class Characters extends Effect.Service<Characters>()("catalog/Characters
     )
 
     return { list, get, appearances } as const
-  }),
-  dependencies: [CharactersRepo.Default, CreditNamesRepo.Default, EntityParts.Default, Cursors.Default, Gone.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([CharactersRepo.layer, CreditNamesRepo.layer, EntityParts.layer, Cursors.layer, Gone.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

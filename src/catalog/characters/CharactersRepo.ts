@@ -4,8 +4,8 @@
  * character that appears only in nsfw works. SQL failures die here (docs/life-of-a-request.md,
  * "Handlers, services and SQL").
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import type { Localized } from "../../../schema/Catalog/Common.js"
 import { UNDATED } from "../credits/CreditNamesRepo.js"
 import { workBasicColumns, type WorkBasicRow, workGate } from "../credits/Rows.js"
@@ -55,8 +55,8 @@ export interface AppearancePosition {
   readonly workId: string
 }
 
-export class CharactersRepo extends Effect.Service<CharactersRepo>()("catalog/CharactersRepo", {
-  effect: Effect.gen(function*() {
+export class CharactersRepo extends Context.Service<CharactersRepo>()("catalog/CharactersRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const undated = sql.literal(String(UNDATED))
 
@@ -144,4 +144,6 @@ export class CharactersRepo extends Effect.Service<CharactersRepo>()("catalog/Ch
 
     return { page, byIds, traits, appearances } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

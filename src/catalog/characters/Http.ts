@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
@@ -32,4 +32,4 @@ export const HttpCharactersLive = HttpApiBuilder.group(
           Effect.flatMap(nsfw, (n) =>
             characters.appearances(path.id, urlParams, n)), runToCompletion)
     })
-).pipe(Layer.provide(Characters.Default))
+).pipe(Layer.provide(Characters.layer))

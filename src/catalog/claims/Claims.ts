@@ -10,7 +10,7 @@
  * `pending` -> `declined` (note required), ban any claimed state -> `hidden` remembering it, unban
  * `hidden` -> the remembered state. Anything else is 409 `INVALID_STATE_TRANSITION`.
  */
-import { Effect, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import type { ListClaimsParams, QueueParams } from "../../../schema/Api/ClaimsApi.js"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
 import { holdsRole, type RouteRule } from "../../../schema/Api/Writes.js"
@@ -81,8 +81,8 @@ const isCreator = (principal: PrincipalShape) => Option.exists(principal.user, (
 
 const validation = (errors: ValidationFailed["errors"], detail: string) => new ValidationFailed({ detail, errors })
 
-export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
-  effect: Effect.gen(function*() {
+export class Claims extends Context.Service<Claims>()("catalog/Claims", {
+  make: Effect.gen(function*() {
     const repo = yield* ClaimsRepo
     const cursors = yield* Cursors
 
@@ -518,6 +518,8 @@ export class Claims extends Effect.Service<Claims>()("catalog/Claims", {
       })
 
     return { create, submit, release, decide, get, list, queue, events, snapshot } as const
-  }),
-  dependencies: [ClaimsRepo.Default, Cursors.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([ClaimsRepo.layer, Cursors.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

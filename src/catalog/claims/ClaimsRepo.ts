@@ -2,9 +2,9 @@
  * The claim tables (migrations/0021): statements only, run inside the transaction of the write
  * runner (src/catalog/writes/Writes.ts) for writes. Rules live in Claims.ts.
  */
-import { SqlClient } from "@effect/sql"
-import type { Statement } from "@effect/sql/Statement"
-import { Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { Statement } from "effect/sql/Statement"
+import { Context, Effect, Layer, Schema } from "effect"
 import { ClaimState } from "../../../schema/Catalog/Claim.js"
 import { searchDocument } from "../search/SearchKey.js"
 import { bigintId } from "../shared/Lanes.js"
@@ -84,8 +84,8 @@ export interface Bearer {
   readonly site: string | undefined
 }
 
-export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo", {
-  effect: Effect.gen(function*() {
+export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const decodeLocked = Schema.decodeUnknown(Schema.Array(LockedClaim))
     const decodeRecords = Schema.decodeUnknown(Schema.Array(RecordRow))
@@ -381,4 +381,6 @@ export class ClaimsRepo extends Effect.Service<ClaimsRepo>()("catalog/ClaimsRepo
       snapshotRow: orDie(snapshotRow)
     } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

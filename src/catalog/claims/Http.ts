@@ -2,7 +2,7 @@
  * Handlers of the claims, moderation and claim-event groups (schema/Api/ClaimsApi.ts). Every write
  * goes through the write runner with the rule its route declares.
  */
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer, Schema } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { claimRules } from "../../../schema/Api/ClaimsApi.js"
@@ -94,5 +94,5 @@ export const HttpClaimEventsLive = HttpApiBuilder.group(
 )
 
 export const HttpClaimGroupsLive = Layer.mergeAll(HttpClaimsLive, HttpModerationLive, HttpClaimEventsLive).pipe(
-  Layer.provide(Claims.Default)
+  Layer.provide(Claims.layer)
 )

@@ -2,7 +2,7 @@
  * Company reads: list and batch lanes, detail, and the family graph, all under the caller's content
  * gate for `work_count` (docs/api-contract.md, "Credentials, scopes and the content limit").
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { CompanyInclude, ListCompaniesParams } from "../../../schema/Api/CompaniesApi.js"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import type { Company, CompanyBasic, CompanyGraph, CompanyGraphNode } from "../../../schema/Catalog/Company.js"
@@ -13,8 +13,8 @@ import { Gone } from "../shared/Gone.js"
 import { bigintId, idListLanes } from "../shared/Lanes.js"
 import { CompaniesRepo } from "./CompaniesRepo.js"
 
-export class Companies extends Effect.Service<Companies>()("catalog/Companies", {
-  effect: Effect.gen(function*() {
+export class Companies extends Context.Service<Companies>()("catalog/Companies", {
+  make: Effect.gen(function*() {
     const repo = yield* CompaniesRepo
     const parts = yield* EntityParts
     const gone = yield* Gone
@@ -113,6 +113,8 @@ export class Companies extends Effect.Service<Companies>()("catalog/Companies", 
     )
 
     return { list, get, graph } as const
-  }),
-  dependencies: [CompaniesRepo.Default, EntityParts.Default, Gone.Default, Cursors.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([CompaniesRepo.layer, EntityParts.layer, Gone.layer, Cursors.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

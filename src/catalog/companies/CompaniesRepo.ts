@@ -3,8 +3,8 @@
  * (docs/api-contract.md, "Credentials, scopes and the content limit"): `work_count` counts every
  * live work, `work_count_sfw` only the sfw ones.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import type { CompanyId } from "../../../schema/Catalog/Common.js"
 import type { CompanyBasic, CompanyGraphEdge, CompanyKind } from "../../../schema/Catalog/Company.js"
 
@@ -22,8 +22,8 @@ export interface GraphNodeRow {
   readonly reachable: number
 }
 
-export class CompaniesRepo extends Effect.Service<CompaniesRepo>()("catalog/CompaniesRepo", {
-  effect: Effect.gen(function*() {
+export class CompaniesRepo extends Context.Service<CompaniesRepo>()("catalog/CompaniesRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const workCount = (nsfw: boolean) => nsfw ? sql`c.work_count` : sql`c.work_count_sfw`
     const columns = (nsfw: boolean) =>
@@ -104,4 +104,6 @@ export class CompaniesRepo extends Effect.Service<CompaniesRepo>()("catalog/Comp
 
     return { page, byIds, count, graph, edges } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

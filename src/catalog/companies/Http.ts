@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
@@ -31,4 +31,4 @@ export const HttpCompaniesLive = HttpApiBuilder.group(
               )
             ), runToCompletion)
     })
-).pipe(Layer.provide(Companies.Default))
+).pipe(Layer.provide(Companies.layer))

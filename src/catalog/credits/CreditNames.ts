@@ -2,7 +2,7 @@
  * Credit names: the id-ordered collection and its batch lane, the detail read with the person's
  * public fields, and the credits of a name. Includes are fetched once per page or record.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { CreditNameInclude, ListCreditNamesParams, NameCreditsParams } from "../../../schema/Api/CreditNamesApi.js"
 import type { NameCredit } from "../../../schema/Catalog/Appearance.js"
 import type { CharacterId } from "../../../schema/Catalog/Common.js"
@@ -18,8 +18,8 @@ import { type CreditNameRow, groupBy, toCreditNameBasic, toWorkBasic } from "./R
 
 const skip = Effect.succeed(undefined)
 
-export class CreditNames extends Effect.Service<CreditNames>()("catalog/CreditNames", {
-  effect: Effect.gen(function*() {
+export class CreditNames extends Context.Service<CreditNames>()("catalog/CreditNames", {
+  make: Effect.gen(function*() {
     const repo = yield* CreditNamesRepo
     const parts = yield* EntityParts
     const cursors = yield* Cursors
@@ -146,6 +146,8 @@ export class CreditNames extends Effect.Service<CreditNames>()("catalog/CreditNa
     })
 
     return { list, get, credits } as const
-  }),
-  dependencies: [CreditNamesRepo.Default, EntityParts.Default, Cursors.Default, Gone.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([CreditNamesRepo.layer, EntityParts.layer, Cursors.layer, Gone.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

@@ -2,8 +2,8 @@
  * SQL of credit names and their credits. Every read applies the content gate (`creditNameGate`,
  * `workGate`); SQL failures die here (docs/life-of-a-request.md, "Handlers, services and SQL").
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import {
   creditNameColumns,
   creditNameFrom,
@@ -39,8 +39,8 @@ export interface VoiceRow extends CreditNameRow {
   readonly work_id: string
 }
 
-export class CreditNamesRepo extends Effect.Service<CreditNamesRepo>()("catalog/CreditNamesRepo", {
-  effect: Effect.gen(function*() {
+export class CreditNamesRepo extends Context.Service<CreditNamesRepo>()("catalog/CreditNamesRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const columns = creditNameColumns(sql)
     const from = creditNameFrom(sql)
@@ -110,4 +110,6 @@ export class CreditNamesRepo extends Effect.Service<CreditNamesRepo>()("catalog/
 
     return { page, byIds, ofPersons, voices, credits } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
@@ -33,4 +33,4 @@ export const HttpCreditNamesLive = HttpApiBuilder.group(
           Effect.flatMap(nsfw, (n) =>
             names.credits(path.id, urlParams, n)), runToCompletion)
     })
-).pipe(Layer.provide(CreditNames.Default))
+).pipe(Layer.provide(CreditNames.layer))

@@ -3,7 +3,7 @@
  * nested work at view=basic and a credit name at its basic face. Columns come from the SQL
  * fragments here so every query selects the same ones.
  */
-import type { SqlClient } from "@effect/sql"
+import type { SqlClient } from "effect/sql"
 import type { CreditNameId, LangTag, Localized, PersonId } from "../../../schema/Catalog/Common.js"
 import type { CreditNameBasic } from "../../../schema/Catalog/Credit.js"
 import type { WorkBasic } from "../../../schema/Catalog/Work.js"

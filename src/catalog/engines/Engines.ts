@@ -1,7 +1,7 @@
 /**
  * Engine reads: list and batch lanes, detail; `work_count` under the content gate.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { ListEnginesParams } from "../../../schema/Api/EnginesApi.js"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
@@ -10,8 +10,8 @@ import { Gone } from "../shared/Gone.js"
 import { bigintId, idListLanes } from "../shared/Lanes.js"
 import { EnginesRepo } from "./EnginesRepo.js"
 
-export class Engines extends Effect.Service<Engines>()("catalog/Engines", {
-  effect: Effect.gen(function*() {
+export class Engines extends Context.Service<Engines>()("catalog/Engines", {
+  make: Effect.gen(function*() {
     const repo = yield* EnginesRepo
     const gone = yield* Gone
     const cursors = yield* Cursors
@@ -45,6 +45,8 @@ export class Engines extends Effect.Service<Engines>()("catalog/Engines", {
     })
 
     return { list, get } as const
-  }),
-  dependencies: [EnginesRepo.Default, Gone.Default, Cursors.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([EnginesRepo.layer, Gone.layer, Cursors.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

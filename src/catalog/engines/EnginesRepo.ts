@@ -2,12 +2,12 @@
  * SQL of the engine reads; `work_count` from the column of the caller's content gate
  * (docs/api-contract.md, "Credentials, scopes and the content limit").
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import type { Engine } from "../../../schema/Catalog/Engine.js"
 
-export class EnginesRepo extends Effect.Service<EnginesRepo>()("catalog/EnginesRepo", {
-  effect: Effect.gen(function*() {
+export class EnginesRepo extends Context.Service<EnginesRepo>()("catalog/EnginesRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const columns = (nsfw: boolean) =>
       sql`'engine' AS object, e.id::text AS id, e.display_name,
@@ -34,4 +34,6 @@ export class EnginesRepo extends Effect.Service<EnginesRepo>()("catalog/EnginesR
 
     return { page, byIds, count } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -3,7 +3,7 @@
  * bucket shared by every process, and every site's daily write quotas per kind. All are
  * configuration; the defaults are ones a public deployment can keep.
  */
-import { Config, Effect } from "effect"
+import { Config, Context, Effect, Layer } from "effect"
 import type { QuotaKind } from "../../../schema/Api/Writes.js"
 import type { BucketPolicy } from "../../platform/RateLimiter.js"
 
@@ -16,8 +16,8 @@ export interface CatalogLimitsShape {
   readonly quotas: Readonly<Record<QuotaKind, number>>
 }
 
-export class CatalogLimits extends Effect.Service<CatalogLimits>()("catalog/CatalogLimits", {
-  effect: Effect.gen(function*() {
+export class CatalogLimits extends Context.Service<CatalogLimits>()("catalog/CatalogLimits", {
+  make: Effect.gen(function*() {
     const positive = (name: string, fallback: number) =>
       Config.number(name).pipe(
         Config.validate({ message: `${name} must be a positive number`, validation: (n) => n > 0 }),
@@ -36,4 +36,6 @@ export class CatalogLimits extends Effect.Service<CatalogLimits>()("catalog/Cata
       }
     } satisfies CatalogLimitsShape
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -9,12 +9,12 @@
  * `"requests";q=<burst>;w=<seconds to refill it>` and the state `"requests";r=<left>;t=<seconds
  * until full>`.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { type Admission, makeLeasedBudget, RateLimiter, RateLimiterLive } from "../../platform/RateLimiter.js"
 import { CatalogLimits } from "./Limits.js"
 
-export class RequestBudget extends Effect.Service<RequestBudget>()("catalog/RequestBudget", {
-  effect: Effect.gen(function*() {
+export class RequestBudget extends Context.Service<RequestBudget>()("catalog/RequestBudget", {
+  make: Effect.gen(function*() {
     const limits = yield* CatalogLimits
     const policy = limits.requests
     const budget = yield* makeLeasedBudget(yield* RateLimiter, policy, limits.leaseMax)
@@ -34,6 +34,8 @@ export class RequestBudget extends Effect.Service<RequestBudget>()("catalog/Requ
       takeNow: (owner: string) => budget.takeNow(`catalog:${owner}`),
       headers
     } as const
-  }),
-  dependencies: [CatalogLimits.Default, RateLimiterLive]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([CatalogLimits.layer, RateLimiterLive]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

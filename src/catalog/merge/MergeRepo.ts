@@ -4,9 +4,9 @@
  * `SqlError` is not turned into a defect here (unlike other repositories): the service retries the
  * whole transaction on a deadlock or serialization failure and dies after that.
  */
-import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { Context, Effect, Layer } from "effect"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
 
 export const entityTables: Readonly<Record<TargetObject, string>> = {
@@ -29,8 +29,8 @@ export interface EntityState {
 type Ids = ReadonlyArray<string>
 const ids = (rows: ReadonlyArray<{ readonly id: string }>): Ids => rows.map((r) => r.id)
 
-export class MergeRepo extends Effect.Service<MergeRepo>()("catalog/MergeRepo", {
-  effect: Effect.gen(function*() {
+export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const table = (object: TargetObject) => sql(entityTables[object])
 
@@ -99,7 +99,7 @@ export class MergeRepo extends Effect.Service<MergeRepo>()("catalog/MergeRepo", 
       return ids.length === 0 ? Effect.succeed(0) : sql`
           SELECT x.id FROM ${table(object)} x WHERE x.id = ANY(${ids}::bigint[]) ORDER BY x.id FOR SHARE
         `.pipe(
-        Effect.zipRight(sql`
+        Effect.andThen(sql`
           SELECT catalog_touch(${object}, x.id, NOT x.live) FROM ${table(object)} x
           WHERE x.id = ANY(${ids}::bigint[])
         `),
@@ -472,4 +472,6 @@ export class MergeRepo extends Effect.Service<MergeRepo>()("catalog/MergeRepo", 
       refreshCounts
     } as const satisfies Record<string, (...args: ReadonlyArray<any>) => Effect.Effect<any, SqlError>>
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -23,8 +23,8 @@
  * character instances), and a row that would then duplicate one of the survivor's is dropped.
  * Upstream refs (`entity_refs`) always move to the survivor.
  */
-import { SqlClient } from "@effect/sql"
-import { Data, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Data, Effect, Layer } from "effect"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
 import { isRetryableTransaction, transactionRetrySchedule } from "../../platform/SqlState.js"
 import { MergeRepo } from "./MergeRepo.js"
@@ -59,8 +59,8 @@ export interface MergeResult {
 
 const idPattern = /^[0-9]{1,19}$/
 
-export class Merges extends Effect.Service<Merges>()("catalog/Merges", {
-  effect: Effect.gen(function*() {
+export class Merges extends Context.Service<Merges>()("catalog/Merges", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* MergeRepo
 
@@ -230,6 +230,8 @@ export class Merges extends Effect.Service<Merges>()("catalog/Merges", {
     })
 
     return { merge } as const
-  }),
-  dependencies: [MergeRepo.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([MergeRepo.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

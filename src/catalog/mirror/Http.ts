@@ -7,7 +7,8 @@
  * schema walk costs about nine times the serialization. test/catalog/Mirror.test.ts decodes every
  * item with the schemas.
  */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerResponse } from "effect/http"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
@@ -34,4 +35,4 @@ export const HttpMirrorLive = HttpApiBuilder.group(
               )
             ), runToCompletion)
     })
-).pipe(Layer.provide(Mirror.Default))
+).pipe(Layer.provide(Mirror.layer))

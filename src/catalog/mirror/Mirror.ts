@@ -7,7 +7,7 @@
  * is empty and carries no cursor (so "page until `next_cursor` is absent" still terminates); the
  * client keeps the cursor that fetched it and polls with it.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import type { Change, Redirect } from "../../../schema/Catalog/Change.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
@@ -40,8 +40,8 @@ const badPosition = new InvalidCursor({
   }]
 })
 
-export class Mirror extends Effect.Service<Mirror>()("catalog/Mirror", {
-  effect: Effect.gen(function*() {
+export class Mirror extends Context.Service<Mirror>()("catalog/Mirror", {
+  make: Effect.gen(function*() {
     const repo = yield* MirrorRepo
     const cursors = yield* Cursors
     const cache = yield* ReadCache
@@ -104,7 +104,7 @@ export class Mirror extends Effect.Service<Mirror>()("catalog/Mirror", {
     )
 
     return { changes, redirects } as const
-  }),
-  // ReadCache comes from the server (CatalogServer.ts), shared with the works reads.
-  dependencies: [MirrorRepo.Default, Cursors.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -7,8 +7,8 @@
  * overtaken by a later commit, and nothing but the catalog's own commits decides what is served.
  * The walk uses the partial unique index on `position`: a page costs the same at any depth.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
 
 /** A feed position (decimal): where a row was published, in commit order. */
@@ -38,8 +38,8 @@ export interface FeedQuery {
   readonly sfw: boolean
 }
 
-export class MirrorRepo extends Effect.Service<MirrorRepo>()("catalog/MirrorRepo", {
-  effect: Effect.gen(function*() {
+export class MirrorRepo extends Context.Service<MirrorRepo>()("catalog/MirrorRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     const rfc3339 = (column: string) =>
@@ -87,4 +87,6 @@ export class MirrorRepo extends Effect.Service<MirrorRepo>()("catalog/MirrorRepo
 
     return { changes, redirects } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -5,7 +5,7 @@
  * foreign-filter cursor is 400 INVALID_CURSOR. Every sort ends with `id`, so a position is always
  * unique.
  */
-import { Effect, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import { InvalidCursor } from "../../../schema/Problem.js"
 import { AppSecret } from "../../platform/Config.js"
@@ -40,8 +40,8 @@ export const filterDigest = (filters: Record<string, unknown>): string => {
   return Crypto.createHash("sha256").update(canonical).digest("base64url").slice(0, 12)
 }
 
-export class Cursors extends Effect.Service<Cursors>()("catalog/Cursors", {
-  effect: Effect.gen(function*() {
+export class Cursors extends Context.Service<Cursors>()("catalog/Cursors", {
+  make: Effect.gen(function*() {
     const { secret } = yield* AppSecret
     const key = Crypto.createHmac("sha256", Redacted.value(secret)).update("shiori/cursor/v1").digest()
     const sign = (payload: string) => Crypto.createHmac("sha256", key).update(payload).digest().subarray(0, 16)
@@ -79,9 +79,11 @@ export class Cursors extends Effect.Service<Cursors>()("catalog/Cursors", {
       })
 
     return { encode, decode } as const
-  }),
-  dependencies: [AppSecret.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([AppSecret.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}
 
 /**
  * Cuts a page fetched with `limit + 1` rows: the extra row only proves there is a next page

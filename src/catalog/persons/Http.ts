@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
@@ -30,4 +30,4 @@ export const HttpPersonsLive = HttpApiBuilder.group(
               )
             ), runToCompletion)
     })
-).pipe(Layer.provide(Persons.Default))
+).pipe(Layer.provide(Persons.layer))

@@ -2,7 +2,7 @@
  * Persons (schema/Catalog/Person.ts): the id-ordered collection and its batch lane, and the detail
  * read; includes (`names`, `intros`, `links`, `refs`) fetched once per page or record.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { ListPersonsParams, PersonInclude } from "../../../schema/Api/PersonsApi.js"
 import type { Intro, LangTag, PersonId, WorkLink } from "../../../schema/Catalog/Common.js"
 import type { Person } from "../../../schema/Catalog/Person.js"
@@ -17,8 +17,8 @@ import { type PersonRow, PersonsRepo } from "./PersonsRepo.js"
 
 const skip = Effect.succeed(undefined)
 
-export class Persons extends Effect.Service<Persons>()("catalog/Persons", {
-  effect: Effect.gen(function*() {
+export class Persons extends Context.Service<Persons>()("catalog/Persons", {
+  make: Effect.gen(function*() {
     const repo = yield* PersonsRepo
     const names = yield* CreditNamesRepo
     const parts = yield* EntityParts
@@ -101,6 +101,8 @@ export class Persons extends Effect.Service<Persons>()("catalog/Persons", {
     })
 
     return { list, get } as const
-  }),
-  dependencies: [PersonsRepo.Default, CreditNamesRepo.Default, EntityParts.Default, Cursors.Default, Gone.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([PersonsRepo.layer, CreditNamesRepo.layer, EntityParts.layer, Cursors.layer, Gone.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

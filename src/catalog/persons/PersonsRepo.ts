@@ -3,8 +3,8 @@
  * credential only those with a name it may see (docs/api-contract.md,
  * "Credentials, scopes and the content limit"); SQL failures die here.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import type { Intro, Localized, WorkLink } from "../../../schema/Catalog/Common.js"
 import { creditNameGate } from "../credits/Rows.js"
 
@@ -20,8 +20,8 @@ export interface PersonRow {
   readonly birth_day: number | null
 }
 
-export class PersonsRepo extends Effect.Service<PersonsRepo>()("catalog/PersonsRepo", {
-  effect: Effect.gen(function*() {
+export class PersonsRepo extends Context.Service<PersonsRepo>()("catalog/PersonsRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     /**
@@ -83,4 +83,6 @@ export class PersonsRepo extends Effect.Service<PersonsRepo>()("catalog/PersonsR
 
     return { page, byIds, intros, links } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
 import { Effect } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { NotFound, problemCodeList, ProblemCodes, problemSlug, reasonList, Reasons } from "../../../schema/Problem.js"

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
@@ -24,4 +24,4 @@ export const HttpReleasesLive = HttpApiBuilder.group(
               )
             ), runToCompletion)
     })
-).pipe(Layer.provide(Releases.Default))
+).pipe(Layer.provide(Releases.layer))

@@ -2,7 +2,7 @@
  * Release reads: list (optionally one work's) and batch lanes, detail; content gate per
  * ReleasesRepo. Companies are part of every release; refs and links are includes.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { ListReleasesParams, ReleaseInclude } from "../../../schema/Api/ReleasesApi.js"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
@@ -17,8 +17,8 @@ import { ReleasesRepo } from "./ReleasesRepo.js"
 /** A work id no row can have: the filter then matches nothing. */
 const NO_ROW = "0"
 
-export class Releases extends Effect.Service<Releases>()("catalog/Releases", {
-  effect: Effect.gen(function*() {
+export class Releases extends Context.Service<Releases>()("catalog/Releases", {
+  make: Effect.gen(function*() {
     const repo = yield* ReleasesRepo
     const parts = yield* EntityParts
     const gone = yield* Gone
@@ -80,6 +80,8 @@ export class Releases extends Effect.Service<Releases>()("catalog/Releases", {
     )
 
     return { list, get } as const
-  }),
-  dependencies: [ReleasesRepo.Default, EntityParts.Default, Gone.Default, Cursors.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([ReleasesRepo.layer, EntityParts.layer, Gone.layer, Cursors.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

@@ -4,9 +4,9 @@
  * and, for an `sfw` credential, neither the release nor its work is nsfw (an all-ages console
  * edition of an nsfw work would otherwise name a work the credential may not see).
  */
-import { SqlClient } from "@effect/sql"
-import type { Statement } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { Statement } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import type { CompanyBasic } from "../../../schema/Catalog/Company.js"
 import type { Release, ReleaseCompany } from "../../../schema/Catalog/Release.js"
 
@@ -80,8 +80,8 @@ const toRelease = (row: ReleaseRow): ReleaseBase => ({
   updated_at: row.updated_at.toISOString()
 })
 
-export class ReleasesRepo extends Effect.Service<ReleasesRepo>()("catalog/ReleasesRepo", {
-  effect: Effect.gen(function*() {
+export class ReleasesRepo extends Context.Service<ReleasesRepo>()("catalog/ReleasesRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const select = sql`
       SELECT r.id::text AS id, r.work_id::text AS work_id, r.display_name, r.latin, r.lang, r.localized,
@@ -140,4 +140,6 @@ export class ReleasesRepo extends Effect.Service<ReleasesRepo>()("catalog/Releas
 
     return { page, byIds, companies } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -16,7 +16,7 @@
  * - Before each count it catches up with one indexed read of the rows written since its last read
  *   (`work_facets.txid`, migrations/0009): a count sees every write committed before it began.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Config, Duration, Effect, Schedule } from "effect"
 
 /** The facets counted here (`content_rating` is counted from the database's two id lists). */
@@ -297,7 +297,7 @@ export const makeFacetIndex = Effect.gen(function*() {
 
   if (enabled) {
     yield* load.pipe(
-      Effect.tapErrorCause((cause) =>
+      Effect.tapCause((cause) =>
         Effect.logWarning("facet index: load failed; retrying (searches count in SQL)", cause)
       ),
       Effect.retry(Schedule.spaced(Duration.seconds(5))),

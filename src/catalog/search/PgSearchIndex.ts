@@ -16,8 +16,8 @@
  *   about a minute. A query's matches are listed by the database and counted in memory
  *   (FacetIndex.ts); a filter without a query counts in SQL.
  */
-import { SqlClient } from "@effect/sql"
-import type { Fragment } from "@effect/sql/Statement"
+import { SqlClient } from "effect/sql"
+import type { Fragment } from "effect/sql/Statement"
 import { Effect, Layer } from "effect"
 import type { WorkFacet } from "../../../schema/Api/WorksApi.js"
 import { workFacets } from "../../../schema/Api/WorksApi.js"
@@ -76,7 +76,7 @@ const cacheKey = (kind: string, request: SearchRequest, extra: unknown = null) =
     extra
   ])
 
-export const PgSearchIndexLive = Layer.scoped(
+export const PgSearchIndexLive = Layer.effect(
   SearchIndex,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient

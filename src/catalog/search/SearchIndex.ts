@@ -52,4 +52,4 @@ export interface SearchIndexShape {
   ) => Effect.Effect<Readonly<Record<string, ReadonlyArray<FacetValue>>>>
 }
 
-export class SearchIndex extends Context.Tag("catalog/SearchIndex")<SearchIndex, SearchIndexShape>() {}
+export class SearchIndex extends Context.Service<SearchIndex, SearchIndexShape>()("catalog/SearchIndex") {}

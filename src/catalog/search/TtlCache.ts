@@ -57,7 +57,7 @@ export const makeTtlCache = <V>(options: {
         ),
         Effect.flatMap((exit) => Deferred.done(deferred, exit)),
         // Detached: a client that goes away does not cancel the computation others wait for.
-        Effect.forkDaemon
+        Effect.forkDetach
       )
       return deferred
     })

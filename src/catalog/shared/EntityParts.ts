@@ -3,8 +3,8 @@
  * links, refs, images), loaded for a whole page at once: one `= ANY($ids)` query per include,
  * never one per row. Rows come back grouped by entity id, in their stored order.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import type { EntityName, Image, Intro, Ref, WorkLink } from "../../../schema/Catalog/Common.js"
 
 export type EntityType = "work" | "release" | "character" | "credit_name" | "person" | "company" | "tag" | "engine"
@@ -23,8 +23,8 @@ const grouped = <Row extends { readonly entity_id: string }, A>(
   return out
 }
 
-export class EntityParts extends Effect.Service<EntityParts>()("catalog/EntityParts", {
-  effect: Effect.gen(function*() {
+export class EntityParts extends Context.Service<EntityParts>()("catalog/EntityParts", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     /** Served aliases (`search_hint` aliases are internal and never appear). */
@@ -110,4 +110,6 @@ export class EntityParts extends Effect.Service<EntityParts>()("catalog/EntityPa
 
     return { aliases, intros, links, refs, images } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -3,14 +3,14 @@
  * anything else that is not visible is 404 NOT_FOUND (docs/api-contract.md,
  * "Errors: catalog problem documents").
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import type { EntityObject } from "../../../schema/Api/Paths.js"
 import { EntityMerged, NotFound } from "../../../schema/Problem.js"
 import { bigintId } from "./Lanes.js"
 
-export class Gone extends Effect.Service<Gone>()("catalog/Gone", {
-  effect: Effect.gen(function*() {
+export class Gone extends Context.Service<Gone>()("catalog/Gone", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     /**
@@ -46,4 +46,6 @@ export class Gone extends Effect.Service<Gone>()("catalog/Gone", {
 
     return { missing, mergedAmong } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -21,7 +21,7 @@
  * Hot answers skip the stack's spans and logs; they are counted by the `catalog_hot_responses`
  * metric.
  */
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Context, Effect, Layer, Metric, Option } from "effect"
 import { RequiredScope, type Scope } from "../../../schema/Annotations.js"
 import { Principal, type PrincipalShape } from "../../../schema/Api/Security.js"
@@ -62,7 +62,7 @@ interface Entry {
   readonly generation: number
 }
 
-export class HotResponses extends Context.Tag("catalog/HotResponses")<HotResponses, {
+export class HotResponses extends Context.Service<HotResponses, {
   /**
    * Runs `compute` for the current principal and answers with its result (200, or 304 for a matching
    * `If-None-Match` when it has an ETag), remembering it for the preemption hook.
@@ -74,7 +74,7 @@ export class HotResponses extends Context.Tag("catalog/HotResponses")<HotRespons
     E,
     R | Principal | HttpServerRequest.HttpServerRequest | HttpRouter.RouteContext
   >
-}>() {}
+}>()("catalog/HotResponses") {}
 
 /** The stack's answer: `compressed` is the body's gzip representation when the client accepts it. */
 const answerOf = (answer: Answer, compressed: Buffer | undefined) => {

@@ -27,14 +27,14 @@
  * Size. Least recently used entries go beyond `CATALOG_CACHE_MB` (default 32, counted as string
  * length); `0` turns the cache off (every read computes). Per process: instances do not share it.
  */
-import { Config, Deferred, Effect, Exit, FiberId } from "effect"
+import { Config, Context, Deferred, Effect, Exit, FiberId, Layer } from "effect"
 import { keepListening } from "../../platform/Notifications.js"
 import { makeByteLru } from "./ByteLru.js"
 
 export const CATALOG_CHANNEL = "catalog_changed"
 
-export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", {
-  scoped: Effect.gen(function*() {
+export class ReadCache extends Context.Service<ReadCache>()("catalog/ReadCache", {
+  make: Effect.gen(function*() {
     const maxWeight = (yield* Config.number("CATALOG_CACHE_MB").pipe(Config.withDefault(32))) * 1024 * 1024
     const ttlMs = (yield* Config.number("CATALOG_CACHE_SECONDS").pipe(Config.withDefault(60))) * 1000
 
@@ -93,8 +93,8 @@ export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", 
               return Deferred.done(deferred, exit)
             })
           ),
-          Effect.forkDaemon,
-          Effect.zipRight(Deferred.await(deferred))
+          Effect.forkDetach,
+          Effect.andThen(Deferred.await(deferred))
         )
       })
 
@@ -111,4 +111,6 @@ export class ReadCache extends Effect.Service<ReadCache>()("catalog/ReadCache", 
       size: entries.size
     } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
@@ -18,4 +18,4 @@ export const HttpStatsLive = HttpApiBuilder.group(
           Effect.flatMap((counts) => conditionalJson(CatalogStats, counts))
         ), runToCompletion)
     })
-).pipe(Layer.provide(Stats.Default))
+).pipe(Layer.provide(Stats.layer))

@@ -4,14 +4,14 @@
  * at most once per content limit every STATS_TTL and serves that result meanwhile. Failures are not
  * cached.
  */
-import { Cache, Duration, Effect, Exit } from "effect"
+import { Cache, Context, Duration, Effect, Exit, Layer } from "effect"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import { StatsRepo } from "./StatsRepo.js"
 
 export const STATS_TTL = Duration.seconds(10)
 
-export class Stats extends Effect.Service<Stats>()("catalog/Stats", {
-  effect: Effect.gen(function*() {
+export class Stats extends Context.Service<Stats>()("catalog/Stats", {
+  make: Effect.gen(function*() {
     const repo = yield* StatsRepo
     const cache = yield* Cache.makeWith({
       capacity: 2,
@@ -20,6 +20,8 @@ export class Stats extends Effect.Service<Stats>()("catalog/Stats", {
     })
     const get = (limit: ContentLimit) => cache.get(limit).pipe(Effect.withSpan("Stats.get"))
     return { get } as const
-  }),
-  dependencies: [StatsRepo.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([StatsRepo.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

@@ -3,12 +3,12 @@
  * the content gate (docs/api-contract.md, "Credentials, scopes and the content limit");
  * `characters.nsfw` marks characters that appear only in nsfw works.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import type { CatalogStats } from "../../../schema/Catalog/Stats.js"
 
-export class StatsRepo extends Effect.Service<StatsRepo>()("catalog/StatsRepo", {
-  effect: Effect.gen(function*() {
+export class StatsRepo extends Context.Service<StatsRepo>()("catalog/StatsRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     const counts = (nsfw: boolean) =>
@@ -27,4 +27,6 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("catalog/StatsRepo", 
 
     return { counts } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

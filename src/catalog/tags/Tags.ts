@@ -1,7 +1,7 @@
 /**
  * Tag reads: list and batch lanes, detail; `work_count` under the content gate.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import type { ListTagsParams } from "../../../schema/Api/TagsApi.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
@@ -10,8 +10,8 @@ import { Gone } from "../shared/Gone.js"
 import { bigintId, idListLanes } from "../shared/Lanes.js"
 import { TagsRepo } from "./TagsRepo.js"
 
-export class Tags extends Effect.Service<Tags>()("catalog/Tags", {
-  effect: Effect.gen(function*() {
+export class Tags extends Context.Service<Tags>()("catalog/Tags", {
+  make: Effect.gen(function*() {
     const repo = yield* TagsRepo
     const gone = yield* Gone
     const cursors = yield* Cursors
@@ -47,6 +47,8 @@ export class Tags extends Effect.Service<Tags>()("catalog/Tags", {
     })
 
     return { list, get } as const
-  }),
-  dependencies: [TagsRepo.Default, Gone.Default, Cursors.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([TagsRepo.layer, Gone.layer, Cursors.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

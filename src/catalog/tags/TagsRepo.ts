@@ -2,12 +2,12 @@
  * SQL of the tag reads; `work_count` from the column of the caller's content gate
  * (docs/api-contract.md, "Credentials, scopes and the content limit").
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import type { Tag, TagCategory } from "../../../schema/Catalog/Tag.js"
 
-export class TagsRepo extends Effect.Service<TagsRepo>()("catalog/TagsRepo", {
-  effect: Effect.gen(function*() {
+export class TagsRepo extends Context.Service<TagsRepo>()("catalog/TagsRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const columns = (nsfw: boolean) =>
       sql`'tag' AS object, t.id::text AS id, t.display_name, t.localized, t.category, t.parent_id::text AS parent_id,
@@ -40,4 +40,6 @@ export class TagsRepo extends Effect.Service<TagsRepo>()("catalog/TagsRepo", {
 
     return { page, byIds, count } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

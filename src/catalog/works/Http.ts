@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal, type PrincipalShape } from "../../../schema/Api/Security.js"
@@ -55,4 +55,4 @@ export const HttpWorksLive = HttpApiBuilder.group(
           Effect.flatMap(nsfw, (n) =>
             works.intros(path.id, urlParams, n)), runToCompletion)
     })
-).pipe(Layer.provide(Works.Default))
+).pipe(Layer.provide(Works.layer))

@@ -7,8 +7,8 @@
  * as they are: the hot list path neither parses nor re-encodes rows. The shapes are those of
  * schema/Catalog/Work.ts; test/catalog/Works.test.ts decodes every response with that schema.
  */
-import type { SqlClient } from "@effect/sql"
-import type { Fragment } from "@effect/sql/Statement"
+import type { SqlClient } from "effect/sql"
+import type { Fragment } from "effect/sql/Statement"
 import type { WorkFacet, WorkSort } from "../../../schema/Api/WorksApi.js"
 import type { FacetValue } from "../../../schema/Catalog/Common.js"
 

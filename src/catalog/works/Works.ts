@@ -10,7 +10,7 @@
  * In every lane the parts of a page (includes, view=full arrays) come from one more statement, and
  * the list is written as JSON text around the item JSON PostgreSQL built (no per-item encoding).
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type {
   GetWorkParams,
   ListWorksParams,
@@ -88,8 +88,8 @@ const spliced = (json: string, wanted: ReadonlyArray<string>, parts: ReadonlyMap
 const given = (params: Record<string, unknown>, names: ReadonlyArray<string>) =>
   names.filter((name) => params[name] !== undefined)
 
-export class Works extends Effect.Service<Works>()("catalog/Works", {
-  effect: Effect.gen(function*() {
+export class Works extends Context.Service<Works>()("catalog/Works", {
+  make: Effect.gen(function*() {
     const repo = yield* WorksRepo
     const index = yield* SearchIndex
     const cursors = yield* Cursors
@@ -443,7 +443,7 @@ export class Works extends Effect.Service<Works>()("catalog/Works", {
       }).pipe(Effect.withSpan("Works.intros"))
 
     return { list, get, characters, credits, covers, intros } as const
-  }),
-  // ReadCache comes from the server (CatalogServer.ts): one per server, shared with HotResponses.
-  dependencies: [WorksRepo.Default, Cursors.Default, Gone.Default, PgSearchIndexLive]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -4,8 +4,8 @@
  * credit groups, covers and intros. SQL failures die here (docs/life-of-a-request.md, "Handlers,
  * services and SQL").
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
 import type { WorkSort } from "../../../schema/Api/WorksApi.js"
 import {
   afterSql,
@@ -64,8 +64,8 @@ const SMALL_PAGE_PARTS = 40
 const die = <A, E, R>(name: string) => (effect: Effect.Effect<A, E, R>) =>
   effect.pipe(Effect.orDie, Effect.withSpan(`WorksRepo.${name}`))
 
-export class WorksRepo extends Effect.Service<WorksRepo>()("catalog/WorksRepo", {
-  effect: Effect.gen(function*() {
+export class WorksRepo extends Context.Service<WorksRepo>()("catalog/WorksRepo", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     /** A keyset page of the listing lane: `take` works after `after` in `sort` order, items built. */
@@ -235,4 +235,6 @@ export class WorksRepo extends Effect.Service<WorksRepo>()("catalog/WorksRepo", 
       intros
     } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -20,10 +20,10 @@
  * judged afresh. After the commit this process's read caches are emptied at once; other processes
  * hear the catalog notification the write's tables send.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
-import { Duration, Effect, Option, Predicate, Schedule, Schema } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { Context, Duration, Effect, Layer, Option, Predicate, Schedule, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
 import { idempotencyKeyValue, type RouteRule } from "../../../schema/Api/Writes.js"
@@ -124,8 +124,8 @@ export const checkTenant = (principal: PrincipalShape, site: string): Effect.Eff
     ? Effect.void
     : Effect.fail(new TenantMismatch({ detail: "The resource belongs to another site than this credential." }))
 
-export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
-  scoped: Effect.gen(function*() {
+export class Writes extends Context.Service<Writes>()("catalog/Writes", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const cache = yield* ReadCache
     const limits = yield* CatalogLimits
@@ -143,7 +143,7 @@ export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
           WHERE updated_at < now() - interval '1 day' AND key LIKE 'catalog:%' LIMIT 10000)`
     }).pipe(Effect.orDie, Effect.withSpan("Writes.sweep"))
     yield* sweep.pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("write sweep failed", cause)),
+      Effect.catchCause((cause) => Effect.logWarning("write sweep failed", cause)),
       Effect.repeat(Schedule.spaced(Duration.minutes(10))),
       Effect.delay(Duration.seconds(30)),
       Effect.forkScoped
@@ -277,7 +277,7 @@ export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
           sql.withTransaction,
           // A deadlock or serialization failure rolled everything back: the whole write runs again.
           // Repositories make their statements' failures defects, so those are looked for there too.
-          Effect.catchAllDefect((defect) => retryable(defect) ? Effect.fail(defect) : Effect.die(defect)),
+          Effect.catchDefect((defect) => retryable(defect) ? Effect.fail(defect) : Effect.die(defect)),
           Effect.retry({ while: retryable, schedule: transactionRetrySchedule }),
           Effect.catchTag("SqlError", Effect.die)
         )
@@ -288,6 +288,8 @@ export class Writes extends Effect.Service<Writes>()("catalog/Writes", {
       })
 
     return { run, sweep } as const
-  }),
-  dependencies: [CatalogLimits.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([CatalogLimits.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

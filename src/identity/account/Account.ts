@@ -13,8 +13,8 @@
  * meets the same limits and does the same work either way; a known address gets a mail saying
  * someone tried to register it instead of the code.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { AccountSession, AccountSessions, CodeSent, Me, ProfileLength } from "../../../schema/Identity/Me.js"
 import { GrantedRole, Subject, UserId } from "../../../schema/Identity/User.js"
 import type { BucketPolicy } from "../../platform/RateLimiter.js"
@@ -76,8 +76,8 @@ const codeMail = (code: string, purpose: string) => ({
     `<p>It is valid for 10 minutes. If you did not ask for it, ignore this mail.</p>`
 })
 
-export class Account extends Effect.Service<Account>()("identity/Account", {
-  effect: Effect.gen(function*() {
+export class Account extends Context.Service<Account>()("identity/Account", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const codes = yield* EmailCodes
     const mailer = yield* Mailer
@@ -320,4 +320,6 @@ export class Account extends Effect.Service<Account>()("identity/Account", {
       register
     } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

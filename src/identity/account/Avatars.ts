@@ -5,8 +5,8 @@
  * The body was read and bounded before (`IDENTITY_MAX_AVATAR_BYTES`, src/platform/BodyLimit.ts);
  * it is parsed here, in memory, so a malformed body is a 400 and never a temporary file.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import * as Multipasta from "multipasta"
 import { ImagePresets, processImage } from "../../platform/Images.js"
 import { IdentityConfig } from "../IdentityConfig.js"
@@ -58,8 +58,8 @@ export const parseUpload = (contentType: string, body: Uint8Array) =>
 const AvatarRow = Schema.Struct({ content_type: Schema.String, bytes: Schema.Uint8ArrayFromSelf })
 const decodeAvatar = Schema.decodeUnknown(Schema.Array(AvatarRow))
 
-export class Avatars extends Effect.Service<Avatars>()("identity/Avatars", {
-  effect: Effect.gen(function*() {
+export class Avatars extends Context.Service<Avatars>()("identity/Avatars", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* IdentityConfig
 
@@ -103,4 +103,6 @@ export class Avatars extends Effect.Service<Avatars>()("identity/Avatars", {
 
     return { upload, uploadBody, find } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -15,8 +15,8 @@
  *   what it proves (a new account, a changed address) is committed, and two requests racing with
  *   the same code cannot both succeed.
  */
-import { SqlClient } from "@effect/sql"
-import { Config, Effect, Option, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { AppSecret } from "../../platform/Config.js"
 import type { BucketPolicy } from "../../platform/RateLimiter.js"
@@ -41,8 +41,8 @@ const CodeRow = Schema.Struct({
 })
 const decodeCodes = Schema.decodeUnknown(Schema.Array(CodeRow))
 
-export class EmailCodes extends Effect.Service<EmailCodes>()("identity/EmailCodes", {
-  effect: Effect.gen(function*() {
+export class EmailCodes extends Context.Service<EmailCodes>()("identity/EmailCodes", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const limiter = yield* RateLimiter
     const { secret } = yield* AppSecret
@@ -144,4 +144,6 @@ export class EmailCodes extends Effect.Service<EmailCodes>()("identity/EmailCode
 
     return { admitSend, issue, verify, markUsed } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

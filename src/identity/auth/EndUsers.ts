@@ -4,8 +4,8 @@
  * cookie. Tokens issued to relying parties are not accepted here: a client holding a user's token
  * must not be able to mint codes for other clients with it.
  */
-import type { HttpServerRequest } from "@effect/platform"
-import { Data, Effect, Option } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import { Context, Data, Effect, Layer, Option } from "effect"
 import { FIRST_PARTY_CLIENT_ID } from "../clients/Clients.js"
 import type { Session } from "../sessions/Sessions.js"
 import { Sessions } from "../sessions/Sessions.js"
@@ -36,8 +36,8 @@ export const bearerToken = (request: HttpServerRequest.HttpServerRequest): Optio
   return Option.some(match ? match[1]! : "")
 }
 
-export class EndUsers extends Effect.Service<EndUsers>()("identity/EndUsers", {
-  effect: Effect.gen(function*() {
+export class EndUsers extends Context.Service<EndUsers>()("identity/EndUsers", {
+  make: Effect.gen(function*() {
     const tokens = yield* Tokens
     const sessions = yield* Sessions
     const users = yield* Users
@@ -91,6 +91,8 @@ export class EndUsers extends Effect.Service<EndUsers>()("identity/EndUsers", {
     })
 
     return { resolve, fromBearer, fromCookie } as const
-  }),
-  dependencies: [Tokens.Default, Sessions.Default, Users.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([Tokens.layer, Sessions.layer, Users.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

@@ -26,7 +26,7 @@
  * password before any session exists: `otp` or `recovery_code` in the same request, or, on the
  * sign-in page, in a second form (`resume`). The session records the methods used (RFC 8176 `amr`).
  */
-import { Data, Effect, Option } from "effect"
+import { Context, Data, Effect, Layer, Option } from "effect"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import type { Attempt } from "../../platform/RateLimiter.js"
 import { RateLimiter } from "../../platform/RateLimiter.js"
@@ -49,8 +49,8 @@ export class LoginFailed extends Data.TaggedError("LoginFailed")<{
   readonly retryAfterSeconds?: number
 }> {}
 
-export class Login extends Effect.Service<Login>()("identity/Login", {
-  effect: Effect.gen(function*() {
+export class Login extends Context.Service<Login>()("identity/Login", {
+  make: Effect.gen(function*() {
     const config = yield* IdentityConfig
     const users = yield* Users
     const passwords = yield* Passwords
@@ -173,4 +173,6 @@ export class Login extends Effect.Service<Login>()("identity/Login", {
 
     return { login, checkPassword, start, resume } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

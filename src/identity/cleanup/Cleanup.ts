@@ -25,9 +25,9 @@
  * Access tokens of a deleted family or session are refused like those of a revoked one
  * (src/identity/tokens/Liveness.ts finds no live row).
  */
-import { SqlClient } from "@effect/sql"
-import type { Statement } from "@effect/sql"
-import { Config, Duration, Effect, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import type { Statement } from "effect/sql"
+import { Config, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { IdentityConfig } from "../IdentityConfig.js"
 
 /** How long a dead row is kept. */
@@ -46,8 +46,8 @@ export interface CleanupCounts {
   readonly avatars: number
 }
 
-export class IdentityCleanup extends Effect.Service<IdentityCleanup>()("identity/IdentityCleanup", {
-  scoped: Effect.gen(function*() {
+export class IdentityCleanup extends Context.Service<IdentityCleanup>()("identity/IdentityCleanup", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* IdentityConfig
     const intervalSeconds = yield* Config.integer("IDENTITY_CLEANUP_INTERVAL_SECONDS").pipe(
@@ -181,7 +181,7 @@ export class IdentityCleanup extends Effect.Service<IdentityCleanup>()("identity
     if (intervalSeconds > 0) {
       const interval = Duration.seconds(intervalSeconds)
       yield* run().pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("identity cleanup failed", cause)),
+        Effect.catchCause((cause) => Effect.logWarning("identity cleanup failed", cause)),
         Effect.repeat(Schedule.spaced(interval).pipe(Schedule.jittered)),
         Effect.delay(interval),
         Effect.forkScoped
@@ -190,4 +190,6 @@ export class IdentityCleanup extends Effect.Service<IdentityCleanup>()("identity
 
     return { run } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -9,8 +9,8 @@
  * (src/identity/oauth/TokenService.ts), so a flood of requests for one client costs no database
  * round trip here.
  */
-import { SqlClient } from "@effect/sql"
-import { Cache, Data, Duration, Effect, Exit, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Cache, Context, Data, Duration, Effect, Exit, Layer, Option, Schema } from "effect"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import { matchesHash, sha256Hex } from "../crypto/Secrets.js"
 import { CONFIDENTIAL_ONLY_SCOPES, DEFAULT_CLIENT_SCOPES, isSupportedScope } from "../oauth/Scopes.js"
@@ -61,7 +61,7 @@ const ClientRow = Schema.Struct({
   auto_consent: Schema.Boolean,
   site: Schema.NullOr(Schema.String),
   refresh_ttl_seconds: Schema.NullOr(Schema.Number),
-  content_limit: Schema.Literal("sfw", "nsfw"),
+  content_limit: Schema.Literals(["sfw", "nsfw"]),
   allowed_scopes: Schema.Array(Schema.String),
   tagline: Schema.String,
   homepage_url: Schema.String,
@@ -191,8 +191,8 @@ const checkListing = (listing: ClientListing) =>
 
 const CACHE_TTL = Duration.seconds(30)
 
-export class Clients extends Effect.Service<Clients>()("identity/Clients", {
-  effect: Effect.gen(function*() {
+export class Clients extends Context.Service<Clients>()("identity/Clients", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const decodeRows = Schema.decodeUnknown(Schema.Array(ClientRow))
 
@@ -331,7 +331,9 @@ export class Clients extends Effect.Service<Clients>()("identity/Clients", {
 
     return { create, find, update, updateScopes, listed } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}
 
 /** Constant-time check of a presented secret against the client's stored hash. */
 export const secretMatches = (client: Client, secret: string): boolean =>

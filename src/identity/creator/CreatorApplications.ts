@@ -13,9 +13,9 @@
  *   `creator` to `users.roles`, and the applicant's mail is queued (src/identity/mail/Mailer.ts), so
  *   a decision is mailed exactly when it is committed.
  */
-import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
-import { Data, Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { Context, Data, Effect, Layer, Option, Schema } from "effect"
 import {
   CreatorApplication,
   CreatorApplicationRequest,
@@ -125,8 +125,8 @@ const decisionMail = (entry: ApplicationEntry) => {
   }
 }
 
-export class CreatorApplications extends Effect.Service<CreatorApplications>()("identity/CreatorApplications", {
-  effect: Effect.gen(function*() {
+export class CreatorApplications extends Context.Service<CreatorApplications>()("identity/CreatorApplications", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const users = yield* Users
     const mailer = yield* Mailer
@@ -227,4 +227,6 @@ export class CreatorApplications extends Effect.Service<CreatorApplications>()("
 
     return { apply, mine, list, decide } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

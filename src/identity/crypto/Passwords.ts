@@ -11,7 +11,7 @@
  * At most `IDENTITY_SCRYPT_CONCURRENCY` (2) run at once per process, so a burst of sign-ins waits in
  * line as cheap fibers instead of holding 128 MiB each or taking every thread of the pool.
  */
-import { Config, Effect } from "effect"
+import { Config, Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
 
 /** N = 2^17: the OWASP Password Storage Cheat Sheet's minimum for scrypt (r = 8, p = 1). */
@@ -58,7 +58,7 @@ const memoryOf = (params: ScryptParams) => 128 * params.N * params.r + 128 * par
 
 /** Runs on libuv's thread pool, so the event loop stays free while a hash is computed. */
 const scrypt = (password: string, salt: Buffer, keyLength: number, params: ScryptParams) =>
-  Effect.async<Buffer>((resume) => {
+  Effect.callback<Buffer>((resume) => {
     // Unicode passwords are compared in NFC so the same characters typed on different systems match.
     Crypto.scrypt(
       password.normalize("NFC"),
@@ -69,8 +69,8 @@ const scrypt = (password: string, salt: Buffer, keyLength: number, params: Scryp
     )
   })
 
-export class Passwords extends Effect.Service<Passwords>()("identity/Passwords", {
-  effect: Effect.gen(function*() {
+export class Passwords extends Context.Service<Passwords>()("identity/Passwords", {
+  make: Effect.gen(function*() {
     // Below 17 only for tests, which hash many passwords (test/identity/Passwords.test.ts checks the default).
     const logN = yield* Config.integer("IDENTITY_SCRYPT_LOG_N").pipe(
       Config.withDefault(DEFAULT_LOG_N),
@@ -119,4 +119,6 @@ export class Passwords extends Effect.Service<Passwords>()("identity/Passwords",
 
     return { hash, verify, needsRehash, params } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -5,7 +5,7 @@
  * client secret) is high-entropy, so one SHA-256 is enough to store it: a database dump cannot be
  * replayed and lookups stay a primary-key match. Low-entropy secrets (passwords) go to `Passwords`.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
 
 /** 256-bit random value, base64url without padding (43 characters). */
@@ -81,13 +81,15 @@ export const checkPkce = (
  * The same operations as a service, so callers that need randomness can swap in a deterministic
  * layer in tests.
  */
-export class Secrets extends Effect.Service<Secrets>()("identity/Secrets", {
-  succeed: {
+export class Secrets extends Context.Service<Secrets>()("identity/Secrets", {
+  make: Effect.succeed({
     token: Effect.sync(randomToken),
     authorizationCode: Effect.sync(randomAuthorizationCode),
     hash: sha256Hex,
     matchesHash,
     constantTimeEquals,
     checkPkce
-  }
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -11,7 +11,7 @@
  *   Banned users are answered like any other: a site still shows who wrote what it keeps, and the
  *   ban concerns signing in, not the account's existence.
  */
-import { Cache, Duration, Effect, Option } from "effect"
+import { Cache, Context, Duration, Effect, Layer, Option } from "effect"
 import {
   ClientInfo,
   DirectoryUser,
@@ -50,8 +50,8 @@ const directoryUser = (entry: DirectoryEntry) =>
     site_roles: entry.siteRoles
   })
 
-export class Directory extends Effect.Service<Directory>()("identity/Directory", {
-  effect: Effect.gen(function*() {
+export class Directory extends Context.Service<Directory>()("identity/Directory", {
+  make: Effect.gen(function*() {
     const clients = yield* Clients
     const users = yield* Users
 
@@ -108,4 +108,6 @@ export class Directory extends Effect.Service<Directory>()("identity/Directory",
 
     return { clientInfo, ecosystem, usersBatch, usersSearch } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -5,7 +5,7 @@
  * that loaded the form, for that form, for one hour; another site can neither read nor forge it
  * (double-submit cookie, signed).
  */
-import { Clock, Effect, Redacted } from "effect"
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import { AppSecret } from "../../platform/Config.js"
 import { constantTimeEquals, randomToken } from "../crypto/Secrets.js"
@@ -15,8 +15,8 @@ const TTL_SECONDS = 3600
 
 export type CsrfPurpose = "login" | "consent" | "logout" | "two-factor" | "register" | "account"
 
-export class Csrf extends Effect.Service<Csrf>()("identity/Csrf", {
-  effect: Effect.gen(function*() {
+export class Csrf extends Context.Service<Csrf>()("identity/Csrf", {
+  make: Effect.gen(function*() {
     const { secret } = yield* AppSecret
     const key = Crypto.createHmac("sha256", Redacted.value(secret)).update("shiori/csrf/v1").digest()
     const mac = (purpose: CsrfPurpose, binding: string, exp: number) =>
@@ -39,4 +39,6 @@ export class Csrf extends Effect.Service<Csrf>()("identity/Csrf", {
 
     return { issue, verify, newCookieValue: randomToken } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -6,7 +6,7 @@
  * names one account, lives five minutes, works only in the browser that gave the password, and
  * cannot be forged or edited: without it the code step cannot be reached.
  */
-import { Clock, Effect, Option, Redacted } from "effect"
+import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import { AppSecret } from "../../platform/Config.js"
 import { constantTimeEquals } from "../crypto/Secrets.js"
@@ -14,8 +14,8 @@ import { constantTimeEquals } from "../crypto/Secrets.js"
 /** How long the code step may follow the password step. */
 export const PENDING_SIGN_IN_SECONDS = 300
 
-export class PendingSignIn extends Effect.Service<PendingSignIn>()("identity/PendingSignIn", {
-  effect: Effect.gen(function*() {
+export class PendingSignIn extends Context.Service<PendingSignIn>()("identity/PendingSignIn", {
+  make: Effect.gen(function*() {
     const { secret } = yield* AppSecret
     const key = Crypto.createHmac("sha256", Redacted.value(secret)).update("shiori/pending-sign-in/v1").digest()
     const mac = (userId: number, exp: number, binding: string) =>
@@ -43,4 +43,6 @@ export class PendingSignIn extends Effect.Service<PendingSignIn>()("identity/Pen
 
     return { issue, verify } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -3,7 +3,8 @@
  * checks a recent sign-in where the change is sensitive, calls one `Account` method and answers
  * the envelope; a refusal becomes its envelope code.
  */
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Effect, Option } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { AvatarUploaded } from "../../../schema/Identity/Me.js"

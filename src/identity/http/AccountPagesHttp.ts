@@ -5,8 +5,9 @@
  * next to its field and the code's HTTP status. Forms carry CSRF tokens (src/identity/http/PageForms.ts);
  * a successful post redirects (303), so reloading never posts twice.
  */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
-import type { HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerRequest } from "effect/http"
+import type { HttpServerResponse } from "effect/http"
 import { Effect, Option } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
@@ -305,7 +306,7 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
             (endUser, request) => {
               const email = (payload.email ?? "").trim()
               return requireRecentSignIn(endUser).pipe(
-                Effect.zipRight(
+                Effect.andThen(
                   /^[^\s@]+@[^\s@]+$/.test(email)
                     ? account.sendEmailChangeCode(endUser, email, clientAddress(request, config.trustedProxies))
                     : refused("INVALID_REQUEST")
@@ -325,7 +326,7 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
             payload.csrf,
             (endUser) =>
               requireRecentSignIn(endUser).pipe(
-                Effect.zipRight(
+                Effect.andThen(
                   account.changeEmail(endUser, (payload.email ?? "").trim(), (payload.code ?? "").trim())
                 ),
                 Effect.as(`${accountPath}?done=email`)
@@ -341,7 +342,7 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
             payload.csrf,
             (endUser) =>
               requireRecentSignIn(endUser).pipe(
-                Effect.zipRight(
+                Effect.andThen(
                   account.changePassword(endUser, payload.current_password ?? "", payload.new_password ?? "")
                 ),
                 Effect.as(`${accountPath}?done=password`)

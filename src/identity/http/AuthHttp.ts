@@ -1,7 +1,8 @@
 /**
  * Handler of the `auth` group: password sign-in, an envelope endpoint.
  */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerRequest } from "effect/http"
 import { Effect } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { runToCompletion } from "../../platform/HttpListener.js"

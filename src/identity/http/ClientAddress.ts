@@ -13,8 +13,8 @@
  * A malformed entry ends the walk at the last proxy that passed it on, so made-up text never becomes
  * a bucket key.
  */
-import type { HttpServerRequest } from "@effect/platform"
-import { Either, Option } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import { Result, Option } from "effect"
 import * as Net from "node:net"
 
 export interface TrustedProxies {
@@ -35,7 +35,7 @@ const normalize = (address: string): string => {
 /**
  * Parses `TRUSTED_PROXIES`: `10.0.0.1, 10.1.0.0/16, fd00::/8`. Left: what is wrong with it.
  */
-export const parseTrustedProxies = (value: string): Either.Either<TrustedProxies, string> => {
+export const parseTrustedProxies = (value: string): Result.Result<TrustedProxies, string> => {
   const list = new Net.BlockList()
   const entries: Array<string> = []
   for (const raw of value.split(",")) {
@@ -44,7 +44,7 @@ export const parseTrustedProxies = (value: string): Either.Either<TrustedProxies
     const [address = "", bits, ...rest] = entry.split("/")
     const ip = normalize(address)
     const family = Net.isIP(ip)
-    if (family === 0 || rest.length > 0) return Either.left(`TRUSTED_PROXIES: not an address or CIDR block: ${entry}`)
+    if (family === 0 || rest.length > 0) return Result.fail(`TRUSTED_PROXIES: not an address or CIDR block: ${entry}`)
     const type = family === 4 ? "ipv4" : "ipv6"
     if (bits === undefined) {
       list.addAddress(ip, type)
@@ -53,13 +53,13 @@ export const parseTrustedProxies = (value: string): Either.Either<TrustedProxies
     }
     const prefix = Number(bits)
     if (!/^\d{1,3}$/.test(bits) || prefix > (family === 4 ? 32 : 128)) {
-      return Either.left(`TRUSTED_PROXIES: bad prefix length in ${entry}`)
+      return Result.fail(`TRUSTED_PROXIES: bad prefix length in ${entry}`)
     }
     list.addSubnet(ip, prefix, type)
     entries.push(`${ip}/${prefix}`)
   }
-  if (entries.length === 0) return Either.right(NO_TRUSTED_PROXIES)
-  return Either.right({
+  if (entries.length === 0) return Result.succeed(NO_TRUSTED_PROXIES)
+  return Result.succeed({
     entries,
     contains: (address) => {
       const family = Net.isIP(address)

@@ -5,7 +5,8 @@
  * `apply` reads its body itself (`handleRaw`): the declared payload documents the request, but a body
  * outside its bounds is 17004, not the decoder's generic 40001. What is not JSON at all stays 40001.
  */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerResponse } from "effect/http"
 import { Effect, Option } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { MyCreatorApplicationResponse } from "../../../schema/Identity/Creator.js"

@@ -3,7 +3,8 @@
  * read back (src/identity/mail/Mailer.ts) as the envelope and as a page. Where it is not enabled
  * (src/identity/mail/MailConfig.ts) both answer exactly what an unknown path answers.
  */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerRequest } from "effect/http"
 import { Effect } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { DevMailboxMessage } from "../../../schema/Identity/DevMailbox.js"

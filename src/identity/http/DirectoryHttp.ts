@@ -2,7 +2,8 @@
  * Handlers of the `directory` group: each calls one `Directory` method and answers the envelope.
  * The public answers may be cached briefly (RFC 9111 section 5.2.2.9); the user lookup never.
  */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerRequest } from "effect/http"
 import { Effect } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { runToCompletion } from "../../platform/HttpListener.js"

@@ -1,4 +1,5 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerResponse } from "effect/http"
 import { Effect } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { runToCompletion } from "../../platform/HttpListener.js"

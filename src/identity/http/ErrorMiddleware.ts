@@ -9,8 +9,9 @@
  * schemas. Request bodies are bounded here too (src/platform/BodyLimit.ts, `IDENTITY_MAX_BODY_BYTES`):
  * a larger one is answered 413 in the same three shapes, before it is read.
  */
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import type { HttpApp } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { HttpEffect } from "effect/http"
 import { Cause, Effect, Option, Predicate } from "effect"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
@@ -96,7 +97,7 @@ export const identityErrorMiddleware = HttpApiBuilder.middleware(Effect.map(
     })
     return (app: HttpApp.Default) =>
       bounded(app).pipe(
-        Effect.catchAllCause((cause) =>
+        Effect.catchCause((cause) =>
           Effect.gen(function*() {
             const request = yield* HttpServerRequest.HttpServerRequest
             const failure = Cause.failureOption(cause)

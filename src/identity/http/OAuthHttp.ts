@@ -6,7 +6,8 @@
  * refusal in its endpoint's style with `Retry-After`: the error page (the envelope for a JSON caller)
  * at authorize, bare `temporarily_unavailable` JSON at the others, as at the token endpoint.
  */
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Effect } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"

@@ -4,9 +4,9 @@
  * and, once signed in, to the session; and `return_to` followed only when it is a path on this
  * server under the issuer's path, so no page can be used as an open redirect.
  */
-import type { HttpServerRequest } from "@effect/platform"
-import { HttpServerResponse } from "@effect/platform"
-import { Effect, Option } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import { HttpServerResponse } from "effect/http"
+import { Context, Effect, Layer, Option } from "effect"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import type { CsrfPurpose } from "../frontend/Csrf.js"
@@ -21,8 +21,8 @@ export interface CsrfCookie {
   readonly fresh: boolean
 }
 
-export class PageForms extends Effect.Service<PageForms>()("identity/PageForms", {
-  effect: Effect.gen(function*() {
+export class PageForms extends Context.Service<PageForms>()("identity/PageForms", {
+  make: Effect.gen(function*() {
     const config = yield* IdentityConfig
     const csrf = yield* Csrf
     const ctx = { basePath: config.basePath }
@@ -90,6 +90,8 @@ export class PageForms extends Effect.Service<PageForms>()("identity/PageForms",
     }
 
     return { ctx, safeReturnTo, csrfCookie, binding, withCsrfCookie, issueToken, verifyToken, formExpired } as const
-  }),
-  dependencies: [IdentityConfig.Default, Csrf.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([IdentityConfig.layer, Csrf.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

@@ -12,7 +12,8 @@
  * (src/identity/frontend/PendingSignIn.ts) instead of a session; the code form posts back here with
  * it, and only a right code starts the session.
  */
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Effect, Option } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import type { AuthorizeParams } from "../../../schema/Identity/Authorize.js"
@@ -266,7 +267,7 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
           const back = new URLSearchParams({ return_to: `${config.basePath}/ui/consent?${query}` })
           return redirectTo(`${config.issuer}/ui/login?${back.toString()}`)
         }
-        const valid = yield* Effect.either(authorize.consentView(urlParams))
+        const valid = yield* Effect.result(authorize.consentView(urlParams))
         if (valid._tag === "Left") return outcomeResponse(request, valid.left)
         const { client, scopes } = valid.right
         const cookie = csrfCookie(request)

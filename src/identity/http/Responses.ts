@@ -2,8 +2,8 @@
  * Response helpers of the identity server: the envelope and HTML pages with their security headers.
  * The caller's address is `clientAddress` (ClientAddress.ts).
  */
-import type { HttpServerRequest } from "@effect/platform"
-import { HttpServerResponse } from "@effect/platform"
+import type { HttpServerRequest } from "effect/http"
+import { HttpServerResponse } from "effect/http"
 import { Effect } from "effect"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { envelopeFailure, envelopeOk } from "../../../schema/Identity/Envelope.js"

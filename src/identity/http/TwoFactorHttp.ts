@@ -7,8 +7,9 @@
  *   than 10 minutes is sent to the sign-in page, which brings it back here. Its forms carry a CSRF
  *   token bound to the browser's CSRF cookie and the session (src/identity/http/PageForms.ts).
  */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
-import { Effect, Either, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerRequest } from "effect/http"
+import { Effect, Result, Option } from "effect"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { TwoFactorForm } from "../../../schema/Identity/TwoFactor.js"
@@ -93,11 +94,11 @@ export const HttpTwoFactorPagesLive = HttpApiBuilder.group(
           const toSignIn = (email: string | undefined) => {
             const query = new URLSearchParams({ return_to: pagePath })
             if (email !== undefined) query.set("login_hint", email)
-            return Either.left(redirectTo(`${config.issuer}/ui/login?${query.toString()}`, status))
+            return Result.fail(redirectTo(`${config.issuer}/ui/login?${query.toString()}`, status))
           }
           if (Option.isNone(endUser)) return toSignIn(undefined)
-          const recent = yield* Effect.either(requireRecentSignIn(endUser.value))
-          return Either.isLeft(recent) ? toSignIn(endUser.value.user.email) : Either.right(endUser.value)
+          const recent = yield* Effect.result(requireRecentSignIn(endUser.value))
+          return Result.isFailure(recent) ? toSignIn(endUser.value.user.email) : Result.succeed(endUser.value)
         })
 
       /** The page as the account stands: set-up (pending key) without a factor, the changes with one. */
@@ -149,7 +150,7 @@ export const HttpTwoFactorPagesLive = HttpApiBuilder.group(
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           const endUser = yield* recentCookieUser(request, 302)
-          if (Either.isLeft(endUser)) return endUser.left
+          if (Result.isFailure(endUser)) return endUser.left
           return yield* render(request, endUser.right)
         })
 
@@ -157,7 +158,7 @@ export const HttpTwoFactorPagesLive = HttpApiBuilder.group(
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           const signedIn = yield* recentCookieUser(request, 303)
-          if (Either.isLeft(signedIn)) return signedIn.left
+          if (Result.isFailure(signedIn)) return signedIn.left
           const endUser = signedIn.right
           if (!(yield* forms.verifyToken(request, payload.csrf, "two-factor", Option.some(endUser)))) {
             return forms.formExpired()

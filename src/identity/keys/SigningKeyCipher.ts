@@ -17,7 +17,7 @@
  * `SIGNING_KEY_ENCRYPTION_KEY` is introduced, and `SigningKeys` re-seals it under the new KEK; any
  * other KEK is an error, never a reason to make a new key.
  */
-import { Config, ConfigError, Data, Effect, Either, Option, Redacted, Schema } from "effect"
+import { Config, ConfigError, Context, Data, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import type * as Jose from "jose"
 import * as Crypto from "node:crypto"
 import { AppSecret } from "../../platform/Config.js"
@@ -54,13 +54,13 @@ export class SigningKeysUndecryptable extends Data.TaggedError("SigningKeysUndec
  * 32 bytes from 64 hex digits or from base64 / base64url (43 characters, or 44 with one `=`).
  * Nothing is trimmed or guessed: a key that is not exactly one of these is refused.
  */
-export const parseEncryptionKey = (text: string): Either.Either<Buffer, string> => {
-  if (/^[0-9a-fA-F]{64}$/.test(text)) return Either.right(Buffer.from(text, "hex"))
+export const parseEncryptionKey = (text: string): Result.Result<Buffer, string> => {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Result.succeed(Buffer.from(text, "hex"))
   if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) {
     const bytes = Buffer.from(text.replace(/-/g, "+").replace(/_/g, "/"), "base64")
-    if (bytes.length === 32) return Either.right(bytes)
+    if (bytes.length === 32) return Result.succeed(bytes)
   }
-  return Either.left(
+  return Result.fail(
     "SIGNING_KEY_ENCRYPTION_KEY must be 32 bytes written as 64 hex digits or as base64 " +
       "(e.g. `openssl rand -base64 32`)"
   )
@@ -144,7 +144,7 @@ export const makeCipher = (current: Buffer, previous: ReadonlyArray<Buffer> = []
   const open = (kid: string, stored: unknown): Effect.Effect<Jose.JWK, SigningKeysUndecryptable> => {
     const fail = (detail: string) => Effect.fail(new SigningKeysUndecryptable({ kid, detail }))
     const sealed = decodeSealed(stored)
-    if (Either.isLeft(sealed)) return fail("not a version 1 A256GCM envelope")
+    if (Result.isFailure(sealed)) return fail("not a version 1 A256GCM envelope")
     const by = known.get(sealed.right.kek)
     if (by === undefined) {
       return fail(`sealed under key-encryption key ${sealed.right.kek}, the configured one is ${kek.id}`)
@@ -173,8 +173,8 @@ export const makeCipher = (current: Buffer, previous: ReadonlyArray<Buffer> = []
   } as const
 }
 
-export class SigningKeyCipher extends Effect.Service<SigningKeyCipher>()("identity/SigningKeyCipher", {
-  effect: Effect.gen(function*() {
+export class SigningKeyCipher extends Context.Service<SigningKeyCipher>()("identity/SigningKeyCipher", {
+  make: Effect.gen(function*() {
     const { secret } = yield* AppSecret
     const configured = yield* encryptionKeyConfig
     const fromSecret = derivedKek(secret)
@@ -183,6 +183,8 @@ export class SigningKeyCipher extends Effect.Service<SigningKeyCipher>()("identi
       // Rows sealed before the key was configured still open, and are re-sealed under it.
       onSome: (key) => makeCipher(key, [fromSecret])
     })
-  }),
-  dependencies: [AppSecret.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([AppSecret.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

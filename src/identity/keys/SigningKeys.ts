@@ -20,8 +20,8 @@
  * key-encryption key), so once a process has started no plaintext private key is left. A key that
  * does not decrypt stops start-up with `SigningKeysUndecryptable`; it never leads to a new key.
  */
-import { SqlClient } from "@effect/sql"
-import { Clock, Duration, Effect, Layer, Option, Ref, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Clock, Context, Duration, Effect, Layer, Option, Ref, Schema } from "effect"
 import * as Jose from "jose"
 import { Jwk, Jwks } from "../../../schema/Identity/Discovery.js"
 import { CLOCK_SKEW_SECONDS, MAX_SIGNED_TOKEN_TTL_SECONDS } from "../tokens/Lifetimes.js"
@@ -331,7 +331,7 @@ export const makeSigningKeys = (store: KeyStore) =>
 
     // Picks up rotations done by other processes (the CLI, other instances).
     yield* reload.pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("signing key reload failed", cause)),
+      Effect.catchCause((cause) => Effect.logWarning("signing key reload failed", cause)),
       Effect.delay(Duration.seconds(RELOAD_INTERVAL_SECONDS)),
       Effect.forever,
       Effect.forkScoped
@@ -385,13 +385,15 @@ export const makeSigningKeys = (store: KeyStore) =>
     return { signingKey, verificationKey, jwks, rotate, reload } as const
   })
 
-export class SigningKeys extends Effect.Service<SigningKeys>()("identity/SigningKeys", {
-  scoped: SigningKeyCipher.pipe(Effect.flatMap(makePgKeyStore), Effect.flatMap(makeSigningKeys)),
-  dependencies: [SigningKeyCipher.Default]
-}) {}
+export class SigningKeys extends Context.Service<SigningKeys>()("identity/SigningKeys", {
+  make: SigningKeyCipher.pipe(Effect.flatMap(makePgKeyStore), Effect.flatMap(makeSigningKeys))
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([SigningKeyCipher.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}
 
 /** Keys in memory: a fresh key per layer build, no database. */
-export const SigningKeysTest: Layer.Layer<SigningKeys> = Layer.scoped(
+export const SigningKeysTest: Layer.Layer<SigningKeys> = Layer.effect(
   SigningKeys,
   Effect.flatMap(makeMemoryKeyStore, makeSigningKeys).pipe(Effect.orDie, Effect.map(SigningKeys.make))
 )

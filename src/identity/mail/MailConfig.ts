@@ -12,13 +12,13 @@
  *   can reach it: the same rule as `SHIORI_SECRET`, src/platform/SecretPolicy.ts); the mailbox shows
  *   every message, codes included, to whoever asks, so it never opens there unless asked for.
  */
-import { Config, Effect, Option, Redacted } from "effect"
+import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 import { isLoopbackHost } from "../../platform/SecretPolicy.js"
 
 export const DEFAULT_MAIL_FROM = "shiori <no-reply@localhost>"
 
-export class MailConfig extends Effect.Service<MailConfig>()("identity/MailConfig", {
-  effect: Effect.gen(function*() {
+export class MailConfig extends Context.Service<MailConfig>()("identity/MailConfig", {
+  make: Effect.gen(function*() {
     const smtpUrl = yield* Config.option(Config.redacted("SMTP_URL")).pipe(
       // An empty value (a blank line of an env file) is no server.
       Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
@@ -31,4 +31,6 @@ export class MailConfig extends Effect.Service<MailConfig>()("identity/MailConfi
     const devMailbox = Option.getOrElse(explicit, () => Option.isNone(smtpUrl) && !production)
     return { smtpUrl, from, production, devMailbox } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

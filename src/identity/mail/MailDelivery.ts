@@ -17,8 +17,8 @@
  *
  * Logs name the outbox row and the SMTP error code, never a body, a recipient or `SMTP_URL`.
  */
-import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Option, Queue, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Duration, Effect, Layer, Option, Queue, Redacted, Schema } from "effect"
 import Nodemailer from "nodemailer"
 import { keepListening } from "../../platform/Notifications.js"
 import { MailConfig } from "./MailConfig.js"
@@ -68,8 +68,8 @@ const isPermanent = (error: SmtpError) =>
 const describe = (error: SmtpError) =>
   [error.code, error.responseCode, error.message].filter((part) => part !== undefined).join(" ").slice(0, 500)
 
-export class MailDelivery extends Effect.Service<MailDelivery>()("identity/MailDelivery", {
-  scoped: Effect.gen(function*() {
+export class MailDelivery extends Context.Service<MailDelivery>()("identity/MailDelivery", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* MailConfig
 
@@ -135,7 +135,7 @@ export class MailDelivery extends Effect.Service<MailDelivery>()("identity/MailD
                   next_attempt_at = now() + make_interval(secs => ${retryDelaySeconds(row.attempts)}::float8)
                 WHERE id = ${row.id}
               `
-            return Effect.zipRight(log, mark)
+            return Effect.andThen(log, mark)
           }
         }),
         Effect.asVoid
@@ -170,8 +170,8 @@ export class MailDelivery extends Effect.Service<MailDelivery>()("identity/MailD
     })
 
     yield* round.pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.zipRight(Effect.logWarning("mail delivery round failed", cause), Effect.sleep(Duration.seconds(1)))
+      Effect.catchCause((cause) =>
+        Effect.andThen(Effect.logWarning("mail delivery round failed", cause), Effect.sleep(Duration.seconds(1)))
       ),
       Effect.forever,
       Effect.annotateLogs({ worker: "mail" }),
@@ -179,4 +179,6 @@ export class MailDelivery extends Effect.Service<MailDelivery>()("identity/MailD
     )
     return { running: true as boolean }
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -9,8 +9,8 @@
  * `mailbox` reads the outbox back for the development mailbox (src/identity/http/DevHttp.ts).
  * Message bodies carry codes: they are never logged.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Schema } from "effect"
 import { MaxLength } from "../../../schema/Identity/Limits.js"
 
 export interface MailMessage {
@@ -48,8 +48,8 @@ const decodeRows = Schema.decodeUnknown(Schema.Array(OutboxRow))
  */
 const singleLine = (value: string) => !/[\r\n\u0000]/.test(value)
 
-export class Mailer extends Effect.Service<Mailer>()("identity/Mailer", {
-  effect: Effect.gen(function*() {
+export class Mailer extends Context.Service<Mailer>()("identity/Mailer", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     /** Queues one message, in the caller's transaction when there is one. */
@@ -88,4 +88,6 @@ export class Mailer extends Effect.Service<Mailer>()("identity/Mailer", {
 
     return { send, mailbox } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -24,9 +24,9 @@
  * state. A sign-in at or after it satisfies both `max_age` (even `max_age=0`) and `prompt=login`, so
  * the fresh sign-in is never judged too old and the browser never loops back to the sign-in page.
  */
-import type { HttpServerRequest } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
-import { Effect, Option, Redacted } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import type { AuthorizeParams } from "../../../schema/Identity/Authorize.js"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
@@ -103,8 +103,8 @@ export const parseAuthorizeQuery = (query: string): Option.Option<AuthorizeParam
 
 const PROMPTS = new Set(["none", "login", "consent", "select_account"])
 
-export class Authorize extends Effect.Service<Authorize>()("identity/Authorize", {
-  effect: Effect.gen(function*() {
+export class Authorize extends Context.Service<Authorize>()("identity/Authorize", {
+  make: Effect.gen(function*() {
     const config = yield* IdentityConfig
     const clients = yield* Clients
     const grants = yield* Grants
@@ -264,7 +264,7 @@ export class Authorize extends Effect.Service<Authorize>()("identity/Authorize",
     /** GET /oauth/authorize. Fails only when a Bearer token was sent and is unacceptable. */
     const authorize = Effect.fn("Authorize.authorize")(
       function*(params: AuthorizeParams, httpRequest: HttpServerRequest.HttpServerRequest) {
-        const valid = yield* Effect.either(validate(params))
+        const valid = yield* Effect.result(validate(params))
         if (valid._tag === "Left") return valid.left
         const request = valid.right
         const back = (error: OAuthErrorCode, description: string) =>
@@ -323,7 +323,7 @@ export class Authorize extends Effect.Service<Authorize>()("identity/Authorize",
       function*(query: string, endUser: EndUser, approve: boolean) {
         const params = parseAuthorizeQuery(query)
         if (Option.isNone(params)) return errorPage("INVALID_AUTHORIZATION_REQUEST", "A parameter is repeated.")
-        const valid = yield* Effect.either(validate(params.value))
+        const valid = yield* Effect.result(validate(params.value))
         if (valid._tag === "Left") return valid.left
         const request = valid.right
         if (!approve) {
@@ -338,4 +338,6 @@ export class Authorize extends Effect.Service<Authorize>()("identity/Authorize",
 
     return { authorize, consentView, decideConsent, validate } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -6,7 +6,7 @@
  * The back-channel envelope endpoints (the user lookup, src/identity/directory/Directory.ts) take
  * `client_secret_basic` only, through `authenticateBasic`.
  */
-import { Data, Effect, Either, Option } from "effect"
+import { Data, Effect, Result, Option } from "effect"
 import type { Client } from "../clients/Clients.js"
 import type { Clients } from "../clients/Clients.js"
 import { isPublicClient, secretMatches } from "../clients/Clients.js"
@@ -108,6 +108,6 @@ export const authenticateBasic = (
     if (Option.isNone(presented) || presented.value.method !== "client_secret_basic") return yield* unauthenticated
     const client = yield* Effect.orElseFail(findClient(clients, presented.value), () => unauthenticated)
     if (isPublicClient(client)) return yield* new ClientRefused({ reason: "public_client" })
-    if (Either.isLeft(yield* Effect.either(checkSecret(client, presented.value)))) return yield* unauthenticated
+    if (Result.isFailure(yield* Effect.result(checkSecret(client, presented.value)))) return yield* unauthenticated
     return client
   })

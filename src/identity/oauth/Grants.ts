@@ -4,8 +4,8 @@
  * Every secret is looked up by its SHA-256; single use and rotation are conditional UPDATEs, so
  * concurrent redemptions of one code or one refresh token have exactly one winner.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { PkceMethod } from "../crypto/Secrets.js"
 import { userAlongside } from "../users/Users.js"
 
@@ -19,7 +19,7 @@ const CodeRow = Schema.Struct({
   scopes: Schema.Array(Schema.String),
   nonce: Schema.NullOr(Schema.String),
   code_challenge: Schema.NullOr(Schema.String),
-  code_challenge_method: Schema.NullOr(Schema.Literal("S256", "plain")),
+  code_challenge_method: Schema.NullOr(Schema.Literals(["S256", "plain"])),
   auth_time: Schema.DateFromSelf,
   amr: Schema.Array(Schema.String),
   fresh: Schema.Boolean
@@ -58,8 +58,8 @@ export interface NewCode {
   readonly ttlSeconds: number
 }
 
-export class Grants extends Effect.Service<Grants>()("identity/Grants", {
-  effect: Effect.gen(function*() {
+export class Grants extends Context.Service<Grants>()("identity/Grants", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const decodeRefresh = Schema.decodeUnknown(Schema.Array(RefreshRow))
     const withUser = userAlongside(sql)
@@ -256,4 +256,6 @@ export class Grants extends Effect.Service<Grants>()("identity/Grants", {
       recordConsent
     } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

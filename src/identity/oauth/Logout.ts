@@ -5,7 +5,7 @@
  * a registered redirect URI of `client_id`. `/oauth/post-logout-redirect` answers that same check.
  * The return target is always the re-serialised URL, never the raw string (no parser differential).
  */
-import { Effect, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import type { LogoutParams } from "../../../schema/Identity/Pages.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import { allowedLogoutTarget, Clients } from "../clients/Clients.js"
@@ -26,8 +26,8 @@ export type PostLogoutOutcome =
     readonly code: "UNKNOWN_CLIENT" | "LOGOUT_TARGET_NOT_ALLOWED" | "INVALID_AUTHORIZATION_REQUEST"
   }
 
-export class Logout extends Effect.Service<Logout>()("identity/Logout", {
-  effect: Effect.gen(function*() {
+export class Logout extends Context.Service<Logout>()("identity/Logout", {
+  make: Effect.gen(function*() {
     const config = yield* IdentityConfig
     const clients = yield* Clients
     const tokens = yield* Tokens
@@ -83,4 +83,6 @@ export class Logout extends Effect.Service<Logout>()("identity/Logout", {
 
     return { entryLocation, target, hintConfirms, postLogoutRedirect } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

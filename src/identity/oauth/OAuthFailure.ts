@@ -4,7 +4,7 @@
  * the status of RFC 6749 section 5.2 / RFC 6750 section 3.1 unless given, plus any headers the
  * failure needs (`WWW-Authenticate`, `Retry-After`).
  */
-import { HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "effect/http"
 import { Data } from "effect"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
 import { oauthErrorStatus } from "../../../schema/Identity/OAuthError.js"

@@ -4,7 +4,7 @@
  * alone (still 200). Client credentials are optional (README.md, "Security"), but when sent they
  * must be right (401 `invalid_client`). A missing `token` is 400 `invalid_request`.
  */
-import { Effect, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import type { RevokeRequest } from "../../../schema/Identity/Token.js"
 import { FIRST_PARTY_CLIENT_ID } from "../clients/Clients.js"
 import { Clients } from "../clients/Clients.js"
@@ -16,8 +16,8 @@ import { Grants } from "./Grants.js"
 import type { OAuthFailure } from "./OAuthFailure.js"
 import { oauthFailure } from "./OAuthFailure.js"
 
-export class Revocation extends Effect.Service<Revocation>()("identity/Revocation", {
-  effect: Effect.gen(function*() {
+export class Revocation extends Context.Service<Revocation>()("identity/Revocation", {
+  make: Effect.gen(function*() {
     const grants = yield* Grants
     const clients = yield* Clients
     const tokens = yield* Tokens
@@ -57,4 +57,6 @@ export class Revocation extends Effect.Service<Revocation>()("identity/Revocatio
     )
     return { revoke } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -36,7 +36,7 @@
  * narrowing a client (`client update --scope`) narrows its next refresh too. Access tokens name the
  * catalog as `aud` (RFC 9068 section 3) and the client as `client_id`.
  */
-import { Clock, Effect, Either, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import type { TokenRequest, TokenResponse } from "../../../schema/Identity/Token.js"
 import { makeLeasedBuckets, RateLimiter } from "../../platform/RateLimiter.js"
 import type { Client } from "../clients/Clients.js"
@@ -59,8 +59,8 @@ type Wire = { -readonly [K in keyof TokenResponse]: TokenResponse[K] }
 
 const invalidGrant = (description: string) => oauthFailure("invalid_grant", description)
 
-export class TokenService extends Effect.Service<TokenService>()("identity/TokenService", {
-  effect: Effect.gen(function*() {
+export class TokenService extends Context.Service<TokenService>()("identity/TokenService", {
+  make: Effect.gen(function*() {
     const config = yield* IdentityConfig
     // The resource server client tokens are for (RFC 9068 section 3); the catalog requires it.
     const catalogAudience = yield* catalogAudienceConfig
@@ -99,8 +99,8 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
         const key = `token-auth:${client.clientId}:${address}`
         const wait = secondsUntil(failuresBlockedUntil.get(key), yield* Clock.currentTimeMillis)
         if (wait !== undefined) return yield* tooManyFailures(wait)
-        const checked = yield* Effect.either(checkSecret(client, presented))
-        if (Either.isRight(checked)) return
+        const checked = yield* Effect.result(checkSecret(client, presented))
+        if (Result.isSuccess(checked)) return
         const taken = yield* limiter.take(key, failurePolicy)
         if (!taken.allowed) {
           if (failuresBlockedUntil.size > 10_000) failuresBlockedUntil.clear()
@@ -343,4 +343,6 @@ export class TokenService extends Effect.Service<TokenService>()("identity/Token
 
     return { exchange } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

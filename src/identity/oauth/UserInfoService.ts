@@ -4,8 +4,8 @@
  * and its user must not be banned. Failures are RFC 6750 section 3 errors with a
  * `WWW-Authenticate: Bearer` challenge.
  */
-import type { HttpServerRequest } from "@effect/platform"
-import { Effect, Option } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import { Context, Effect, Layer, Option } from "effect"
 import type { UserInfo } from "../../../schema/Identity/UserInfo.js"
 import { bearerToken } from "../auth/EndUsers.js"
 import { TokenLiveness } from "../tokens/Liveness.js"
@@ -20,8 +20,8 @@ const invalidToken = (description: string) =>
     headers: { "www-authenticate": bearerChallenge({ code: "invalid_token", description }) }
   })
 
-export class UserInfoService extends Effect.Service<UserInfoService>()("identity/UserInfoService", {
-  effect: Effect.gen(function*() {
+export class UserInfoService extends Context.Service<UserInfoService>()("identity/UserInfoService", {
+  make: Effect.gen(function*() {
     const tokens = yield* Tokens
     const liveness = yield* TokenLiveness
 
@@ -57,4 +57,6 @@ export class UserInfoService extends Effect.Service<UserInfoService>()("identity
     )
     return { userinfo } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

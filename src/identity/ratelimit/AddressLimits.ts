@@ -6,15 +6,15 @@
  * party's hot path. The defaults are generous: a relying party's server calls authorize (with a
  * sign-in token) and userinfo for all of its users from one address.
  */
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { makeLeasedBuckets, RateLimiter } from "../../platform/RateLimiter.js"
 import { addressBucket } from "../http/ClientAddress.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 
 export type AddressLimitedEndpoint = "authorize" | "userinfo" | "revoke"
 
-export class AddressLimits extends Effect.Service<AddressLimits>()("identity/AddressLimits", {
-  effect: Effect.gen(function*() {
+export class AddressLimits extends Context.Service<AddressLimits>()("identity/AddressLimits", {
+  make: Effect.gen(function*() {
     const config = yield* IdentityConfig
     const limiter = yield* RateLimiter
     const buckets = {
@@ -30,4 +30,6 @@ export class AddressLimits extends Effect.Service<AddressLimits>()("identity/Add
 
     return { check } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

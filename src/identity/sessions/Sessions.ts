@@ -5,10 +5,10 @@
  * Ending a session revokes the refresh families it produced: logging out of the provider logs the
  * user out of the relying parties that signed in through it.
  */
-import type { HttpServerRequest } from "@effect/platform"
-import { HttpServerResponse } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import { HttpServerResponse } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { randomToken, sha256Hex } from "../crypto/Secrets.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 
@@ -44,8 +44,8 @@ const toSession = (row: typeof SessionRow.Type): Session => ({
   amr: row.amr
 })
 
-export class Sessions extends Effect.Service<Sessions>()("identity/Sessions", {
-  effect: Effect.gen(function*() {
+export class Sessions extends Context.Service<Sessions>()("identity/Sessions", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* IdentityConfig
     const decodeRows = Schema.decodeUnknown(Schema.Array(SessionRow))
@@ -136,6 +136,8 @@ export class Sessions extends Effect.Service<Sessions>()("identity/Sessions", {
       clearCookie,
       cookieOptions
     } as const
-  }),
-  dependencies: [IdentityConfig.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([IdentityConfig.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

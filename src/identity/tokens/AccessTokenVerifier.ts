@@ -19,13 +19,13 @@ import { cachedLiveness, revocationCacheMillis, TokenLiveness } from "./Liveness
 import type { AccessTokenClaims } from "./Tokens.js"
 import { AccessTokenRejected, catalogAudienceConfig, issuerConfig, verifyAccessTokenWith } from "./Tokens.js"
 
-export class AccessTokenVerifier extends Context.Tag("identity/AccessTokenVerifier")<AccessTokenVerifier, {
+export class AccessTokenVerifier extends Context.Service<AccessTokenVerifier, {
   readonly issuer: string
   /** The `aud` value every accepted token carries. */
   readonly audience: string
   /** A verified, live access token's claims, or why it was refused. */
   readonly verify: (token: string) => Effect.Effect<AccessTokenClaims, AccessTokenRejected>
-}>() {}
+}>()("identity/AccessTokenVerifier") {}
 
 /** Refetch at least this often anyway, so retired keys leave the cache. */
 const JWKS_MAX_AGE = Duration.minutes(5)
@@ -60,7 +60,7 @@ export const AccessTokenVerifierJwks: Layer.Layer<AccessTokenVerifier, never, To
         catch: (error) => error
       }).pipe(
         Effect.map(Option.some),
-        Effect.catchAll((error) =>
+        Effect.catch((error) =>
           error instanceof Jose.errors.JWKSNoMatchingKey || error instanceof Jose.errors.JWKSMultipleMatchingKeys
             ? Effect.succeed(Option.none())
             : Effect.die(error)

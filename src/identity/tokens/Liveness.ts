@@ -10,8 +10,8 @@
  * path. Either way a revoked family stops working within the cache time, well inside the 900 s
  * token lifetime.
  */
-import { SqlClient } from "@effect/sql"
-import { Clock, Config, Effect, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { Clock, Config, Context, Effect, Layer, Option } from "effect"
 import { userAlongside } from "../users/Users.js"
 
 export interface LivenessClaims {
@@ -25,8 +25,8 @@ export interface LivenessCheck {
   readonly isLive: (claims: LivenessClaims) => Effect.Effect<boolean>
 }
 
-export class TokenLiveness extends Effect.Service<TokenLiveness>()("identity/TokenLiveness", {
-  effect: Effect.gen(function*() {
+export class TokenLiveness extends Context.Service<TokenLiveness>()("identity/TokenLiveness", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const withUser = userAlongside(sql)
     const firstLive = withUser.first({})
@@ -77,7 +77,9 @@ export class TokenLiveness extends Effect.Service<TokenLiveness>()("identity/Tok
     })
     return { isLive, liveUser } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}
 
 const CACHE_MAX = 50_000
 

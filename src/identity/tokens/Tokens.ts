@@ -11,7 +11,7 @@
  * `aud` of a client's token is the catalog, the resource server it is for (RFC 9068 section 3;
  * `catalogAudienceConfig`), the client being named by `client_id`; a sign-in token's is the issuer.
  */
-import { Clock, Config, Effect, Option, Schema } from "effect"
+import { Clock, Config, Context, Effect, Layer, Option, Schema } from "effect"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
 import { GrantedRole } from "../../../schema/Identity/User.js"
@@ -81,7 +81,7 @@ export class AccessTokenClaims extends Schema.Class<AccessTokenClaims>("AccessTo
   fid: Schema.optionalWith(Schema.String, { exact: true }),
   sid: Schema.optionalWith(Schema.String, { exact: true }),
   auth_time: Schema.optionalWith(Schema.Int, { exact: true }),
-  content_limit: Schema.optionalWith(Schema.Literal("sfw", "nsfw"), { exact: true })
+  content_limit: Schema.optionalWith(Schema.Literals(["sfw", "nsfw"]), { exact: true })
 }) {
   get scopes(): ReadonlyArray<string> {
     return this.scope === "" ? [] : this.scope.split(" ")
@@ -89,22 +89,10 @@ export class AccessTokenClaims extends Schema.Class<AccessTokenClaims>("AccessTo
 }
 
 /** Why a presented access token was refused. Every reason is RFC 6750 `invalid_token`. */
-export const AccessTokenRejection = Schema.Literal(
-  "malformed",
-  "unsupported_algorithm",
-  "wrong_type",
-  "unknown_key",
-  "bad_signature",
-  "wrong_issuer",
-  "wrong_audience",
-  "expired",
-  "not_yet_valid",
-  "invalid_claims",
-  "revoked"
-)
+export const AccessTokenRejection = Schema.Literals(["malformed", "unsupported_algorithm", "wrong_type", "unknown_key", "bad_signature", "wrong_issuer", "wrong_audience", "expired", "not_yet_valid", "invalid_claims", "revoked"])
 export type AccessTokenRejection = typeof AccessTokenRejection.Type
 
-export class AccessTokenRejected extends Schema.TaggedError<AccessTokenRejected>()("AccessTokenRejected", {
+export class AccessTokenRejected extends Schema.TaggedErrorClass<AccessTokenRejected>()("AccessTokenRejected", {
   reason: AccessTokenRejection,
   message: Schema.String
 }) {
@@ -123,7 +111,7 @@ export class IdTokenHint extends Schema.Class<IdTokenHint>("IdTokenHint")({
   sid: Schema.optionalWith(Schema.String, { exact: true })
 }) {}
 
-export class IdTokenHintRejected extends Schema.TaggedError<IdTokenHintRejected>()("IdTokenHintRejected", {
+export class IdTokenHintRejected extends Schema.TaggedErrorClass<IdTokenHintRejected>()("IdTokenHintRejected", {
   message: Schema.String
 }) {}
 
@@ -245,8 +233,8 @@ export interface IdTokenInput {
   readonly claims?: Readonly<Record<string, unknown>> | undefined
 }
 
-export class Tokens extends Effect.Service<Tokens>()("identity/Tokens", {
-  effect: Effect.gen(function*() {
+export class Tokens extends Context.Service<Tokens>()("identity/Tokens", {
+  make: Effect.gen(function*() {
     const issuer = yield* issuerConfig
     const keys = yield* SigningKeys
     const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
@@ -350,6 +338,8 @@ export class Tokens extends Effect.Service<Tokens>()("identity/Tokens", {
     })
 
     return { issuer, issueAccessToken, issueIdToken, verifyAccessToken, verifyIdTokenHint } as const
-  }),
-  dependencies: [SigningKeys.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([SigningKeys.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}

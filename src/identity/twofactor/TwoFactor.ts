@@ -15,8 +15,8 @@
  *   address) and by growing delays per account, never a lockout, with the sign-in policies of
  *   src/identity/IdentityConfig.ts. A right code takes its count back.
  */
-import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import * as OTPAuth from "otpauth"
 import QRCode from "qrcode"
@@ -124,8 +124,8 @@ const newRecoveryCodes = () =>
 
 const recoveryHash = (code: string) => sha256Hex(recoveryForm(code)!)
 
-export class TwoFactor extends Effect.Service<TwoFactor>()("identity/TwoFactor", {
-  effect: Effect.gen(function*() {
+export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* IdentityConfig
     const limiter = yield* RateLimiter
@@ -420,4 +420,6 @@ export class TwoFactor extends Effect.Service<TwoFactor>()("identity/TwoFactor",
       verifySignIn
     } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

@@ -3,8 +3,8 @@
  * one module through which the catalog reads identity accounts; read on every request that acts
  * for a user, so a role granted or revoked (or a ban) applies at once, whatever the credential.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 
 export interface Standing {
   readonly roles: ReadonlyArray<string>
@@ -13,8 +13,8 @@ export interface Standing {
 
 const Row = Schema.Struct({ roles: Schema.Array(Schema.String), banned: Schema.Boolean })
 
-export class UserStanding extends Effect.Service<UserStanding>()("identity/UserStanding", {
-  effect: Effect.gen(function*() {
+export class UserStanding extends Context.Service<UserStanding>()("identity/UserStanding", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const find = SqlSchema.findOne({
       Request: Schema.Number,
@@ -26,4 +26,6 @@ export class UserStanding extends Effect.Service<UserStanding>()("identity/UserS
       find(userId).pipe(Effect.orDie, Effect.withSpan("UserStanding.of"))
     return { of } as const
   })
-}) {}
+}) {
+  static readonly layer = Layer.effect(this, this.make)
+}

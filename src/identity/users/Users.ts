@@ -2,8 +2,8 @@
  * Accounts: integer `id`, UUID `sub`, email, name, picture, granted roles (`user` is implicit),
  * site roles per site, banned flag; passwords hashed with scrypt (README.md, "Security").
  */
-import { SqlClient } from "@effect/sql"
-import { Data, Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Context, Data, Effect, Layer, Option, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { Email, GrantedRole, SiteRole } from "../../../schema/Identity/User.js"
 import { Passwords } from "../crypto/Passwords.js"
@@ -115,8 +115,8 @@ const toDirectoryEntry = (row: typeof DirectoryRow.Type): DirectoryEntry => ({
 /** `value` as a LIKE pattern matching itself literally (`\` is PostgreSQL's default escape). */
 const likeLiteral = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`)
 
-export class Users extends Effect.Service<Users>()("identity/Users", {
-  effect: Effect.gen(function*() {
+export class Users extends Context.Service<Users>()("identity/Users", {
+  make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const passwords = yield* Passwords
     const decodeRows = Schema.decodeUnknown(Schema.Array(UserRow))
@@ -298,6 +298,8 @@ export class Users extends Effect.Service<Users>()("identity/Users", {
       directoryByIds,
       directorySearch
     } as const
-  }),
-  dependencies: [Passwords.Default]
-}) {}
+  })
+}) {
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([Passwords.layer]))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+}
