@@ -288,94 +288,94 @@ const retryAfter = {
 }
 
 export class InvalidParameter
-  extends Schema.TaggedErrorClass<InvalidParameter>()("InvalidParameter", problemFields("INVALID_PARAMETER"))
+  extends Schema.TaggedError<InvalidParameter>()("InvalidParameter", problemFields("INVALID_PARAMETER"))
 {}
 export class UnknownInclude
-  extends Schema.TaggedErrorClass<UnknownInclude>()("UnknownInclude", problemFields("UNKNOWN_INCLUDE"))
+  extends Schema.TaggedError<UnknownInclude>()("UnknownInclude", problemFields("UNKNOWN_INCLUDE"))
 {}
-export class UnknownSort extends Schema.TaggedErrorClass<UnknownSort>()("UnknownSort", problemFields("UNKNOWN_SORT")) {}
-export class UnknownFacet extends Schema.TaggedErrorClass<UnknownFacet>()("UnknownFacet", problemFields("UNKNOWN_FACET")) {}
+export class UnknownSort extends Schema.TaggedError<UnknownSort>()("UnknownSort", problemFields("UNKNOWN_SORT")) {}
+export class UnknownFacet extends Schema.TaggedError<UnknownFacet>()("UnknownFacet", problemFields("UNKNOWN_FACET")) {}
 export class LimitTooLarge
-  extends Schema.TaggedErrorClass<LimitTooLarge>()("LimitTooLarge", problemFields("LIMIT_TOO_LARGE"))
+  extends Schema.TaggedError<LimitTooLarge>()("LimitTooLarge", problemFields("LIMIT_TOO_LARGE"))
 {}
-export class TooManyIds extends Schema.TaggedErrorClass<TooManyIds>()("TooManyIds", problemFields("TOO_MANY_IDS")) {}
+export class TooManyIds extends Schema.TaggedError<TooManyIds>()("TooManyIds", problemFields("TOO_MANY_IDS")) {}
 export class InvalidCursor
-  extends Schema.TaggedErrorClass<InvalidCursor>()("InvalidCursor", problemFields("INVALID_CURSOR"))
+  extends Schema.TaggedError<InvalidCursor>()("InvalidCursor", problemFields("INVALID_CURSOR"))
 {}
 export class MissingCredential
-  extends Schema.TaggedErrorClass<MissingCredential>()("MissingCredential", problemFields("MISSING_CREDENTIAL"))
+  extends Schema.TaggedError<MissingCredential>()("MissingCredential", problemFields("MISSING_CREDENTIAL"))
 {}
 export class InvalidCredential
-  extends Schema.TaggedErrorClass<InvalidCredential>()("InvalidCredential", problemFields("INVALID_CREDENTIAL"))
+  extends Schema.TaggedError<InvalidCredential>()("InvalidCredential", problemFields("INVALID_CREDENTIAL"))
 {}
 export class ScopeRequired
-  extends Schema.TaggedErrorClass<ScopeRequired>()("ScopeRequired", problemFields("SCOPE_REQUIRED"))
+  extends Schema.TaggedError<ScopeRequired>()("ScopeRequired", problemFields("SCOPE_REQUIRED"))
 {}
 export class UserIdentityRequired
-  extends Schema.TaggedErrorClass<UserIdentityRequired>()("UserIdentityRequired", problemFields("USER_IDENTITY_REQUIRED"))
+  extends Schema.TaggedError<UserIdentityRequired>()("UserIdentityRequired", problemFields("USER_IDENTITY_REQUIRED"))
 {}
 export class PermissionRequired
-  extends Schema.TaggedErrorClass<PermissionRequired>()("PermissionRequired", problemFields("PERMISSION_REQUIRED"))
+  extends Schema.TaggedError<PermissionRequired>()("PermissionRequired", problemFields("PERMISSION_REQUIRED"))
 {}
 export class TenantMismatch
-  extends Schema.TaggedErrorClass<TenantMismatch>()("TenantMismatch", problemFields("TENANT_MISMATCH"))
+  extends Schema.TaggedError<TenantMismatch>()("TenantMismatch", problemFields("TENANT_MISMATCH"))
 {}
-export class NotFound extends Schema.TaggedErrorClass<NotFound>()("NotFound", problemFields("NOT_FOUND")) {}
-export class EntityMerged extends Schema.TaggedErrorClass<EntityMerged>()("EntityMerged", {
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", problemFields("NOT_FOUND")) {}
+export class EntityMerged extends Schema.TaggedError<EntityMerged>()("EntityMerged", {
   ...problemFields("ENTITY_MERGED"),
   object: Schema.String.annotate({ description: "The entity type, e.g. `work`." }),
   current_id: Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)).annotate({
     description: "The id that replaced the requested one."
   })
 }) {}
-export class MethodNotAllowed extends Schema.TaggedErrorClass<MethodNotAllowed>()("MethodNotAllowed", {
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
   ...problemFields("METHOD_NOT_ALLOWED"),
   allow: Schema.Array(Schema.String).annotate({ description: "Methods the path accepts; also the `Allow` header." })
 }) {}
 export class AlreadyExists
-  extends Schema.TaggedErrorClass<AlreadyExists>()("AlreadyExists", problemFields("ALREADY_EXISTS"))
+  extends Schema.TaggedError<AlreadyExists>()("AlreadyExists", problemFields("ALREADY_EXISTS"))
 {}
 export class IdempotencyKeyReused
-  extends Schema.TaggedErrorClass<IdempotencyKeyReused>()("IdempotencyKeyReused", problemFields("IDEMPOTENCY_KEY_REUSED"))
+  extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", problemFields("IDEMPOTENCY_KEY_REUSED"))
 {}
-export class InvalidStateTransition extends Schema.TaggedErrorClass<InvalidStateTransition>()(
+export class InvalidStateTransition extends Schema.TaggedError<InvalidStateTransition>()(
   "InvalidStateTransition",
   problemFields("INVALID_STATE_TRANSITION")
 ) {}
 export class IdempotencyRequestInProgress
-  extends Schema.TaggedErrorClass<IdempotencyRequestInProgress>()("IdempotencyRequestInProgress", {
+  extends Schema.TaggedError<IdempotencyRequestInProgress>()("IdempotencyRequestInProgress", {
     ...problemFields("IDEMPOTENCY_REQUEST_IN_PROGRESS"),
     ...retryAfter
   })
 {}
-export class Gone extends Schema.TaggedErrorClass<Gone>()("Gone", problemFields("GONE")) {}
+export class Gone extends Schema.TaggedError<Gone>()("Gone", problemFields("GONE")) {}
 export class PreconditionFailed
-  extends Schema.TaggedErrorClass<PreconditionFailed>()("PreconditionFailed", problemFields("PRECONDITION_FAILED"))
+  extends Schema.TaggedError<PreconditionFailed>()("PreconditionFailed", problemFields("PRECONDITION_FAILED"))
 {}
 export class PreconditionRequired
-  extends Schema.TaggedErrorClass<PreconditionRequired>()("PreconditionRequired", problemFields("PRECONDITION_REQUIRED"))
+  extends Schema.TaggedError<PreconditionRequired>()("PreconditionRequired", problemFields("PRECONDITION_REQUIRED"))
 {}
-export class PayloadTooLarge extends Schema.TaggedErrorClass<PayloadTooLarge>()("PayloadTooLarge", {
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
   ...problemFields("PAYLOAD_TOO_LARGE"),
   max_bytes: Schema.Int.pipe(Schema.positive()).annotate({ description: "The body size limit in bytes." })
 }) {}
 export class ValidationFailed
-  extends Schema.TaggedErrorClass<ValidationFailed>()("ValidationFailed", problemFields("VALIDATION_FAILED"))
+  extends Schema.TaggedError<ValidationFailed>()("ValidationFailed", problemFields("VALIDATION_FAILED"))
 {}
-export class RateLimited extends Schema.TaggedErrorClass<RateLimited>()("RateLimited", {
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   ...problemFields("RATE_LIMITED"),
   ...retryAfter
 }) {}
-export class QuotaExceeded extends Schema.TaggedErrorClass<QuotaExceeded>()("QuotaExceeded", {
+export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
   ...problemFields("QUOTA_EXCEEDED"),
   ...retryAfter,
   quota: Schema.String.annotate({ description: "The quota that is used up (`claims`, `decisions`, ...)." }),
   limit: Schema.Int.pipe(Schema.positive()).annotate({ description: "Writes the quota allows per UTC day." })
 }) {}
 export class InternalError
-  extends Schema.TaggedErrorClass<InternalError>()("InternalError", problemFields("INTERNAL_ERROR"))
+  extends Schema.TaggedError<InternalError>()("InternalError", problemFields("INTERNAL_ERROR"))
 {}
-export class ServiceUnavailable extends Schema.TaggedErrorClass<ServiceUnavailable>()("ServiceUnavailable", {
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   ...problemFields("SERVICE_UNAVAILABLE"),
   ...retryAfter
 }) {}

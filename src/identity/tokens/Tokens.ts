@@ -92,7 +92,7 @@ export class AccessTokenClaims extends Schema.Class<AccessTokenClaims>("AccessTo
 export const AccessTokenRejection = Schema.Literals(["malformed", "unsupported_algorithm", "wrong_type", "unknown_key", "bad_signature", "wrong_issuer", "wrong_audience", "expired", "not_yet_valid", "invalid_claims", "revoked"])
 export type AccessTokenRejection = typeof AccessTokenRejection.Type
 
-export class AccessTokenRejected extends Schema.TaggedErrorClass<AccessTokenRejected>()("AccessTokenRejected", {
+export class AccessTokenRejected extends Schema.TaggedError<AccessTokenRejected>()("AccessTokenRejected", {
   reason: AccessTokenRejection,
   message: Schema.String
 }) {
@@ -111,7 +111,7 @@ export class IdTokenHint extends Schema.Class<IdTokenHint>("IdTokenHint")({
   sid: Schema.optionalWith(Schema.String, { exact: true })
 }) {}
 
-export class IdTokenHintRejected extends Schema.TaggedErrorClass<IdTokenHintRejected>()("IdTokenHintRejected", {
+export class IdTokenHintRejected extends Schema.TaggedError<IdTokenHintRejected>()("IdTokenHintRejected", {
   message: Schema.String
 }) {}
 
