@@ -8,7 +8,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Two cores: files run in parallel, each against its own database.
     pool: "forks",
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    maxWorkers: 2,
     reporters: ["default"]
   }
 })

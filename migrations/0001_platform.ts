@@ -1,5 +1,5 @@
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 /** Platform tables: catalog API keys (docs/api-contract.md, "Credentials, scopes and the content limit"). */
 export default Effect.gen(function*() {

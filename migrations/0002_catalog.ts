@@ -46,8 +46,8 @@
  * `catalog_redirects` (merge map) is stamped the same way so it can be paged incrementally too; its
  * `current_id` is kept flattened (a merge into X re-points every redirect whose current_id was X).
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 const entityTypes = "'work', 'release', 'character', 'credit_name', 'person', 'company', 'tag', 'engine', 'trait'"
 const targetObjects = "'work', 'release', 'character', 'credit_name', 'person', 'company', 'tag', 'engine'"

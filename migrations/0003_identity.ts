@@ -7,8 +7,8 @@
  * `bigint` columns come back from node-postgres as strings; repositories decode them with
  * `Schema.NumberFromString`.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

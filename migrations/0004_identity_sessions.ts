@@ -10,8 +10,8 @@
  *   key's content limit.
  * - `oauth_clients.site` follows the catalog's site-name rule so a token's `site` matches API keys.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -8,8 +8,8 @@
  * commit, so a reader never hears of a write it cannot yet see. TRUNCATE notifies too (operators and
  * tests reset tables that way).
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

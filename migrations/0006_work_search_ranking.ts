@@ -10,8 +10,8 @@
  * The table is rebuilt rather than updated in place: an in-place update of every row would also
  * rewrite every entry of the trigram index.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -11,8 +11,8 @@
  *   (docs/api-contract.md, "Rate limits and body limits"). It answers how many were granted and what
  *   is left.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

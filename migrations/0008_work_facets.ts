@@ -15,8 +15,8 @@
  *
  * The seed writes the rows itself with these triggers off.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

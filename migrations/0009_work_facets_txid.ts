@@ -10,8 +10,8 @@
  * The functions of 0008 are replaced to stamp the rows they update; an inserted row gets the
  * column's default. The seed writes the rows with COPY, which fills the default too.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

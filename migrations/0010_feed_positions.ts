@@ -26,8 +26,8 @@
  * keeps non-decreasing times. Feed cursors issued before this migration no longer decode
  * (400 INVALID_CURSOR): a mirror pages once more from the start.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

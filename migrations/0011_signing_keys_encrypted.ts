@@ -9,8 +9,8 @@
  * still in plaintext and nulls `private_jwk`. A row holds exactly one of the two, so a row with
  * neither (no private key) or both (plaintext left behind) is refused.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -12,8 +12,8 @@
  *   vouches for it, so existing rows are verified; registration and email changes (with an emailed
  *   code, migrations/0016) verify addresses since.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

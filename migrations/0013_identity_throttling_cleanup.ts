@@ -12,8 +12,8 @@
  *   the moment they died (`least` skips NULL, so one expression covers ended or expired and revoked
  *   or expired), rotated refresh tokens by their rotation.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

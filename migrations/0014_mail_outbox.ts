@@ -15,8 +15,8 @@
  *   done with for the cleanup job (src/identity/cleanup/Cleanup.ts). The subject bound is RFC 5322
  *   section 2.1.1's line length.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

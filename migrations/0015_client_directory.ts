@@ -10,8 +10,8 @@
  *   `text_pattern_ops`, so `LIKE 'prefix%'` uses the index whatever the database's collation. An
  *   exact email match already uses `users_email_lower_key` (migrations/0003).
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -10,8 +10,8 @@
  * - `users.totp_enabled_at`: when a second factor was confirmed, null without one (`two_factor` on
  *   `GET /auth/me`); the factor itself is kept by migrations/0018.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -15,8 +15,8 @@
  *   is read through `(user_id, created_at DESC)`; the CLI's pending queue through `created_at`
  *   of the pending rows.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

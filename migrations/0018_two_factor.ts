@@ -16,8 +16,8 @@
  *   id_token says how its sign-in was made (OpenID Connect Core 1.0 section 2): `pwd`, or `pwd` and
  *   `otp`. Rows from before this migration were password sign-ins.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -5,8 +5,8 @@
  * `users.avatar_sha256` the stored avatar it names; an avatar no user points at any more is removed
  * by the cleanup job (src/identity/cleanup/Cleanup.ts) after a day.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

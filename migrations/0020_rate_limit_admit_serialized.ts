@@ -11,8 +11,8 @@
  * holds at most one row at a time and waits for nothing while holding it, so it cannot close a
  * cycle.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

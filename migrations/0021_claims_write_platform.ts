@@ -24,8 +24,8 @@
  * Quotas. One row per (site, kind, UTC day), incremented in the write's own transaction, so a write
  * that rolls back uses no quota.
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 const states = "'none', 'live', 'draft', 'pending', 'declined', 'hidden'"
 

@@ -6,10 +6,21 @@ import { Context, Schema } from "effect"
 import type { ProblemCode } from "./Problem.js"
 
 /**
- * On a schema of a query parameter: when this schema fails to decode, the problem's top-level
+ * On a schema of a query parameter, or on one of its checks (`Schema.isMaxLength(512,
+ * problemCodeOnFailure(...))`): when this schema or check fails to decode, the problem's top-level
  * `code` is this one instead of `INVALID_PARAMETER` (`LIMIT_TOO_LARGE`, `UNKNOWN_SORT`, ...).
+ * Schema annotations are string-keyed, so the key is declared on `Schema.Annotations.Annotations`
+ * below and read back typed (`ast.annotations?.[ProblemCodeAnnotationId]`, `filter.annotations?.[...]`).
  */
-export const ProblemCodeAnnotationId: unique symbol = Symbol.for("shiori/ProblemCode")
+export const ProblemCodeAnnotationId = "shiori/ProblemCode"
+
+declare module "effect/Schema" {
+  namespace Annotations {
+    interface Annotations {
+      readonly "shiori/ProblemCode"?: ProblemCode | undefined
+    }
+  }
+}
 
 export const problemCodeOnFailure = (code: ProblemCode) => ({ [ProblemCodeAnnotationId]: code })
 

@@ -6,8 +6,8 @@
  * keys it may carry). Every problem class, the OpenAPI document, the `/v2/problems/reasons`
  * endpoint and the problem type pages are derived from them.
  */
-import { HttpApiSchema } from "effect/http-api"
-import { Schema } from "effect"
+import { Effect, Schema, SchemaTransformation } from "effect"
+import { HttpApiMiddleware, HttpApiSchema } from "effect/http-api"
 
 // ---------------------------------------------------------------------------------------------
 // Code registry
@@ -220,23 +220,23 @@ export const FieldErrorParams = Schema.Struct({
 
 const FieldErrorStruct = Schema.Struct({
   reason: Schema.Literals(reasonList).annotate({ description: "Closed registry; see /v2/problems/reasons." }),
-  detail: Schema.String.pipe(Schema.maxLength(2048)).annotate({ description: "English; for display only." }),
+  detail: Schema.String.check(Schema.isMaxLength(2048)).annotate({ description: "English; for display only." }),
   pointer: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^\//)).annotate({ description: "JSON Pointer into the request body." })
+    Schema.String.check(Schema.isPattern(/^\//)).annotate({ description: "JSON Pointer into the request body." })
   ),
   parameter: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)).annotate({
+    Schema.String.check(Schema.isPattern(/^[A-Za-z_][A-Za-z0-9_]*$/)).annotate({
       description: "Query or path parameter name."
     })
   ),
   header: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]+$/)).annotate({ description: "Request header name." })
+    Schema.String.check(Schema.isPattern(/^[A-Za-z0-9-]+$/)).annotate({ description: "Request header name." })
   ),
   params: Schema.optional(FieldErrorParams)
 })
 
-export const FieldError = FieldErrorStruct.pipe(
-  Schema.filter((e) =>
+export const FieldError = FieldErrorStruct.check(
+  Schema.makeFilter((e) =>
     [e.pointer, e.parameter, e.header].filter((l) => l !== undefined).length === 1 ||
     "exactly one of pointer, parameter, header"
   )
@@ -250,8 +250,11 @@ export type FieldError = typeof FieldError.Type
 // Problem classes
 // ---------------------------------------------------------------------------------------------
 
-const withDefault = <S extends Schema.Schema.AnyNoContext>(schema: S, value: () => Schema.Schema.Type<S>) =>
-  Schema.propertySignature(schema).pipe(Schema.withConstructorDefault(value))
+/** A member the constructor fills when it is not given (`new NotFound({ detail })`); always on the wire. */
+const withDefault = <S extends Schema.Top & Schema.WithoutConstructorDefault>(
+  schema: S,
+  value: S["~type.make.in"]
+) => schema.pipe(Schema.withConstructorDefault<S>(Effect.succeed(value)))
 
 /**
  * The members every problem document carries. `type`, `instance` and `request_id` depend on the
@@ -261,28 +264,28 @@ const withDefault = <S extends Schema.Schema.AnyNoContext>(schema: S, value: () 
 const problemFields = <const C extends ProblemCode>(code: C) => {
   const { status, title } = ProblemCodes[code]
   return {
-    type: withDefault(Schema.String.annotate({ description: "Problem type URI; dereferenceable." }), () => ""),
-    title: withDefault(Schema.Literal(title as (typeof ProblemCodes)[C]["title"]), () => title as any),
-    status: withDefault(Schema.Literal(status as (typeof ProblemCodes)[C]["status"]), () => status as any),
-    code: withDefault(Schema.Literal(code), () => code),
+    type: withDefault(Schema.String.annotate({ description: "Problem type URI; dereferenceable." }), ""),
+    title: withDefault(Schema.Literal(title as (typeof ProblemCodes)[C]["title"]), title),
+    status: withDefault(Schema.Literal(status as (typeof ProblemCodes)[C]["status"]), status),
+    code: withDefault(Schema.Literal(code), code),
     detail: withDefault(
       Schema.String.annotate({ description: "English, request-specific; empty when nothing to add." }),
-      () => ""
+      ""
     ),
     instance: withDefault(
       Schema.String.annotate({ description: "Path and query of the failing request." }),
-      () => ""
+      ""
     ),
     request_id: withDefault(
       Schema.String.annotate({ description: "Same value as the `X-Request-ID` response header." }),
-      () => ""
+      ""
     ),
-    errors: withDefault(Schema.Array(FieldError), () => [])
+    errors: withDefault(Schema.Array(FieldError), [])
   }
 }
 
 const retryAfter = {
-  retry_after: Schema.Int.pipe(Schema.nonNegative()).annotate({
+  retry_after: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).annotate({
     description: "Seconds to wait; also sent as the `Retry-After` header."
   })
 }
@@ -324,7 +327,7 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", problem
 export class EntityMerged extends Schema.TaggedError<EntityMerged>()("EntityMerged", {
   ...problemFields("ENTITY_MERGED"),
   object: Schema.String.annotate({ description: "The entity type, e.g. `work`." }),
-  current_id: Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)).annotate({
+  current_id: Schema.String.check(Schema.isPattern(/^[0-9]{1,20}$/)).annotate({
     description: "The id that replaced the requested one."
   })
 }) {}
@@ -357,7 +360,7 @@ export class PreconditionRequired
 {}
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
   ...problemFields("PAYLOAD_TOO_LARGE"),
-  max_bytes: Schema.Int.pipe(Schema.positive()).annotate({ description: "The body size limit in bytes." })
+  max_bytes: Schema.Int.check(Schema.isGreaterThan(0)).annotate({ description: "The body size limit in bytes." })
 }) {}
 export class ValidationFailed
   extends Schema.TaggedError<ValidationFailed>()("ValidationFailed", problemFields("VALIDATION_FAILED"))
@@ -370,7 +373,7 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
   ...problemFields("QUOTA_EXCEEDED"),
   ...retryAfter,
   quota: Schema.String.annotate({ description: "The quota that is used up (`claims`, `decisions`, ...)." }),
-  limit: Schema.Int.pipe(Schema.positive()).annotate({ description: "Writes the quota allows per UTC day." })
+  limit: Schema.Int.check(Schema.isGreaterThan(0)).annotate({ description: "Writes the quota allows per UTC day." })
 }) {}
 export class InternalError
   extends Schema.TaggedError<InternalError>()("InternalError", problemFields("INTERNAL_ERROR"))
@@ -411,7 +414,7 @@ export const ProblemClasses = {
   QUOTA_EXCEEDED: QuotaExceeded,
   INTERNAL_ERROR: InternalError,
   SERVICE_UNAVAILABLE: ServiceUnavailable
-} as const satisfies { readonly [C in ProblemCode]: Schema.Schema.AnyNoContext & { readonly fields: any } }
+} as const satisfies { readonly [C in ProblemCode]: Schema.Top & { readonly fields: Schema.Struct.Fields } }
 
 export type ProblemClass = (typeof ProblemClasses)[ProblemCode]
 export type Problem = InstanceType<ProblemClass>
@@ -424,46 +427,76 @@ export const isProblem = (u: unknown): u is Problem =>
 // Wire schemas: `_tag` stays off the wire, the media type is application/problem+json
 // ---------------------------------------------------------------------------------------------
 
-const wireCache = new Map<ProblemClass, Schema.Schema.AnyNoContext>()
+const wireCache = new Map<ProblemClass, Schema.Top>()
 const codeOfClass = new Map<ProblemClass, ProblemCode>(
   Object.entries(ProblemClasses).map(([code, cls]) => [cls, code as ProblemCode])
 )
 
-const makeWire = <C extends ProblemClass>(cls: C) => {
-  const { _tag, ...fields } = cls.fields as Record<string, any>
+/** `INVALID_PARAMETER` -> `InvalidParameterProblem`: the name of the schema in the OpenAPI document. */
+const wireIdentifier = (code: ProblemCode) =>
+  `${
+    code
+      .toLowerCase()
+      .split("_")
+      .map((w: string) => w[0]!.toUpperCase() + w.slice(1))
+      .join("")
+  }Problem`
+
+const makeWire = <C extends ProblemClass>(cls: C): Schema.Codec<InstanceType<C>, ProblemWire> => {
+  const { _tag, ...fields } = cls.fields as Schema.Struct.Fields
   const code = codeOfClass.get(cls)!
   const meta = ProblemCodes[code]
-  return Schema.transform(Schema.Struct(fields), Schema.typeSchema(cls as any), {
-    strict: false,
-    decode: (wire) => new (cls as any)(wire),
-    encode: (value: any) => {
-      const { _tag: _, ...rest } = value
-      return rest
-    }
-  }).annotate({
-    identifier: `${
-      code
-        .toLowerCase()
-        .split("_")
-        .map((w: string) => w[0]!.toUpperCase() + w.slice(1))
-        .join("")
-    }Problem`,
+  const Constructor = cls as unknown as new(props: Record<string, unknown>) => Problem
+  // The wire members carry the name and text of the OpenAPI component; the decoded side is the class.
+  const wire = Schema.Struct(fields).annotate({
+    identifier: wireIdentifier(code),
     title: meta.title,
-    description: `\`${code}\` (HTTP ${meta.status}): ${meta.description}`,
-    ...HttpApiSchema.annotations({ status: meta.status }),
-    [HttpApiSchema.AnnotationEncoding]: { kind: "Json", contentType: "application/problem+json" }
-  }) as unknown as Schema.Schema<InstanceType<C>, ProblemWire, never>
+    description: `\`${code}\` (HTTP ${meta.status}): ${meta.description}`
+  }).pipe(
+    Schema.decodeTo(
+      Schema.toType(cls as unknown as Schema.Codec<Problem>),
+      SchemaTransformation.transform<Problem, Record<string, unknown>>({
+        decode: (members) => new Constructor(members),
+        encode: (value) => {
+          const { _tag: _, ...members } = value as unknown as Record<string, unknown>
+          return members
+        }
+      })
+    )
+  ).annotate({ description: `\`${code}\` (HTTP ${meta.status}): ${meta.description}` })
+  return wire.pipe(
+    HttpApiSchema.status(meta.status),
+    HttpApiSchema.asJson({ contentType: "application/problem+json" })
+  ) as unknown as Schema.Codec<InstanceType<C>, ProblemWire>
 }
 
-/** The schema of a problem class as declared on an endpoint (`.addError(problem(NotFound))`). */
-export const problem = <C extends ProblemClass>(cls: C): Schema.Schema<InstanceType<C>, ProblemWire, never> => {
+/** The schema of a problem class as declared on an endpoint (`error: [problem(NotFound), ...]`). */
+export const problem = <C extends ProblemClass>(cls: C): Schema.Codec<InstanceType<C>, ProblemWire> => {
   let schema = wireCache.get(cls)
   if (schema === undefined) {
     schema = makeWire(cls)
     wireCache.set(cls, schema)
   }
-  return schema as any
+  return schema as unknown as Schema.Codec<InstanceType<C>, ProblemWire>
 }
+
+/**
+ * Turns every problem an endpoint fails with, and every request its declared schemas refuse, into
+ * the finished problem response (request-specific members and headers included) before the
+ * platform's error encoder sees it. Declared on each catalog API as its last middleware, so it
+ * wraps the credential middleware too; implemented by src/platform/ProblemMiddleware.ts. Its
+ * errors are the failures any operation can meet (bad parameters, a bad body, a defect, the
+ * database away), so the OpenAPI document lists them on every operation.
+ */
+export class ProblemResponses extends HttpApiMiddleware.Service<ProblemResponses>()("shiori/ProblemResponses", {
+  error: [
+    problem(InvalidParameter),
+    problem(ValidationFailed),
+    problem(PayloadTooLarge),
+    problem(InternalError),
+    problem(ServiceUnavailable)
+  ]
+}) {}
 
 /** The encoded shape every problem shares (the extension members are optional here). */
 export interface ProblemWire {
@@ -492,7 +525,7 @@ export const ProblemDocument = Schema.Struct({
   code: Schema.Literals(problemCodeList),
   detail: Schema.String,
   instance: Schema.String,
-  request_id: Schema.String.pipe(Schema.pattern(/^req_[0-9A-HJKMNP-TV-Z]{26}$/)),
+  request_id: Schema.String.check(Schema.isPattern(/^req_[0-9A-HJKMNP-TV-Z]{26}$/)),
   errors: Schema.Array(FieldError),
   object: Schema.optional(Schema.String),
   current_id: Schema.optional(Schema.String)

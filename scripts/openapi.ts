@@ -10,8 +10,11 @@ import { CatalogApiDocumented } from "../src/catalog/CatalogServer.js"
 
 const out = Path.resolve("openapi")
 Fs.mkdirSync(out, { recursive: true })
-for (const [file, api] of [["catalog.json", CatalogApiDocumented], ["identity.json", IdentityApi]] as const) {
-  const spec = OpenApi.fromApi(api as any)
+const documents: ReadonlyArray<readonly [string, OpenApi.OpenAPISpec]> = [
+  ["catalog.json", OpenApi.fromApi(CatalogApiDocumented)],
+  ["identity.json", OpenApi.fromApi(IdentityApi)]
+]
+for (const [file, spec] of documents) {
   Fs.writeFileSync(Path.join(out, file), JSON.stringify(spec, null, 2) + "\n")
   console.log(`openapi/${file}: ${Object.keys(spec.paths).length} paths`)
 }

@@ -29,8 +29,10 @@ for (const arg of process.argv.slice(2)) {
   if (arg === "--demo") argumentSettings.set("SHIORI_DEMO", "true")
   else throw new Error(`unknown argument ${arg} (npm start accepts --demo)`)
 }
-const ConfigLive = Layer.setConfigProvider(
-  ConfigProvider.fromMap(argumentSettings).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+const ConfigLive = ConfigProvider.layer(
+  ConfigProvider.fromUnknown(Object.fromEntries(argumentSettings)).pipe(
+    ConfigProvider.orElse(ConfigProvider.fromEnv())
+  )
 )
 
-NodeRuntime.runMain(Layer.launch(MainLive.pipe(Layer.provide(ConfigLive))), { disablePrettyLogger: true })
+NodeRuntime.runMain(Layer.launch(MainLive.pipe(Layer.provide(ConfigLive))))

@@ -1,8 +1,8 @@
 /**
  * The release calendar: a list that always carries `meta` (CalendarMeta, schema/Catalog/Calendar.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { RequiredScope } from "../Annotations.js"
 import { CalendarList } from "../Catalog/Calendar.js"
 import { CursorParam, Limit } from "../Catalog/Query.js"
@@ -18,7 +18,7 @@ export type CalendarWindow = typeof CalendarWindow.Type
 export const ListCalendarParams = Schema.Struct({
   window: Schema.optional(CalendarWindow),
   month: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^\d{4}-(0[1-9]|1[0-2])$/)).annotate({
+    Schema.String.check(Schema.isPattern(/^\d{4}-(0[1-9]|1[0-2])$/u)).annotate({
       description: "`YYYY-MM`: the month of the `month` window; default the current month in Asia/Tokyo.",
       examples: ["2025-07"]
     })
@@ -28,20 +28,31 @@ export const ListCalendarParams = Schema.Struct({
     Schema.String.annotate({
       description: "`YYYY`: the year of the `year` window; default the current year in " +
         "Asia/Tokyo."
-    }).pipe(Schema.compose(Schema.NumberFromString), Schema.int(), Schema.between(1900, 2200))
+    }).pipe(
+      Schema.decodeTo(
+        Schema.Number.check(Schema.isInt(), Schema.isBetween({ minimum: 1900, maximum: 2200 })),
+        SchemaTransformation.numberFromString
+      )
+    )
   ),
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam)
-}).annotate({ parseOptions: { errors: "all" } })
+})
 export type ListCalendarParams = typeof ListCalendarParams.Type
+
+/** Every failing parameter is reported, not only the first (parse options of the query). */
+const strict = { errors: "all" } as const
 
 export class CalendarApi extends HttpApiGroup.make("calendar")
   .add(
-    HttpApiEndpoint.get("listCalendar", "/v2/catalog/calendar")
-      .setUrlParams(ListCalendarParams)
-      .addSuccess(CalendarList)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
+    HttpApiEndpoint.get("listCalendar", "/v2/catalog/calendar", {
+      query: ListCalendarParams,
+      success: CalendarList,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor)
+      ]
+    })
       .annotate(OpenApi.Summary, "Release calendar")
       .annotate(
         OpenApi.Description,
@@ -58,6 +69,7 @@ export class CalendarApi extends HttpApiGroup.make("calendar")
       )
   )
   .middleware(Authorization)
+  .annotate(HttpApi.QueryParseOptions, strict)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Calendar")
   .annotate(OpenApi.Description, "The release calendar, in the Asia/Tokyo timezone.")

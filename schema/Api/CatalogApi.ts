@@ -3,14 +3,7 @@
  * `/v2/openapi.json` and the typed client.
  */
 import { HttpApi, OpenApi } from "effect/http-api"
-import {
-  InternalError,
-  InvalidParameter,
-  PayloadTooLarge,
-  problem,
-  ServiceUnavailable,
-  ValidationFailed
-} from "../Problem.js"
+import { ProblemResponses } from "../Problem.js"
 import { CalendarApi } from "./CalendarApi.js"
 import { CharactersApi } from "./CharactersApi.js"
 import { ClaimEventsApi, ClaimsApi, ModerationApi } from "./ClaimsApi.js"
@@ -45,12 +38,9 @@ export class CatalogApi extends HttpApi.make("catalog")
   .add(ClaimsApi)
   .add(ModerationApi)
   .add(ClaimEventsApi)
-  // Failures any operation can meet: bad parameters, a bad body, a defect, the database away.
-  .addError(problem(InvalidParameter))
-  .addError(problem(ValidationFailed))
-  .addError(problem(PayloadTooLarge))
-  .addError(problem(InternalError))
-  .addError(problem(ServiceUnavailable))
+  // Last, so it wraps every other middleware: failures any operation can meet (bad parameters, a bad
+  // body, a defect, the database away) are its errors, so every operation lists them.
+  .middleware(ProblemResponses)
   .annotate(OpenApi.Title, "shiori catalog API")
   .annotate(OpenApi.Version, "2.0.0")
   .annotate(

@@ -2,8 +2,8 @@
  * Characters: the collection with its `ids=` batch lane, the detail read with its
  * includes, and the works a character appears in.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { ListAppearance } from "../Catalog/Appearance.js"
 import { Character, ListCharacter } from "../Catalog/Character.js"
@@ -29,14 +29,15 @@ export const CharacterView = Schema.Literals(["basic", "full"]).annotate({
     "measurements and instance_of_id (each null when unrecorded)."
 })
 
-const strict = { parseOptions: { errors: "all" } } as const
+/** Every failing parameter is reported, not only the first (parse options of the path and the query). */
+const strict = { errors: "all" } as const
 
 export const ListCharactersParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam),
   ids: Schema.optional(IdList),
   view: Schema.optional(CharacterView)
-}).annotate(strict)
+})
 export type ListCharactersParams = typeof ListCharactersParams.Type
 
 export const GetCharacterParams = Schema.Struct({
@@ -49,27 +50,30 @@ export const GetCharacterParams = Schema.Struct({
         "sexual traits only for nsfw credentials), `image` and `figure` (Image, only when one exists)."
     )
   )
-}).annotate(strict)
+})
 export type GetCharacterParams = typeof GetCharacterParams.Type
 
 export const AppearancesParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam)
-}).annotate(strict)
+})
 export type AppearancesParams = typeof AppearancesParams.Type
 
-export const CharacterPath = Schema.Struct({ id: CharacterId }).annotate(strict)
+export const CharacterPath = Schema.Struct({ id: CharacterId })
 
 const gateNote = "An `sfw` credential never sees a character that appears only in nsfw works."
 
 export class CharactersApi extends HttpApiGroup.make("characters")
   .add(
-    HttpApiEndpoint.get("listCharacters", "/v2/catalog/characters")
-      .setUrlParams(ListCharactersParams)
-      .addSuccess(ListCharacter)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
-      .addError(problem(TooManyIds))
+    HttpApiEndpoint.get("listCharacters", "/v2/catalog/characters", {
+      query: ListCharactersParams,
+      success: ListCharacter,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor),
+        problem(TooManyIds)
+      ]
+    })
       .annotate(OpenApi.Summary, "List characters")
       .annotate(
         OpenApi.Description,
@@ -81,14 +85,19 @@ export class CharactersApi extends HttpApiGroup.make("characters")
       )
   )
   .add(
-    HttpApiEndpoint.get("getCharacter", "/v2/catalog/characters/:id")
-      .setPath(CharacterPath)
-      .setUrlParams(GetCharacterParams)
-      .addSuccess(Character)
-      .addSuccess(NotModified, { status: 304 })
-      .addError(problem(UnknownInclude))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("getCharacter", "/v2/catalog/characters/:id", {
+      params: CharacterPath,
+      query: GetCharacterParams,
+      success: [
+        Character,
+        NotModified.pipe(HttpApiSchema.status(304))
+      ],
+      error: [
+        problem(UnknownInclude),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "Get a character")
       .annotate(
         OpenApi.Description,
@@ -100,14 +109,17 @@ export class CharactersApi extends HttpApiGroup.make("characters")
       )
   )
   .add(
-    HttpApiEndpoint.get("listCharacterAppearances", "/v2/catalog/characters/:id/appearances")
-      .setPath(CharacterPath)
-      .setUrlParams(AppearancesParams)
-      .addSuccess(ListAppearance)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("listCharacterAppearances", "/v2/catalog/characters/:id/appearances", {
+      params: CharacterPath,
+      query: AppearancesParams,
+      success: ListAppearance,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "List a character's appearances")
       .annotate(
         OpenApi.Description,
@@ -119,6 +131,8 @@ export class CharactersApi extends HttpApiGroup.make("characters")
       )
   )
   .middleware(Authorization)
+  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.QueryParseOptions, strict)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Characters")
   .annotate(OpenApi.Description, "Characters of the catalog's works, their profiles and appearances.")

@@ -3,8 +3,8 @@
  * person declares its rule (schema/Api/Writes.ts); the credential middleware, the write runner,
  * the OpenAPI document and the credential matrix test all read it from here.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { TargetObject } from "../Catalog/Change.js"
 import {
@@ -24,11 +24,18 @@ import { AlreadyExists, InvalidCursor, InvalidStateTransition, LimitTooLarge, No
 import { Authorization, WriteAuthorization } from "./Security.js"
 import { declare, type RouteRule } from "./Writes.js"
 
-const strict = { parseOptions: { errors: "all", onExcessProperty: "error" } } as const
+/**
+ * Every failing parameter is reported, and an unknown one is refused (parse options of the path and the
+ * query; the claim routes' headers and bodies are read leniently).
+ */
+const strict = { errors: "all", onExcessProperty: "error" } as const
+
+/** Every failing field of a claim body is reported. */
+const allBodyErrors = { errors: "all" } as const
 
 export const ClaimPath = Schema.Struct({
   work_id: Id.annotate({ description: "The catalog work id." })
-}).annotate(strict)
+})
 
 const paging = {
   limit: Schema.optional(Limit),
@@ -39,31 +46,31 @@ export const ListClaimsParams = Schema.Struct({
   ...paging,
   site: Schema.optional(Site.annotate({ description: "Only the bearer's actions within this site." })),
   state: Schema.optional(ClaimState.annotate({ description: "Only claims currently in this state." }))
-}).annotate(strict)
+})
 export type ListClaimsParams = typeof ListClaimsParams.Type
 
 export const QueueParams = Schema.Struct({
   ...paging,
   state: Schema.optional(ClaimState.annotate({ description: "Claims in this state (default `pending`)." })),
   site: Schema.optional(Site.annotate({ description: "Only this site's claims." }))
-}).annotate(strict)
+})
 export type QueueParams = typeof QueueParams.Type
 
 export const ClaimEventsParams = Schema.Struct({
   ...paging,
   after: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^[0-9]{1,18}$/)).annotate({
+    Schema.String.check(Schema.isPattern(/^[0-9]{1,18}$/u)).annotate({
       description: "The highest event id the mirror has: only events above it. Not with `cursor`."
     })
   ),
   work_id: Schema.optional(Id.annotate({ description: "Only this work's events." }))
-}).annotate(strict)
+})
 export type ClaimEventsParams = typeof ClaimEventsParams.Type
 
 export const SnapshotPath = Schema.Struct({
   object: TargetObject,
   id: Id
-}).annotate(strict)
+})
 
 /** The rules of the claim routes, by endpoint name (the matrix test reads them from the route table). */
 export const claimRules = {
@@ -89,89 +96,106 @@ const etag = "The claim's strong `ETag` changes with every event on it; send it 
 export class ClaimsApi extends HttpApiGroup.make("claims")
   .add(
     declare(
-      HttpApiEndpoint.post("createClaim", "/v2/claims")
-        .setPayload(CreateClaimInputBody)
-        .addSuccess(ClaimRecord, { status: 201 })
-        .addError(problem(AlreadyExists))
-        .annotate(OpenApi.Summary, "Claim a work")
-        .annotate(
-          OpenApi.Description,
-          "`work_id` claims an existing work. Otherwise `refs` are matched against the works' upstream " +
-            "references: one work is claimed, several are 422 (`INCONSISTENT_WITH` on `/refs`), none mints a new " +
-            "work (which needs `display_name`). `site_work_id` with `display_name` alone, or `field_values`, mint " +
-            "a work too. A claim on an existing work starts `pending` (a `creator` publishes directly: `live`); a " +
-            "minted work starts `draft` and stays invisible to every read until its claim is `live`. A work holds " +
-            "one claim at a time: 409 `ALREADY_EXISTS`. Answers 201 with `Location` and the claim's `ETag`."
-        ),
       "claims:write",
-      claimRules.createClaim
+      claimRules.createClaim,
+      ({ headers, problems }) =>
+        HttpApiEndpoint.post("createClaim", "/v2/claims", {
+          headers,
+          payload: CreateClaimInputBody,
+          success: ClaimRecord.pipe(HttpApiSchema.status(201)),
+          error: [problem(AlreadyExists), ...problems]
+        })
+          .annotate(OpenApi.Summary, "Claim a work")
+          .annotate(
+            OpenApi.Description,
+            "`work_id` claims an existing work. Otherwise `refs` are matched against the works' upstream " +
+              "references: one work is claimed, several are 422 (`INCONSISTENT_WITH` on `/refs`), none mints a new " +
+              "work (which needs `display_name`). `site_work_id` with `display_name` alone, or `field_values`, mint " +
+              "a work too. A claim on an existing work starts `pending` (a `creator` publishes directly: `live`); a " +
+              "minted work starts `draft` and stays invisible to every read until its claim is `live`. A work holds " +
+              "one claim at a time: 409 `ALREADY_EXISTS`. Answers 201 with `Location` and the claim's `ETag`."
+          )
     )
   )
   .add(
     declare(
-      HttpApiEndpoint.get("listClaims", "/v2/claims")
-        .setUrlParams(ListClaimsParams)
-        .addSuccess(ListClaimRecord)
-        .addError(problem(LimitTooLarge))
-        .addError(problem(InvalidCursor))
-        .annotate(OpenApi.Summary, "The bearer's claims")
-        .annotate(
-          OpenApi.Description,
-          "Every work the bearer acted on (created, submitted, released or decided), oldest id first, with " +
-            "`acted_count`, `first_acted_at` and `last_event`. `site=` counts only actions within that site."
-        ),
       "claims:write",
-      claimRules.listClaims
+      claimRules.listClaims,
+      ({ headers, problems }) =>
+        HttpApiEndpoint.get("listClaims", "/v2/claims", {
+          query: ListClaimsParams,
+          headers,
+          success: ListClaimRecord,
+          error: [problem(LimitTooLarge), problem(InvalidCursor), ...problems]
+        })
+          .annotate(OpenApi.Summary, "The bearer's claims")
+          .annotate(
+            OpenApi.Description,
+            "Every work the bearer acted on (created, submitted, released or decided), oldest id first, with " +
+              "`acted_count`, `first_acted_at` and `last_event`. `site=` counts only actions within that site."
+          )
     )
   )
   .add(
     declare(
-      HttpApiEndpoint.get("getClaim", "/v2/claims/:work_id")
-        .setPath(ClaimPath)
-        .addSuccess(ClaimRecord)
-        .addSuccess(NotModified, { status: 304 })
-        .addError(problem(NotFound))
-        .annotate(OpenApi.Summary, "One claim (the bearer's face)")
-        .annotate(OpenApi.Description, `State \`none\` when the work is not claimed. ${etag}`),
       "claims:write",
-      claimRules.getClaim
+      claimRules.getClaim,
+      ({ headers, problems }) =>
+        HttpApiEndpoint.get("getClaim", "/v2/claims/:work_id", {
+          params: ClaimPath,
+          headers,
+          success: [
+            ClaimRecord,
+            NotModified.pipe(HttpApiSchema.status(304))
+          ],
+          error: [problem(NotFound), ...problems]
+        })
+          .annotate(OpenApi.Summary, "One claim (the bearer's face)")
+          .annotate(OpenApi.Description, `State \`none\` when the work is not claimed. ${etag}`)
     )
   )
   .add(
     declare(
-      HttpApiEndpoint.post("submitClaim", "/v2/claims/:work_id/submission")
-        .setPath(ClaimPath)
-        .addSuccess(ClaimRecord)
-        .addError(problem(NotFound))
-        .addError(problem(InvalidStateTransition))
-        .annotate(OpenApi.Summary, "Submit a claim for moderation")
-        .annotate(
-          OpenApi.Description,
-          "`draft` or `declined` -> `pending` (a `creator` publishes directly: `live`). Other states: 409 " +
-            `\`INVALID_STATE_TRANSITION\`. Only the claiming site may submit. ${etag}`
-        ),
       "claims:write",
-      claimRules.submitClaim
+      claimRules.submitClaim,
+      ({ headers, problems }) =>
+        HttpApiEndpoint.post("submitClaim", "/v2/claims/:work_id/submission", {
+          params: ClaimPath,
+          headers,
+          success: ClaimRecord,
+          error: [problem(NotFound), problem(InvalidStateTransition), ...problems]
+        })
+          .annotate(OpenApi.Summary, "Submit a claim for moderation")
+          .annotate(
+            OpenApi.Description,
+            "`draft` or `declined` -> `pending` (a `creator` publishes directly: `live`). Other states: 409 " +
+              `\`INVALID_STATE_TRANSITION\`. Only the claiming site may submit. ${etag}`
+          )
     )
   )
   .add(
     declare(
-      HttpApiEndpoint.del("releaseClaim", "/v2/claims/:work_id")
-        .setPath(ClaimPath)
-        .addSuccess(ClaimRecord)
-        .addError(problem(NotFound))
-        .addError(problem(InvalidStateTransition))
-        .annotate(OpenApi.Summary, "Release a claim")
-        .annotate(
-          OpenApi.Description,
-          "The claiming site gives the work up: -> `none`. A `hidden` (banned) claim cannot be released. A minted " +
-            "work that was published stays in the catalog; one that never was stays invisible."
-        ),
       "claims:write",
-      claimRules.releaseClaim
+      claimRules.releaseClaim,
+      ({ headers, problems }) =>
+        HttpApiEndpoint.delete("releaseClaim", "/v2/claims/:work_id", {
+          params: ClaimPath,
+          headers,
+          success: ClaimRecord,
+          error: [problem(NotFound), problem(InvalidStateTransition), ...problems]
+        })
+          .annotate(OpenApi.Summary, "Release a claim")
+          .annotate(
+            OpenApi.Description,
+            "The claiming site gives the work up: -> `none`. A `hidden` (banned) claim cannot be released. A minted " +
+              "work that was published stays in the catalog; one that never was stays invisible."
+          )
     )
   )
   .middleware(WriteAuthorization)
+  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.QueryParseOptions, strict)
+  .annotate(HttpApi.PayloadParseOptions, allBodyErrors)
   .annotate(OpenApi.Title, "Claims")
   .annotate(
     OpenApi.Description,
@@ -183,57 +207,67 @@ export class ClaimsApi extends HttpApiGroup.make("claims")
 export class ModerationApi extends HttpApiGroup.make("moderation")
   .add(
     declare(
-      HttpApiEndpoint.get("moderationQueue", "/v2/moderation/claims")
-        .setUrlParams(QueueParams)
-        .addSuccess(ListClaimRecord)
-        .addError(problem(LimitTooLarge))
-        .addError(problem(InvalidCursor))
-        .annotate(OpenApi.Summary, "Moderation queue")
-        .annotate(
-          OpenApi.Description,
-          "Claims in a state (default `pending`), longest waiting first; rows carry no `last_event`."
-        ),
       "moderation",
-      claimRules.moderationQueue
+      claimRules.moderationQueue,
+      ({ headers, problems }) =>
+        HttpApiEndpoint.get("moderationQueue", "/v2/moderation/claims", {
+          query: QueueParams,
+          headers,
+          success: ListClaimRecord,
+          error: [problem(LimitTooLarge), problem(InvalidCursor), ...problems]
+        })
+          .annotate(OpenApi.Summary, "Moderation queue")
+          .annotate(
+            OpenApi.Description,
+            "Claims in a state (default `pending`), longest waiting first; rows carry no `last_event`."
+          )
     )
   )
   .add(
     declare(
-      HttpApiEndpoint.post("decideClaim", "/v2/moderation/claims/:work_id/decisions")
-        .setPath(ClaimPath)
-        .setPayload(DecideClaimInputBody)
-        .addSuccess(ClaimDecisionRecord, { status: 201 })
-        .addError(problem(NotFound))
-        .addError(problem(InvalidStateTransition))
-        .annotate(OpenApi.Summary, "Decide a claim")
-        .annotate(
-          OpenApi.Description,
-          "`approve`: `pending` -> `live`. `decline` (needs `note`): `pending` -> `declined`. `ban`: any claimed " +
-            "state -> `hidden`, remembering it. `unban`: `hidden` -> the remembered state. Anything else is 409 " +
-            "`INVALID_STATE_TRANSITION`. `If-Match` is required; of two moderators deciding at once, exactly one " +
-            "wins and the other gets 412. The record's `id` is the new claim event's id."
-        ),
       "moderation",
-      claimRules.decideClaim
+      claimRules.decideClaim,
+      ({ headers, problems }) =>
+        HttpApiEndpoint.post("decideClaim", "/v2/moderation/claims/:work_id/decisions", {
+          params: ClaimPath,
+          headers,
+          payload: DecideClaimInputBody,
+          success: ClaimDecisionRecord.pipe(HttpApiSchema.status(201)),
+          error: [problem(NotFound), problem(InvalidStateTransition), ...problems]
+        })
+          .annotate(OpenApi.Summary, "Decide a claim")
+          .annotate(
+            OpenApi.Description,
+            "`approve`: `pending` -> `live`. `decline` (needs `note`): `pending` -> `declined`. `ban`: any claimed " +
+              "state -> `hidden`, remembering it. `unban`: `hidden` -> the remembered state. Anything else is 409 " +
+              "`INVALID_STATE_TRANSITION`. `If-Match` is required; of two moderators deciding at once, exactly one " +
+              "wins and the other gets 412. The record's `id` is the new claim event's id."
+          )
     )
   )
   .add(
     declare(
-      HttpApiEndpoint.get("snapshot", "/v2/moderation/snapshots/:object/:id")
-        .setPath(SnapshotPath)
-        .addSuccess(Snapshot)
-        .addError(problem(NotFound))
-        .annotate(OpenApi.Summary, "Snapshot of an entity's fields")
-        .annotate(
-          OpenApi.Description,
-          "Field key -> current value, in the `field_values` shape of claim creation (served for works, and the " +
-            "name fields of every other type)."
-        ),
       "moderation",
-      claimRules.snapshot
+      claimRules.snapshot,
+      ({ headers, problems }) =>
+        HttpApiEndpoint.get("snapshot", "/v2/moderation/snapshots/:object/:id", {
+          params: SnapshotPath,
+          headers,
+          success: Snapshot,
+          error: [problem(NotFound), ...problems]
+        })
+          .annotate(OpenApi.Summary, "Snapshot of an entity's fields")
+          .annotate(
+            OpenApi.Description,
+            "Field key -> current value, in the `field_values` shape of claim creation (served for works, and the " +
+              "name fields of every other type)."
+          )
     )
   )
   .middleware(WriteAuthorization)
+  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.QueryParseOptions, strict)
+  .annotate(HttpApi.PayloadParseOptions, allBodyErrors)
   .annotate(OpenApi.Title, "Moderation")
   .annotate(
     OpenApi.Description,
@@ -243,11 +277,14 @@ export class ModerationApi extends HttpApiGroup.make("moderation")
 
 export class ClaimEventsApi extends HttpApiGroup.make("claimEvents")
   .add(
-    HttpApiEndpoint.get("listClaimEvents", "/v2/catalog/claim-events")
-      .setUrlParams(ClaimEventsParams)
-      .addSuccess(ListClaimEvent)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
+    HttpApiEndpoint.get("listClaimEvents", "/v2/catalog/claim-events", {
+      query: ClaimEventsParams,
+      success: ListClaimEvent,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor)
+      ]
+    })
       .annotate(OpenApi.Summary, "Claim event log")
       .annotate(
         OpenApi.Description,
@@ -259,6 +296,7 @@ export class ClaimEventsApi extends HttpApiGroup.make("claimEvents")
       )
   )
   .middleware(Authorization)
+  .annotate(HttpApi.QueryParseOptions, strict)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Claim events")
 {}

@@ -1,8 +1,8 @@
 /**
  * Companies and their family graph (records in schema/Catalog/Company.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { CompanyId } from "../Catalog/Common.js"
 import { Company, CompanyGraph, CompanyKind, ListCompany } from "../Catalog/Company.js"
@@ -36,32 +36,38 @@ export const ListCompaniesParams = Schema.Struct({
   company_kind: Schema.optional(CompanyKind.annotate({ description: "Only companies of this kind." })),
   include: Schema.optional(companyInclude),
   include_total: Schema.optional(
-    BooleanParam.annotate({ description: "`true`: add `total`, the number of companies matching the filters." })
+    BooleanParam.pipe(
+      Schema.annotateEncoded({ description: "`true`: add `total`, the number of companies matching the filters." })
+    )
   )
-}).annotate({ parseOptions: { errors: "all" } })
+})
 export type ListCompaniesParams = typeof ListCompaniesParams.Type
 
-const CompanyPath = Schema.Struct({ id: CompanyId }).annotate({ parseOptions: { errors: "all" } })
+const CompanyPath = Schema.Struct({ id: CompanyId })
 
-const GetCompanyParams = Schema.Struct({ include: Schema.optional(companyInclude) }).annotate({
-  parseOptions: { errors: "all" }
-})
+const GetCompanyParams = Schema.Struct({ include: Schema.optional(companyInclude) })
 
 const GraphParams = Schema.Struct({
   include: Schema.optional(
     tokenList(CompanyGraphIncludes, "UNKNOWN_INCLUDE", "Optional node fields: `logo` (when a logo exists).")
   )
-}).annotate({ parseOptions: { errors: "all" } })
+})
+
+/** Every failing parameter is reported, not only the first (parse options of the path and the query). */
+const strict = { errors: "all" } as const
 
 export class CompaniesApi extends HttpApiGroup.make("companies")
   .add(
-    HttpApiEndpoint.get("listCompanies", "/v2/catalog/companies")
-      .setUrlParams(ListCompaniesParams)
-      .addSuccess(ListCompany)
-      .addError(problem(UnknownInclude))
-      .addError(problem(LimitTooLarge))
-      .addError(problem(TooManyIds))
-      .addError(problem(InvalidCursor))
+    HttpApiEndpoint.get("listCompanies", "/v2/catalog/companies", {
+      query: ListCompaniesParams,
+      success: ListCompany,
+      error: [
+        problem(UnknownInclude),
+        problem(LimitTooLarge),
+        problem(TooManyIds),
+        problem(InvalidCursor)
+      ]
+    })
       .annotate(OpenApi.Summary, "List companies")
       .annotate(
         OpenApi.Description,
@@ -74,14 +80,19 @@ export class CompaniesApi extends HttpApiGroup.make("companies")
       )
   )
   .add(
-    HttpApiEndpoint.get("getCompany", "/v2/catalog/companies/:id")
-      .setPath(CompanyPath)
-      .setUrlParams(GetCompanyParams)
-      .addSuccess(Company)
-      .addSuccess(NotModified, { status: 304 })
-      .addError(problem(UnknownInclude))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("getCompany", "/v2/catalog/companies/:id", {
+      params: CompanyPath,
+      query: GetCompanyParams,
+      success: [
+        Company,
+        NotModified.pipe(HttpApiSchema.status(304))
+      ],
+      error: [
+        problem(UnknownInclude),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "Read a company")
       .annotate(
         OpenApi.Description,
@@ -90,14 +101,19 @@ export class CompaniesApi extends HttpApiGroup.make("companies")
       )
   )
   .add(
-    HttpApiEndpoint.get("getCompanyGraph", "/v2/catalog/companies/:id/graph")
-      .setPath(CompanyPath)
-      .setUrlParams(GraphParams)
-      .addSuccess(CompanyGraph)
-      .addSuccess(NotModified, { status: 304 })
-      .addError(problem(UnknownInclude))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("getCompanyGraph", "/v2/catalog/companies/:id/graph", {
+      params: CompanyPath,
+      query: GraphParams,
+      success: [
+        CompanyGraph,
+        NotModified.pipe(HttpApiSchema.status(304))
+      ],
+      error: [
+        problem(UnknownInclude),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "Company family graph")
       .annotate(
         OpenApi.Description,
@@ -109,6 +125,8 @@ export class CompaniesApi extends HttpApiGroup.make("companies")
       )
   )
   .middleware(Authorization)
+  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.QueryParseOptions, strict)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Companies")
   .annotate(OpenApi.Description, "Developer brands, publishers, circles, labels, studios and groups.")

@@ -1,5 +1,5 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { RequiredScope, Scopes } from "../Annotations.js"
 import { Authorization } from "./Security.js"
 
@@ -17,8 +17,9 @@ export const CredentialInfo = Schema.Struct({
 
 export class CredentialApi extends HttpApiGroup.make("credentials")
   .add(
-    HttpApiEndpoint.get("getCredential", "/v2/credential")
-      .addSuccess(CredentialInfo)
+    HttpApiEndpoint.get("getCredential", "/v2/credential", {
+      success: CredentialInfo
+    })
       .annotate(OpenApi.Summary, "Inspect the presented credential")
       .annotate(
         OpenApi.Description,

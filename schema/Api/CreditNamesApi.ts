@@ -2,8 +2,8 @@
  * Credit names: the collection with its `ids=` batch lane, the detail read with the
  * person's public fields, and the credits of one name.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { ListNameCredit } from "../Catalog/Appearance.js"
 import { CreditNameId } from "../Catalog/Common.js"
@@ -24,7 +24,8 @@ import { Authorization } from "./Security.js"
 export const creditNameIncludes = ["aliases", "intros", "links", "refs", "photo", "siblings"] as const
 export type CreditNameInclude = (typeof creditNameIncludes)[number]
 
-const strict = { parseOptions: { errors: "all" } } as const
+/** Every failing parameter is reported, not only the first (parse options of the path and the query). */
+const strict = { errors: "all" } as const
 
 const include = Schema.optional(
   tokenList(
@@ -41,32 +42,35 @@ export const ListCreditNamesParams = Schema.Struct({
   cursor: Schema.optional(CursorParam),
   ids: Schema.optional(IdList),
   include
-}).annotate(strict)
+})
 export type ListCreditNamesParams = typeof ListCreditNamesParams.Type
 
-export const GetCreditNameParams = Schema.Struct({ include }).annotate(strict)
+export const GetCreditNameParams = Schema.Struct({ include })
 export type GetCreditNameParams = typeof GetCreditNameParams.Type
 
 export const NameCreditsParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam)
-}).annotate(strict)
+})
 export type NameCreditsParams = typeof NameCreditsParams.Type
 
-export const CreditNamePath = Schema.Struct({ id: CreditNameId }).annotate(strict)
+export const CreditNamePath = Schema.Struct({ id: CreditNameId })
 
 const gateNote = "An `sfw` credential never sees a name credited only on nsfw works."
 const personNote = "`person_id` is null unless the name has a public link to a person."
 
 export class CreditNamesApi extends HttpApiGroup.make("creditNames")
   .add(
-    HttpApiEndpoint.get("listCreditNames", "/v2/catalog/credit-names")
-      .setUrlParams(ListCreditNamesParams)
-      .addSuccess(ListCreditName)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
-      .addError(problem(TooManyIds))
-      .addError(problem(UnknownInclude))
+    HttpApiEndpoint.get("listCreditNames", "/v2/catalog/credit-names", {
+      query: ListCreditNamesParams,
+      success: ListCreditName,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor),
+        problem(TooManyIds),
+        problem(UnknownInclude)
+      ]
+    })
       .annotate(OpenApi.Summary, "List credit names")
       .annotate(
         OpenApi.Description,
@@ -78,14 +82,19 @@ export class CreditNamesApi extends HttpApiGroup.make("creditNames")
       )
   )
   .add(
-    HttpApiEndpoint.get("getCreditName", "/v2/catalog/credit-names/:id")
-      .setPath(CreditNamePath)
-      .setUrlParams(GetCreditNameParams)
-      .addSuccess(CreditName)
-      .addSuccess(NotModified, { status: 304 })
-      .addError(problem(UnknownInclude))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("getCreditName", "/v2/catalog/credit-names/:id", {
+      params: CreditNamePath,
+      query: GetCreditNameParams,
+      success: [
+        CreditName,
+        NotModified.pipe(HttpApiSchema.status(304))
+      ],
+      error: [
+        problem(UnknownInclude),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "Get a credit name")
       .annotate(
         OpenApi.Description,
@@ -96,14 +105,17 @@ export class CreditNamesApi extends HttpApiGroup.make("creditNames")
       )
   )
   .add(
-    HttpApiEndpoint.get("listNameCredits", "/v2/catalog/credit-names/:id/credits")
-      .setPath(CreditNamePath)
-      .setUrlParams(NameCreditsParams)
-      .addSuccess(ListNameCredit)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("listNameCredits", "/v2/catalog/credit-names/:id/credits", {
+      params: CreditNamePath,
+      query: NameCreditsParams,
+      success: ListNameCredit,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "List a credit name's credits")
       .annotate(
         OpenApi.Description,
@@ -114,6 +126,8 @@ export class CreditNamesApi extends HttpApiGroup.make("creditNames")
       )
   )
   .middleware(Authorization)
+  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.QueryParseOptions, strict)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Credit names")
   .annotate(OpenApi.Description, "Names under which staff and voice actors are credited.")

@@ -1,8 +1,8 @@
 /**
  * Game engines (record in schema/Catalog/Engine.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { EngineId } from "../Catalog/Common.js"
 import { Engine, ListEngine } from "../Catalog/Engine.js"
@@ -15,19 +15,25 @@ export const ListEnginesParams = Schema.Struct({
   cursor: Schema.optional(CursorParam),
   ids: Schema.optional(IdList),
   include_total: Schema.optional(
-    BooleanParam.annotate({ description: "`true`: add `total`, the number of live engines." })
+    BooleanParam.pipe(Schema.annotateEncoded({ description: "`true`: add `total`, the number of live engines." }))
   )
-}).annotate({ parseOptions: { errors: "all" } })
+})
 export type ListEnginesParams = typeof ListEnginesParams.Type
+
+/** Every failing parameter is reported, not only the first (parse options of the path and the query). */
+const strict = { errors: "all" } as const
 
 export class EnginesApi extends HttpApiGroup.make("engines")
   .add(
-    HttpApiEndpoint.get("listEngines", "/v2/catalog/engines")
-      .setUrlParams(ListEnginesParams)
-      .addSuccess(ListEngine)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(TooManyIds))
-      .addError(problem(InvalidCursor))
+    HttpApiEndpoint.get("listEngines", "/v2/catalog/engines", {
+      query: ListEnginesParams,
+      success: ListEngine,
+      error: [
+        problem(LimitTooLarge),
+        problem(TooManyIds),
+        problem(InvalidCursor)
+      ]
+    })
       .annotate(OpenApi.Summary, "List engines")
       .annotate(
         OpenApi.Description,
@@ -37,12 +43,17 @@ export class EnginesApi extends HttpApiGroup.make("engines")
       )
   )
   .add(
-    HttpApiEndpoint.get("getEngine", "/v2/catalog/engines/:id")
-      .setPath(Schema.Struct({ id: EngineId }).annotate({ parseOptions: { errors: "all" } }))
-      .addSuccess(Engine)
-      .addSuccess(NotModified, { status: 304 })
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("getEngine", "/v2/catalog/engines/:id", {
+      params: Schema.Struct({ id: EngineId }),
+      success: [
+        Engine,
+        NotModified.pipe(HttpApiSchema.status(304))
+      ],
+      error: [
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "Read an engine")
       .annotate(
         OpenApi.Description,
@@ -51,6 +62,8 @@ export class EnginesApi extends HttpApiGroup.make("engines")
       )
   )
   .middleware(Authorization)
+  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.QueryParseOptions, strict)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Engines")
   .annotate(OpenApi.Description, "The game engines works are built with.")

@@ -1,5 +1,5 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { problem, ServiceUnavailable } from "../Problem.js"
 
 export const Health = Schema.Struct({
@@ -14,15 +14,17 @@ export const Readiness = Schema.Struct({
 /** Probes for process managers and load balancers; served on both ports, no credential. */
 export class HealthApi extends HttpApiGroup.make("health")
   .add(
-    HttpApiEndpoint.get("healthz", "/healthz")
-      .addSuccess(Health)
+    HttpApiEndpoint.get("healthz", "/healthz", {
+      success: Health
+    })
       .annotate(OpenApi.Summary, "Liveness")
       .annotate(OpenApi.Description, "200 while the process serves HTTP. Does not touch the database.")
   )
   .add(
-    HttpApiEndpoint.get("readyz", "/readyz")
-      .addSuccess(Readiness)
-      .addError(problem(ServiceUnavailable))
+    HttpApiEndpoint.get("readyz", "/readyz", {
+      success: Readiness,
+      error: problem(ServiceUnavailable)
+    })
       .annotate(OpenApi.Summary, "Readiness")
       .annotate(
         OpenApi.Description,

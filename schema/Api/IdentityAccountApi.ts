@@ -3,9 +3,9 @@
  * envelope (codes in the README's identity section) and take the user's Bearer token from
  * `POST /auth/login` or `POST /auth/register`, except the two registration calls, which take none.
  */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Multipart } from "effect/http"
 import { Schema } from "effect"
+import { Multipart } from "effect/http"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { LoginResponse } from "../Identity/Login.js"
 import {
   AccountSessionsResponse,
@@ -34,33 +34,42 @@ const tooSoon = envelopeError(
   "10013: a code was sent to this address (or from this client address) too recently; `Retry-After`."
 )
 
+/** Every failing field of the body is reported (a Schema 4 class carries no parse options). */
+const allErrors = { errors: "all" } as const
+
 export class IdentityAccountApi extends HttpApiGroup.make("account")
   .add(
-    HttpApiEndpoint.get("me", "/api/v1/auth/me")
-      .addSuccess(MeResponse)
-      .addError(tokenErrors)
+    HttpApiEndpoint.get("me", "/api/v1/auth/me", {
+      success: MeResponse,
+      error: tokenErrors
+    })
       .annotate(OpenApi.Summary, "The signed-in user")
       .annotate(OpenApi.Description, "The user's own account, with the email address.")
   )
   .add(
-    HttpApiEndpoint.patch("updateMe", "/api/v1/auth/me")
-      .setPayload(UpdateMeRequest)
-      .addSuccess(MeResponse)
-      .addError(
-        envelopeError(400, "40001: a field is not a string of the allowed length (name 1 to 64, bio up to 1000).")
-      )
-      .addError(tokenErrors)
+    HttpApiEndpoint.patch("updateMe", "/api/v1/auth/me", {
+      payload: UpdateMeRequest,
+      success: MeResponse,
+      error: [
+        envelopeError(400, "40001: a field is not a string of the allowed length (name 1 to 64, bio up to 1000)."),
+        tokenErrors
+      ]
+    })
+      .annotate(HttpApi.PayloadParseOptions, allErrors)
       .annotate(OpenApi.Summary, "Change the display name or bio")
       .annotate(OpenApi.Description, "Display fields only; absent fields stay. Answers the updated account.")
   )
   .add(
-    HttpApiEndpoint.post("uploadAvatar", "/api/v1/auth/me/avatar")
-      .setPayload(HttpApiSchema.Multipart(Schema.Struct({ file: Multipart.SingleFileSchema })))
-      .addSuccess(AvatarUploadedResponse)
-      .addError(envelopeError(400, "40001: not a multipart/form-data body with a `file` part."))
-      .addError(tokenErrors)
-      .addError(envelopeError(413, "41301: larger than `IDENTITY_MAX_AVATAR_BYTES` (5 MiB by default)."))
-      .addError(envelopeError(422, "42201: the file is not a JPEG, PNG, WebP, AVIF, HEIF or GIF image, or is too big."))
+    HttpApiEndpoint.post("uploadAvatar", "/api/v1/auth/me/avatar", {
+      payload: Schema.Struct({ file: Multipart.SingleFileSchema }).pipe(HttpApiSchema.asMultipart()),
+      success: AvatarUploadedResponse,
+      error: [
+        envelopeError(400, "40001: not a multipart/form-data body with a `file` part."),
+        tokenErrors,
+        envelopeError(413, "41301: larger than `IDENTITY_MAX_AVATAR_BYTES` (5 MiB by default)."),
+        envelopeError(422, "42201: the file is not a JPEG, PNG, WebP, AVIF, HEIF or GIF image, or is too big.")
+      ]
+    })
       .annotate(OpenApi.Summary, "Upload an avatar")
       .annotate(
         OpenApi.Description,
@@ -70,10 +79,11 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
       )
   )
   .add(
-    HttpApiEndpoint.get("avatar", "/api/v1/avatars/:file")
-      .setPath(AvatarFileParam)
-      .addSuccess(HttpApiSchema.Uint8Array({ contentType: "image/webp" }))
-      .addError(envelopeError(404, "40401: no such avatar."))
+    HttpApiEndpoint.get("avatar", "/api/v1/avatars/:file", {
+      params: AvatarFileParam,
+      success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "image/webp" })),
+      error: envelopeError(404, "40401: no such avatar.")
+    })
       .annotate(OpenApi.Summary, "An avatar image")
       .annotate(
         OpenApi.Description,
@@ -81,12 +91,15 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
       )
   )
   .add(
-    HttpApiEndpoint.post("sendEmailCode", "/api/v1/auth/email/send-code")
-      .setPayload(SendCodeRequest)
-      .addSuccess(CodeSentResponse)
-      .addError(envelopeError(400, "40001: `email` is not an email address."))
-      .addError(recent)
-      .addError(tooSoon)
+    HttpApiEndpoint.post("sendEmailCode", "/api/v1/auth/email/send-code", {
+      payload: SendCodeRequest,
+      success: CodeSentResponse,
+      error: [
+        envelopeError(400, "40001: `email` is not an email address."),
+        recent,
+        tooSoon
+      ]
+    })
       .annotate(OpenApi.Summary, "Mail a code to a new address")
       .annotate(
         OpenApi.Description,
@@ -95,13 +108,16 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
       )
   )
   .add(
-    HttpApiEndpoint.put("changeEmail", "/api/v1/auth/email")
-      .setPayload(ChangeEmailRequest)
-      .addSuccess(MeResponse)
-      .addError(envelopeError(400, "10004: the code is wrong, used or expired; 40001: malformed body."))
-      .addError(recent)
-      .addError(envelopeError(409, "10006: another account uses this address."))
-      .addError(envelopeError(429, "10012: the code took 5 wrong tries and is spent; ask for a new one."))
+    HttpApiEndpoint.put("changeEmail", "/api/v1/auth/email", {
+      payload: ChangeEmailRequest,
+      success: MeResponse,
+      error: [
+        envelopeError(400, "10004: the code is wrong, used or expired; 40001: malformed body."),
+        recent,
+        envelopeError(409, "10006: another account uses this address."),
+        envelopeError(429, "10012: the code took 5 wrong tries and is spent; ask for a new one.")
+      ]
+    })
       .annotate(OpenApi.Summary, "Change the email address")
       .annotate(
         OpenApi.Description,
@@ -110,12 +126,16 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
       )
   )
   .add(
-    HttpApiEndpoint.put("changePassword", "/api/v1/auth/password")
-      .setPayload(ChangePasswordRequest)
-      .addSuccess(Done)
-      .addError(envelopeError(400, "10010: the new password is too weak; 40001: malformed body."))
-      .addError(envelopeError(401, "10011: `current_password` is wrong; 10001/10002/10003/10016 as above."))
-      .addError(envelopeError(429, "10012: too many wrong current passwords for this account; `Retry-After`."))
+    HttpApiEndpoint.put("changePassword", "/api/v1/auth/password", {
+      payload: ChangePasswordRequest,
+      success: Done,
+      error: [
+        envelopeError(400, "10010: the new password is too weak; 40001: malformed body."),
+        envelopeError(401, "10011: `current_password` is wrong; 10001/10002/10003/10016 as above."),
+        envelopeError(429, "10012: too many wrong current passwords for this account; `Retry-After`.")
+      ]
+    })
+      .annotate(HttpApi.PayloadParseOptions, allErrors)
       .annotate(OpenApi.Summary, "Change the password")
       .annotate(
         OpenApi.Description,
@@ -125,18 +145,22 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
       )
   )
   .add(
-    HttpApiEndpoint.get("sessions", "/api/v1/auth/sessions")
-      .addSuccess(AccountSessionsResponse)
-      .addError(tokenErrors)
+    HttpApiEndpoint.get("sessions", "/api/v1/auth/sessions", {
+      success: AccountSessionsResponse,
+      error: tokenErrors
+    })
       .annotate(OpenApi.Summary, "The account's live sessions")
       .annotate(OpenApi.Description, "Live sign-ins of the account, newest first; `current` marks this request's.")
   )
   .add(
-    HttpApiEndpoint.del("endSession", "/api/v1/auth/sessions/:id")
-      .setPath(SessionIdParam)
-      .addSuccess(Done)
-      .addError(tokenErrors)
-      .addError(envelopeError(404, "40401: no live session of this account has this id."))
+    HttpApiEndpoint.delete("endSession", "/api/v1/auth/sessions/:id", {
+      params: SessionIdParam,
+      success: Done,
+      error: [
+        tokenErrors,
+        envelopeError(404, "40401: no live session of this account has this id.")
+      ]
+    })
       .annotate(OpenApi.Summary, "End a session")
       .annotate(
         OpenApi.Description,
@@ -144,11 +168,14 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
       )
   )
   .add(
-    HttpApiEndpoint.post("sendRegistrationCode", "/api/v1/auth/register/send-code")
-      .setPayload(SendCodeRequest)
-      .addSuccess(CodeSentResponse)
-      .addError(envelopeError(400, "40001: `email` is not an email address."))
-      .addError(tooSoon)
+    HttpApiEndpoint.post("sendRegistrationCode", "/api/v1/auth/register/send-code", {
+      payload: SendCodeRequest,
+      success: CodeSentResponse,
+      error: [
+        envelopeError(400, "40001: `email` is not an email address."),
+        tooSoon
+      ]
+    })
       .annotate(OpenApi.Summary, "Mail a registration code")
       .annotate(
         OpenApi.Description,
@@ -157,12 +184,15 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
       )
   )
   .add(
-    HttpApiEndpoint.post("register", "/api/v1/auth/register")
-      .setPayload(RegisterRequest)
-      .addSuccess(LoginResponse)
-      .addError(envelopeError(400, "10004: the code is wrong, used or expired; 10010: the password is too weak."))
-      .addError(envelopeError(409, "10006: the address was registered meanwhile."))
-      .addError(envelopeError(429, "10012: the code took 5 wrong tries and is spent."))
+    HttpApiEndpoint.post("register", "/api/v1/auth/register", {
+      payload: RegisterRequest,
+      success: LoginResponse,
+      error: [
+        envelopeError(400, "10004: the code is wrong, used or expired; 10010: the password is too weak."),
+        envelopeError(409, "10006: the address was registered meanwhile."),
+        envelopeError(429, "10012: the code took 5 wrong tries and is spent.")
+      ]
+    })
       .annotate(OpenApi.Summary, "Create an account and sign in")
       .annotate(
         OpenApi.Description,

@@ -25,20 +25,23 @@ const formErrors = [
   htmlError(429, "The page again: codes asked too often or tried too many times (`Retry-After`).")
 ] as const
 
-const post = <N extends string>(name: N, path: `/api/v1/ui/${string}`, description: string) =>
-  HttpApiEndpoint.post(name, path)
-    .addSuccess(Redirect(303, description))
-    .addError(formErrors[0])
-    .addError(formErrors[1])
-    .addError(formErrors[2])
-    .addError(formErrors[3])
-    .addError(formErrors[4])
+/** Both email forms post the same fields (one schema, so the OpenAPI document has one `EmailForm`). */
+const emailForm = EmailForm.pipe(HttpApiSchema.asFormUrlEncoded())
+
+/** A form's target: its fields, a 303 to the next page, or the page again with the error. */
+const post = <
+  const Name extends string,
+  const Path extends `/api/v1/ui/${string}`,
+  Form extends HttpApiEndpoint.PayloadConstraintCodecs<"POST">
+>(name: Name, path: Path, form: Form, description: string) =>
+  HttpApiEndpoint.post(name, path, { payload: form, success: Redirect(303, description), error: formErrors })
 
 export class IdentityAccountPagesApi extends HttpApiGroup.make("accountPages")
   .add(
-    HttpApiEndpoint.get("registerPage", "/api/v1/ui/register")
-      .setUrlParams(RegisterPageParams)
-      .addSuccess(HtmlPage)
+    HttpApiEndpoint.get("registerPage", "/api/v1/ui/register", {
+      query: RegisterPageParams,
+      success: HtmlPage
+    })
       .annotate(OpenApi.Summary, "Registration page")
       .annotate(
         OpenApi.Description,
@@ -47,8 +50,12 @@ export class IdentityAccountPagesApi extends HttpApiGroup.make("accountPages")
       )
   )
   .add(
-    post("registerSendCode", "/api/v1/ui/register/send-code", "To step two of the registration page.")
-      .setPayload(HttpApiSchema.withEncoding(RegisterSendCodeForm, { kind: "UrlParams" }))
+    post(
+      "registerSendCode",
+      "/api/v1/ui/register/send-code",
+      RegisterSendCodeForm.pipe(HttpApiSchema.asFormUrlEncoded()),
+      "To step two of the registration page."
+    )
       .annotate(OpenApi.Summary, "Send a registration code (form)")
       .annotate(
         OpenApi.Description,
@@ -56,16 +63,21 @@ export class IdentityAccountPagesApi extends HttpApiGroup.make("accountPages")
       )
   )
   .add(
-    post("submitRegister", "/api/v1/ui/register", "Registered and signed in: to `return_to` or the account page.")
-      .setPayload(HttpApiSchema.withEncoding(RegisterForm, { kind: "UrlParams" }))
+    post(
+      "submitRegister",
+      "/api/v1/ui/register",
+      RegisterForm.pipe(HttpApiSchema.asFormUrlEncoded()),
+      "Registered and signed in: to `return_to` or the account page."
+    )
       .annotate(OpenApi.Summary, "Create the account (form)")
       .annotate(OpenApi.Description, "Sets the session cookie on success.")
   )
   .add(
-    HttpApiEndpoint.get("accountPage", "/api/v1/ui/account")
-      .setUrlParams(AccountPageParams)
-      .addSuccess(HtmlPage)
-      .addError(Redirect(302, "Not signed in: to the sign-in page, which comes back here."))
+    HttpApiEndpoint.get("accountPage", "/api/v1/ui/account", {
+      query: AccountPageParams,
+      success: HtmlPage,
+      error: Redirect(302, "Not signed in: to the sign-in page, which comes back here.")
+    })
       .annotate(OpenApi.Summary, "Account page")
       .annotate(
         OpenApi.Description,
@@ -74,20 +86,32 @@ export class IdentityAccountPagesApi extends HttpApiGroup.make("accountPages")
       )
   )
   .add(
-    post("saveProfile", "/api/v1/ui/account/profile", "Saved: to the account page.")
-      .setPayload(HttpApiSchema.withEncoding(ProfileForm, { kind: "UrlParams" }))
+    post(
+      "saveProfile",
+      "/api/v1/ui/account/profile",
+      ProfileForm.pipe(HttpApiSchema.asFormUrlEncoded()),
+      "Saved: to the account page."
+    )
       .annotate(OpenApi.Summary, "Save the profile (form)")
       .annotate(OpenApi.Description, "Display name and bio, as `PATCH /auth/me`.")
   )
   .add(
-    post("uploadAvatarForm", "/api/v1/ui/account/avatar", "Stored: to the account page.")
-      .setPayload(HttpApiSchema.Multipart(AvatarForm))
+    post(
+      "uploadAvatarForm",
+      "/api/v1/ui/account/avatar",
+      AvatarForm.pipe(HttpApiSchema.asMultipart()),
+      "Stored: to the account page."
+    )
       .annotate(OpenApi.Summary, "Upload an avatar (form)")
       .annotate(OpenApi.Description, "`multipart/form-data` with `csrf` and `file`; see `POST /auth/me/avatar`.")
   )
   .add(
-    post("sendEmailCodeForm", "/api/v1/ui/account/email/send-code", "To the account page's code field.")
-      .setPayload(HttpApiSchema.withEncoding(EmailForm, { kind: "UrlParams" }))
+    post(
+      "sendEmailCodeForm",
+      "/api/v1/ui/account/email/send-code",
+      emailForm,
+      "To the account page's code field."
+    )
       .annotate(OpenApi.Summary, "Mail a code to a new address (form)")
       .annotate(
         OpenApi.Description,
@@ -95,14 +119,22 @@ export class IdentityAccountPagesApi extends HttpApiGroup.make("accountPages")
       )
   )
   .add(
-    post("changeEmailForm", "/api/v1/ui/account/email", "Changed: to the account page.")
-      .setPayload(HttpApiSchema.withEncoding(EmailForm, { kind: "UrlParams" }))
+    post(
+      "changeEmailForm",
+      "/api/v1/ui/account/email",
+      emailForm,
+      "Changed: to the account page."
+    )
       .annotate(OpenApi.Summary, "Change the email (form)")
       .annotate(OpenApi.Description, "As `PUT /auth/email`. Needs a sign-in younger than 10 minutes.")
   )
   .add(
-    post("changePasswordForm", "/api/v1/ui/account/password", "Changed: to the account page.")
-      .setPayload(HttpApiSchema.withEncoding(PasswordForm, { kind: "UrlParams" }))
+    post(
+      "changePasswordForm",
+      "/api/v1/ui/account/password",
+      PasswordForm.pipe(HttpApiSchema.asFormUrlEncoded()),
+      "Changed: to the account page."
+    )
       .annotate(OpenApi.Summary, "Change the password (form)")
       .annotate(
         OpenApi.Description,
@@ -110,8 +142,12 @@ export class IdentityAccountPagesApi extends HttpApiGroup.make("accountPages")
       )
   )
   .add(
-    post("endSessionForm", "/api/v1/ui/account/sessions/end", "Ended: to the account page (or signed out).")
-      .setPayload(HttpApiSchema.withEncoding(EndSessionForm, { kind: "UrlParams" }))
+    post(
+      "endSessionForm",
+      "/api/v1/ui/account/sessions/end",
+      EndSessionForm.pipe(HttpApiSchema.asFormUrlEncoded()),
+      "Ended: to the account page (or signed out)."
+    )
       .annotate(OpenApi.Summary, "End a session (form)")
       .annotate(OpenApi.Description, "As `DELETE /auth/sessions/{id}`; ending this browser's own session signs it out.")
   )

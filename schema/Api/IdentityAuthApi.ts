@@ -2,25 +2,28 @@
  * Account endpoints of the identity provider (docs/decisions.md, "Identity: accounts and self-service").
  * They answer the `{code, message, data}` envelope; the codes are in the README's identity section.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { LoginRequest, LoginResponse } from "../Identity/Login.js"
 import { envelopeError } from "./IdentityErrors.js"
 
 export class IdentityAuthApi extends HttpApiGroup.make("auth")
   .add(
-    HttpApiEndpoint.post("login", "/api/v1/auth/login")
-      .setPayload(LoginRequest)
-      .addSuccess(LoginResponse)
-      .addError(envelopeError(400, "40001: the body is not `{email, password}` JSON."))
-      .addError(
+    HttpApiEndpoint.post("login", "/api/v1/auth/login", {
+      payload: LoginRequest,
+      success: LoginResponse,
+      error: [
+        envelopeError(400, "40001: the body is not `{email, password}` JSON."),
         envelopeError(
           401,
           "10011: wrong email or password (also for an unknown email); 10014: the account has a second factor and " +
             "neither `otp` nor `recovery_code` came (no session was created); 10015: that code is wrong or used."
-        )
-      )
-      .addError(envelopeError(403, "40302: the account is banned."))
-      .addError(envelopeError(429, "10012: too many attempts for this account or from this address; `Retry-After`."))
+        ),
+        envelopeError(403, "40302: the account is banned."),
+        envelopeError(429, "10012: too many attempts for this account or from this address; `Retry-After`.")
+      ]
+    })
+      // Every failing field is reported (a Schema 4 class carries no parse options).
+      .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
       .annotate(OpenApi.Summary, "Sign in with email and password")
       .annotate(
         OpenApi.Description,

@@ -17,24 +17,23 @@ const bearer = "`Authorization: Bearer <access token from /auth/login>` (RFC 675
 
 export class IdentityCreatorApi extends HttpApiGroup.make("creator")
   .add(
-    HttpApiEndpoint.post("apply", "/api/v1/creator/applications")
-      .setPayload(CreatorApplicationRequest)
-      .addSuccess(CreatorApplicationResponse)
-      .addError(
+    HttpApiEndpoint.post("apply", "/api/v1/creator/applications", {
+      payload: CreatorApplicationRequest,
+      success: CreatorApplicationResponse,
+      error: [
         envelopeError(
           400,
           "17004: the statement is missing, not 20 to 4000 characters once trimmed, or contains NUL, or " +
             "`portfolio_url` is not an http(s) URL of at most 2048 characters; 40001: the body is not JSON."
-        )
-      )
-      .addError(envelopeError(401, "10001 token missing, 10002 token invalid or revoked, 10003 token expired."))
-      .addError(
+        ),
+        envelopeError(401, "10001 token missing, 10002 token invalid or revoked, 10003 token expired."),
         envelopeError(
           409,
           "17002: an undecided application exists; 17003: the user already holds `creator`; 17001: the last " +
             `application was declined less than ${REAPPLY_AFTER_DAYS} days ago (\`Retry-After\` in seconds).`
         )
-      )
+      ]
+    })
       .annotate(OpenApi.Summary, "Apply for the creator role")
       .annotate(
         OpenApi.Description,
@@ -45,9 +44,10 @@ export class IdentityCreatorApi extends HttpApiGroup.make("creator")
       )
   )
   .add(
-    HttpApiEndpoint.get("mine", "/api/v1/creator/applications/me")
-      .addSuccess(MyCreatorApplicationResponse)
-      .addError(envelopeError(401, "10001 token missing, 10002 token invalid or revoked, 10003 token expired."))
+    HttpApiEndpoint.get("mine", "/api/v1/creator/applications/me", {
+      success: MyCreatorApplicationResponse,
+      error: envelopeError(401, "10001 token missing, 10002 token invalid or revoked, 10003 token expired.")
+    })
       .annotate(OpenApi.Summary, "The signed-in user's creator application")
       .annotate(
         OpenApi.Description,

@@ -10,10 +10,11 @@ import { envelopeError, htmlError, HtmlPage } from "./IdentityErrors.js"
 
 export class IdentityDevApi extends HttpApiGroup.make("dev")
   .add(
-    HttpApiEndpoint.get("mailbox", "/api/v1/dev/mailbox")
-      .setUrlParams(DevMailboxParams)
-      .addSuccess(DevMailboxResponse)
-      .addError(envelopeError(404, "40401: the development mailbox is not enabled on this server."))
+    HttpApiEndpoint.get("mailbox", "/api/v1/dev/mailbox", {
+      query: DevMailboxParams,
+      success: DevMailboxResponse,
+      error: envelopeError(404, "40401: the development mailbox is not enabled on this server.")
+    })
       .annotate(OpenApi.Summary, "Development mailbox")
       .annotate(
         OpenApi.Description,
@@ -22,10 +23,11 @@ export class IdentityDevApi extends HttpApiGroup.make("dev")
       )
   )
   .add(
-    HttpApiEndpoint.get("mailboxPage", "/api/v1/ui/dev/mailbox")
-      .setUrlParams(DevMailboxParams)
-      .addSuccess(HtmlPage)
-      .addError(htmlError(404, "The development mailbox is not enabled on this server."))
+    HttpApiEndpoint.get("mailboxPage", "/api/v1/ui/dev/mailbox", {
+      query: DevMailboxParams,
+      success: HtmlPage,
+      error: htmlError(404, "The development mailbox is not enabled on this server.")
+    })
       .annotate(OpenApi.Summary, "Development mailbox (page)")
       .annotate(OpenApi.Description, "The same messages as an HTML page, with a form to choose the address.")
   )

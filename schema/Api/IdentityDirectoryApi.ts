@@ -23,11 +23,14 @@ const clientBasic = "Client Basic authentication (RFC 7617; RFC 6749 section 2.3
 
 export class IdentityDirectoryApi extends HttpApiGroup.make("directory")
   .add(
-    HttpApiEndpoint.get("clientInfo", "/api/v1/oauth/client-info")
-      .setUrlParams(ClientInfoParams)
-      .addSuccess(ClientInfoResponse)
-      .addError(envelopeError(400, "40001: `client_id` is missing or too long."))
-      .addError(envelopeError(404, "15001: unknown client."))
+    HttpApiEndpoint.get("clientInfo", "/api/v1/oauth/client-info", {
+      query: ClientInfoParams,
+      success: ClientInfoResponse,
+      error: [
+        envelopeError(400, "40001: `client_id` is missing or too long."),
+        envelopeError(404, "15001: unknown client.")
+      ]
+    })
       .annotate(OpenApi.Summary, "Describe a client")
       .annotate(
         OpenApi.Description,
@@ -36,8 +39,9 @@ export class IdentityDirectoryApi extends HttpApiGroup.make("directory")
       )
   )
   .add(
-    HttpApiEndpoint.get("ecosystem", "/api/v1/oauth/ecosystem")
-      .addSuccess(EcosystemResponse)
+    HttpApiEndpoint.get("ecosystem", "/api/v1/oauth/ecosystem", {
+      success: EcosystemResponse
+    })
       .annotate(OpenApi.Summary, "The application directory")
       .annotate(
         OpenApi.Description,
@@ -46,12 +50,15 @@ export class IdentityDirectoryApi extends HttpApiGroup.make("directory")
       )
   )
   .add(
-    HttpApiEndpoint.get("usersBatch", "/api/v1/users/batch")
-      .setUrlParams(UserBatchParams)
-      .addSuccess(UserBatchResponse)
-      .addError(envelopeError(400, `40001: \`ids\` is malformed or names more than ${MAX_BATCH_IDS} ids.`))
-      .addError(envelopeError(401, "15008: client authentication is missing or wrong."))
-      .addError(envelopeError(403, "15011: a public client may not look users up."))
+    HttpApiEndpoint.get("usersBatch", "/api/v1/users/batch", {
+      query: UserBatchParams,
+      success: UserBatchResponse,
+      error: [
+        envelopeError(400, `40001: \`ids\` is malformed or names more than ${MAX_BATCH_IDS} ids.`),
+        envelopeError(401, "15008: client authentication is missing or wrong."),
+        envelopeError(403, "15011: a public client may not look users up.")
+      ]
+    })
       .annotate(OpenApi.Summary, "Look users up by id (service to service)")
       .annotate(
         OpenApi.Description,
@@ -60,12 +67,15 @@ export class IdentityDirectoryApi extends HttpApiGroup.make("directory")
       )
   )
   .add(
-    HttpApiEndpoint.get("usersSearch", "/api/v1/users/search")
-      .setUrlParams(UserSearchParams)
-      .addSuccess(UserSearchResponse)
-      .addError(envelopeError(400, "40001: `q` is empty or longer than 256 characters, or `limit` is not 1 to 100."))
-      .addError(envelopeError(401, "15008: client authentication is missing or wrong."))
-      .addError(envelopeError(403, "15011: a public client may not look users up."))
+    HttpApiEndpoint.get("usersSearch", "/api/v1/users/search", {
+      query: UserSearchParams,
+      success: UserSearchResponse,
+      error: [
+        envelopeError(400, "40001: `q` is empty or longer than 256 characters, or `limit` is not 1 to 100."),
+        envelopeError(401, "15008: client authentication is missing or wrong."),
+        envelopeError(403, "15011: a public client may not look users up.")
+      ]
+    })
       .annotate(OpenApi.Summary, "Search users by name prefix or exact email (service to service)")
       .annotate(
         OpenApi.Description,

@@ -7,8 +7,9 @@ import { DiscoveryDocument } from "../Identity/Discovery.js"
 
 export class IdentityDiscoveryApi extends HttpApiGroup.make("discovery")
   .add(
-    HttpApiEndpoint.get("openidConfiguration", "/api/v1/.well-known/openid-configuration")
-      .addSuccess(DiscoveryDocument)
+    HttpApiEndpoint.get("openidConfiguration", "/api/v1/.well-known/openid-configuration", {
+      success: DiscoveryDocument
+    })
       .annotate(OpenApi.Summary, "OpenID Provider configuration")
       .annotate(
         OpenApi.Description,
@@ -17,8 +18,9 @@ export class IdentityDiscoveryApi extends HttpApiGroup.make("discovery")
       )
   )
   .add(
-    HttpApiEndpoint.get("authorizationServerMetadata", "/.well-known/oauth-authorization-server/api/v1")
-      .addSuccess(DiscoveryDocument)
+    HttpApiEndpoint.get("authorizationServerMetadata", "/.well-known/oauth-authorization-server/api/v1", {
+      success: DiscoveryDocument
+    })
       .annotate(OpenApi.Summary, "OAuth 2.0 Authorization Server Metadata")
       .annotate(
         OpenApi.Description,

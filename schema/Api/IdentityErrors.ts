@@ -4,32 +4,39 @@
  * for the pages. The handlers answer these themselves (with `Cache-Control`, `WWW-Authenticate` and
  * `Retry-After` headers), so the declarations only describe them.
  */
-import { HttpApiSchema } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApiSchema } from "effect/http-api"
 import { EnvelopeFailure } from "../Identity/Envelope.js"
 import { OAuthError } from "../Identity/OAuthError.js"
 
-export const oauthError = (status: number, description: string) =>
-  Schema.Struct(OAuthError.fields).annotate({
-    ...HttpApiSchema.annotations({ status }),
-    identifier: `OAuthError${status}`,
-    description
-  })
+/**
+ * One schema per status (`OAuthError401`, `EnvelopeError400`, ...), described by the first declaration
+ * of that status, under which each endpoint describes its own response: the OpenAPI document has one
+ * component per status, and every response its own description (the description of the outer, identity
+ * step; the document shows the encoded side, the shared schema).
+ */
+const perStatus = <const Fields extends Schema.Struct.Fields>(name: string, fields: Fields) => {
+  const shared = new Map<number, Schema.Struct<Fields>>()
+  return (status: number, description: string) => {
+    let schema = shared.get(status)
+    if (schema === undefined) {
+      schema = Schema.Struct(fields).annotate({ identifier: `${name}${status}`, description })
+      shared.set(status, schema)
+    }
+    return schema.pipe(Schema.decodeTo(Schema.toType(schema)), HttpApiSchema.status(status)).annotate({ description })
+  }
+}
 
-export const envelopeError = (status: number, description: string) =>
-  Schema.Struct(EnvelopeFailure.fields).annotate({
-    ...HttpApiSchema.annotations({ status }),
-    identifier: `EnvelopeError${status}`,
-    description
-  })
+export const oauthError = perStatus("OAuthError", OAuthError.fields)
 
-export const HtmlPage = HttpApiSchema.Text({ contentType: "text/html" }).annotate({
+export const envelopeError = perStatus("EnvelopeError", EnvelopeFailure.fields)
+
+export const HtmlPage = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" })).annotate({
   description: "Server-rendered HTML page."
 })
 
 export const htmlError = (status: number, description: string) =>
-  HttpApiSchema.Text({ contentType: "text/html" }).annotate({
-    ...HttpApiSchema.annotations({ status }),
+  Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" }), HttpApiSchema.status(status)).annotate({
     description
   })
 

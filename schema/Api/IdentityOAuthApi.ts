@@ -12,17 +12,18 @@ import { envelopeError, htmlError, oauthError, Redirect } from "./IdentityErrors
 
 export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
   .add(
-    HttpApiEndpoint.get("authorize", "/api/v1/oauth/authorize")
-      .setUrlParams(AuthorizeParams)
-      .addSuccess(
-        Redirect(
-          302,
-          "To `redirect_uri` with `code`, `state` and `iss` (RFC 9207); or with `error` per RFC 6749 section " +
-            "4.1.2.1; or to the sign-in or consent page."
-        )
-      )
-      .addError(htmlError(400, "Error page: unknown client, bad `redirect_uri` or malformed request. Never redirects."))
-      .addError(oauthError(401, "`invalid_token`: the Bearer token is invalid, expired or revoked."))
+    HttpApiEndpoint.get("authorize", "/api/v1/oauth/authorize", {
+      query: AuthorizeParams,
+      success: Redirect(
+        302,
+        "To `redirect_uri` with `code`, `state` and `iss` (RFC 9207); or with `error` per RFC 6749 section " +
+          "4.1.2.1; or to the sign-in or consent page."
+      ),
+      error: [
+        htmlError(400, "Error page: unknown client, bad `redirect_uri` or malformed request. Never redirects."),
+        oauthError(401, "`invalid_token`: the Bearer token is invalid, expired or revoked.")
+      ]
+    })
       .annotate(OpenApi.Summary, "Obtain an authorization code")
       .annotate(
         OpenApi.Description,
@@ -35,12 +36,16 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
       )
   )
   .add(
-    HttpApiEndpoint.post("token", "/api/v1/oauth/token")
-      .setPayload(TokenRequest)
-      .addSuccess(TokenResponse)
-      .addError(oauthError(400, "`invalid_request`, `invalid_grant`, `unsupported_grant_type`, `invalid_scope`."))
-      .addError(oauthError(401, "`invalid_client`: client authentication failed."))
-      .addError(oauthError(429, "Too many requests for this client_id; wait as `Retry-After` says."))
+    HttpApiEndpoint.post("token", "/api/v1/oauth/token", {
+      // RFC 6749 section 4.1.3 sends the form encoding; JSON is accepted too.
+      payload: [TokenRequest, TokenRequest.pipe(HttpApiSchema.asFormUrlEncoded())],
+      success: TokenResponse,
+      error: [
+        oauthError(400, "`invalid_request`, `invalid_grant`, `unsupported_grant_type`, `invalid_scope`."),
+        oauthError(401, "`invalid_client`: client authentication failed."),
+        oauthError(429, "Too many requests for this client_id; wait as `Retry-After` says.")
+      ]
+    })
       .annotate(OpenApi.Summary, "Exchange a code or a refresh token")
       .annotate(
         OpenApi.Description,
@@ -53,9 +58,10 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
       )
   )
   .add(
-    HttpApiEndpoint.get("userinfo", "/api/v1/oauth/userinfo")
-      .addSuccess(UserInfo)
-      .addError(oauthError(401, "`invalid_token` with `WWW-Authenticate: Bearer` (RFC 6750 section 3)."))
+    HttpApiEndpoint.get("userinfo", "/api/v1/oauth/userinfo", {
+      success: UserInfo,
+      error: oauthError(401, "`invalid_token` with `WWW-Authenticate: Bearer` (RFC 6750 section 3).")
+    })
       .annotate(OpenApi.Summary, "Read user information")
       .annotate(
         OpenApi.Description,
@@ -65,18 +71,23 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
       )
   )
   .add(
-    HttpApiEndpoint.post("userinfoPost", "/api/v1/oauth/userinfo")
-      .addSuccess(UserInfo)
-      .addError(oauthError(401, "`invalid_token` with `WWW-Authenticate: Bearer` (RFC 6750 section 3)."))
+    HttpApiEndpoint.post("userinfoPost", "/api/v1/oauth/userinfo", {
+      success: UserInfo,
+      error: oauthError(401, "`invalid_token` with `WWW-Authenticate: Bearer` (RFC 6750 section 3).")
+    })
       .annotate(OpenApi.Summary, "Read user information (POST)")
       .annotate(OpenApi.Description, "The same as GET (OpenID Connect Core section 5.3.1).")
   )
   .add(
-    HttpApiEndpoint.post("revoke", "/api/v1/oauth/revoke")
-      .setPayload(RevokeRequest)
-      .addSuccess(HttpApiSchema.Empty(200).annotate({ description: "Always, whether or not anything was revoked." }))
-      .addError(oauthError(400, "`invalid_request`: no `token`."))
-      .addError(oauthError(401, "`invalid_client`: client credentials were sent and are wrong."))
+    HttpApiEndpoint.post("revoke", "/api/v1/oauth/revoke", {
+      // RFC 7009 section 2.1 sends the form encoding; JSON is accepted too.
+      payload: [RevokeRequest, RevokeRequest.pipe(HttpApiSchema.asFormUrlEncoded())],
+      success: HttpApiSchema.Empty(200).annotate({ description: "Always, whether or not anything was revoked." }),
+      error: [
+        oauthError(400, "`invalid_request`: no `token`."),
+        oauthError(401, "`invalid_client`: client credentials were sent and are wrong.")
+      ]
+    })
       .annotate(OpenApi.Summary, "Revoke a token")
       .annotate(
         OpenApi.Description,
@@ -86,9 +97,10 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
       )
   )
   .add(
-    HttpApiEndpoint.get("logout", "/api/v1/oauth/logout")
-      .setUrlParams(LogoutParams)
-      .addSuccess(Redirect(302, "To the provider's logout page, with the same parameters."))
+    HttpApiEndpoint.get("logout", "/api/v1/oauth/logout", {
+      query: LogoutParams,
+      success: Redirect(302, "To the provider's logout page, with the same parameters.")
+    })
       .annotate(OpenApi.Summary, "RP-initiated logout entry")
       .annotate(
         OpenApi.Description,
@@ -99,11 +111,14 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
       )
   )
   .add(
-    HttpApiEndpoint.get("postLogoutRedirect", "/api/v1/oauth/post-logout-redirect")
-      .setUrlParams(PostLogoutRedirectParams)
-      .addSuccess(Redirect(302, "To `redirect`: its origin matches a registered redirect URI of `client_id`."))
-      .addError(envelopeError(400, "15004: the target is not allowed (never redirects); 15007: parameters missing."))
-      .addError(envelopeError(404, "15001: unknown client."))
+    HttpApiEndpoint.get("postLogoutRedirect", "/api/v1/oauth/post-logout-redirect", {
+      query: PostLogoutRedirectParams,
+      success: Redirect(302, "To `redirect`: its origin matches a registered redirect URI of `client_id`."),
+      error: [
+        envelopeError(400, "15004: the target is not allowed (never redirects); 15007: parameters missing."),
+        envelopeError(404, "15001: unknown client.")
+      ]
+    })
       .annotate(OpenApi.Summary, "Validate a logout return target")
       .annotate(
         OpenApi.Description,
@@ -112,8 +127,9 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
       )
   )
   .add(
-    HttpApiEndpoint.get("jwks", "/api/v1/oauth/jwks")
-      .addSuccess(Jwks)
+    HttpApiEndpoint.get("jwks", "/api/v1/oauth/jwks", {
+      success: Jwks
+    })
       .annotate(OpenApi.Summary, "Signing keys (JWKS)")
       .annotate(
         OpenApi.Description,

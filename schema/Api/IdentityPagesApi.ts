@@ -3,6 +3,7 @@
  * logout. Each page sends `Content-Security-Policy: frame-ancestors 'none'` and `X-Frame-Options: DENY`;
  * each form carries a CSRF token bound to a cookie (and to the session where there is one).
  */
+import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { AuthorizeParams } from "../Identity/Authorize.js"
 import { ConsentForm, LoginForm, LoginPageParams, LogoutForm, LogoutParams } from "../Identity/Pages.js"
@@ -10,9 +11,10 @@ import { htmlError, HtmlPage, Redirect } from "./IdentityErrors.js"
 
 export class IdentityPagesApi extends HttpApiGroup.make("pages")
   .add(
-    HttpApiEndpoint.get("loginPage", "/api/v1/ui/login")
-      .setUrlParams(LoginPageParams)
-      .addSuccess(HtmlPage)
+    HttpApiEndpoint.get("loginPage", "/api/v1/ui/login", {
+      query: LoginPageParams,
+      success: HtmlPage
+    })
       .annotate(OpenApi.Summary, "Sign-in page")
       .annotate(
         OpenApi.Description,
@@ -21,20 +23,24 @@ export class IdentityPagesApi extends HttpApiGroup.make("pages")
       )
   )
   .add(
-    HttpApiEndpoint.post("submitLogin", "/api/v1/ui/login")
-      .setPayload(HttpApiSchema.withEncoding(LoginForm, { kind: "UrlParams" }))
-      .addSuccess(Redirect(303, "Signed in: to `return_to`, or to the signed-in page."))
-      .addError(htmlError(401, "The form again with an error: wrong email or password."))
-      .addError(htmlError(403, "The form again: banned account, or an invalid CSRF token."))
-      .addError(htmlError(429, "The form again: too many attempts (`Retry-After`)."))
+    HttpApiEndpoint.post("submitLogin", "/api/v1/ui/login", {
+      payload: LoginForm.pipe(HttpApiSchema.asFormUrlEncoded()),
+      success: Redirect(303, "Signed in: to `return_to`, or to the signed-in page."),
+      error: [
+        htmlError(401, "The form again with an error: wrong email or password."),
+        htmlError(403, "The form again: banned account, or an invalid CSRF token."),
+        htmlError(429, "The form again: too many attempts (`Retry-After`).")
+      ]
+    })
       .annotate(OpenApi.Summary, "Sign in (form)")
       .annotate(OpenApi.Description, "The sign-in form's target. Sets the session cookie on success.")
   )
   .add(
-    HttpApiEndpoint.get("consentPage", "/api/v1/ui/consent")
-      .setUrlParams(AuthorizeParams)
-      .addSuccess(HtmlPage)
-      .addError(htmlError(400, "Error page: unknown client or bad `redirect_uri`."))
+    HttpApiEndpoint.get("consentPage", "/api/v1/ui/consent", {
+      query: AuthorizeParams,
+      success: HtmlPage,
+      error: htmlError(400, "Error page: unknown client or bad `redirect_uri`.")
+    })
       .annotate(OpenApi.Summary, "Consent page")
       .annotate(
         OpenApi.Description,
@@ -43,17 +49,19 @@ export class IdentityPagesApi extends HttpApiGroup.make("pages")
       )
   )
   .add(
-    HttpApiEndpoint.post("submitConsent", "/api/v1/ui/consent")
-      .setPayload(HttpApiSchema.withEncoding(ConsentForm, { kind: "UrlParams" }))
-      .addSuccess(Redirect(303, "Approve: back to `/oauth/authorize`; deny: to `redirect_uri` with `access_denied`."))
-      .addError(htmlError(403, "Invalid CSRF token."))
+    HttpApiEndpoint.post("submitConsent", "/api/v1/ui/consent", {
+      payload: ConsentForm.pipe(HttpApiSchema.asFormUrlEncoded()),
+      success: Redirect(303, "Approve: back to `/oauth/authorize`; deny: to `redirect_uri` with `access_denied`."),
+      error: htmlError(403, "Invalid CSRF token.")
+    })
       .annotate(OpenApi.Summary, "Approve or deny (form)")
       .annotate(OpenApi.Description, "Remembers the approval for this client and scope set.")
   )
   .add(
-    HttpApiEndpoint.get("logoutPage", "/api/v1/ui/logout")
-      .setUrlParams(LogoutParams)
-      .addSuccess(HtmlPage)
+    HttpApiEndpoint.get("logoutPage", "/api/v1/ui/logout", {
+      query: LogoutParams,
+      success: HtmlPage
+    })
       .annotate(OpenApi.Summary, "Logout page")
       .annotate(
         OpenApi.Description,
@@ -63,16 +71,18 @@ export class IdentityPagesApi extends HttpApiGroup.make("pages")
       )
   )
   .add(
-    HttpApiEndpoint.post("submitLogout", "/api/v1/ui/logout")
-      .setPayload(HttpApiSchema.withEncoding(LogoutForm, { kind: "UrlParams" }))
-      .addSuccess(Redirect(303, "To the allowed return target."))
-      .addError(htmlError(403, "Invalid CSRF token."))
+    HttpApiEndpoint.post("submitLogout", "/api/v1/ui/logout", {
+      payload: LogoutForm.pipe(HttpApiSchema.asFormUrlEncoded()),
+      success: Redirect(303, "To the allowed return target."),
+      error: htmlError(403, "Invalid CSRF token.")
+    })
       .annotate(OpenApi.Summary, "Confirm logout (form)")
       .annotate(OpenApi.Description, "Ends the session (and the refresh families it produced).")
   )
   .add(
-    HttpApiEndpoint.get("stylesheet", "/api/v1/ui/style.css")
-      .addSuccess(HttpApiSchema.Text({ contentType: "text/css" }))
+    HttpApiEndpoint.get("stylesheet", "/api/v1/ui/style.css", {
+      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/css" }))
+    })
       .annotate(OpenApi.Summary, "Stylesheet of the pages")
       .annotate(OpenApi.Description, "Served from here so the pages' CSP needs no inline styles.")
   )

@@ -24,10 +24,13 @@ const malformed = envelopeError(400, "40001: the body is not `{code}` JSON.")
 
 export class IdentityTwoFactorApi extends HttpApiGroup.make("twoFactor")
   .add(
-    HttpApiEndpoint.post("setup", "/api/v1/auth/2fa/setup")
-      .addSuccess(TwoFactorSetupResponse)
-      .addError(recent)
-      .addError(envelopeError(409, "40901: a second factor is already on (remove it first)."))
+    HttpApiEndpoint.post("setup", "/api/v1/auth/2fa/setup", {
+      success: TwoFactorSetupResponse,
+      error: [
+        recent,
+        envelopeError(409, "40901: a second factor is already on (remove it first).")
+      ]
+    })
       .annotate(OpenApi.Summary, "Start setting up a second factor")
       .annotate(
         OpenApi.Description,
@@ -37,13 +40,16 @@ export class IdentityTwoFactorApi extends HttpApiGroup.make("twoFactor")
       )
   )
   .add(
-    HttpApiEndpoint.post("enable", "/api/v1/auth/2fa/enable")
-      .setPayload(TwoFactorCodeRequest)
-      .addSuccess(RecoveryCodesResponse)
-      .addError(malformed)
-      .addError(recent)
-      .addError(envelopeError(409, "40901: no set-up is pending, or a second factor is already on."))
-      .addError(throttled)
+    HttpApiEndpoint.post("enable", "/api/v1/auth/2fa/enable", {
+      payload: TwoFactorCodeRequest,
+      success: RecoveryCodesResponse,
+      error: [
+        malformed,
+        recent,
+        envelopeError(409, "40901: no set-up is pending, or a second factor is already on."),
+        throttled
+      ]
+    })
       .annotate(OpenApi.Summary, "Turn the second factor on")
       .annotate(
         OpenApi.Description,
@@ -52,13 +58,16 @@ export class IdentityTwoFactorApi extends HttpApiGroup.make("twoFactor")
       )
   )
   .add(
-    HttpApiEndpoint.del("disable", "/api/v1/auth/2fa")
-      .setPayload(TwoFactorCodeRequest)
-      .addSuccess(TwoFactorRemovedResponse)
-      .addError(malformed)
-      .addError(recent)
-      .addError(envelopeError(409, "40901: no second factor is on."))
-      .addError(throttled)
+    HttpApiEndpoint.delete("disable", "/api/v1/auth/2fa", {
+      payload: TwoFactorCodeRequest,
+      success: TwoFactorRemovedResponse,
+      error: [
+        malformed,
+        recent,
+        envelopeError(409, "40901: no second factor is on."),
+        throttled
+      ]
+    })
       .annotate(OpenApi.Summary, "Turn the second factor off")
       .annotate(
         OpenApi.Description,
@@ -66,13 +75,16 @@ export class IdentityTwoFactorApi extends HttpApiGroup.make("twoFactor")
       )
   )
   .add(
-    HttpApiEndpoint.post("recoveryCodes", "/api/v1/auth/2fa/recovery-codes")
-      .setPayload(TwoFactorCodeRequest)
-      .addSuccess(RecoveryCodesResponse)
-      .addError(malformed)
-      .addError(recent)
-      .addError(envelopeError(409, "40901: no second factor is on."))
-      .addError(throttled)
+    HttpApiEndpoint.post("recoveryCodes", "/api/v1/auth/2fa/recovery-codes", {
+      payload: TwoFactorCodeRequest,
+      success: RecoveryCodesResponse,
+      error: [
+        malformed,
+        recent,
+        envelopeError(409, "40901: no second factor is on."),
+        throttled
+      ]
+    })
       .annotate(OpenApi.Summary, "New recovery codes")
       .annotate(
         OpenApi.Description,
@@ -85,9 +97,10 @@ export class IdentityTwoFactorApi extends HttpApiGroup.make("twoFactor")
 
 export class IdentityTwoFactorPagesApi extends HttpApiGroup.make("twoFactorPages")
   .add(
-    HttpApiEndpoint.get("twoFactorPage", "/api/v1/ui/account/two-factor")
-      .addSuccess(HtmlPage)
-      .addError(Redirect(302, "Not signed in, or the sign-in is older than 10 minutes: to the sign-in page."))
+    HttpApiEndpoint.get("twoFactorPage", "/api/v1/ui/account/two-factor", {
+      success: HtmlPage,
+      error: Redirect(302, "Not signed in, or the sign-in is older than 10 minutes: to the sign-in page.")
+    })
       .annotate(OpenApi.Summary, "Second factor page")
       .annotate(
         OpenApi.Description,
@@ -96,12 +109,15 @@ export class IdentityTwoFactorPagesApi extends HttpApiGroup.make("twoFactorPages
       )
   )
   .add(
-    HttpApiEndpoint.post("submitTwoFactor", "/api/v1/ui/account/two-factor")
-      .setPayload(HttpApiSchema.withEncoding(TwoFactorForm, { kind: "UrlParams" }))
-      .addSuccess(HtmlPage)
-      .addError(htmlError(401, "The page again: the code is wrong or already used."))
-      .addError(htmlError(403, "Invalid CSRF token."))
-      .addError(htmlError(429, "The page again: too many wrong codes (`Retry-After`)."))
+    HttpApiEndpoint.post("submitTwoFactor", "/api/v1/ui/account/two-factor", {
+      payload: TwoFactorForm.pipe(HttpApiSchema.asFormUrlEncoded()),
+      success: HtmlPage,
+      error: [
+        htmlError(401, "The page again: the code is wrong or already used."),
+        htmlError(403, "Invalid CSRF token."),
+        htmlError(429, "The page again: too many wrong codes (`Retry-After`).")
+      ]
+    })
       .annotate(OpenApi.Summary, "Change the second factor (form)")
       .annotate(
         OpenApi.Description,

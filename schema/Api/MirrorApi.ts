@@ -2,8 +2,8 @@
  * The mirroring interfaces (docs/change-feed.md): the change feed and the merge map, both paged
  * incrementally from a stored cursor.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { RequiredScope } from "../Annotations.js"
 import { ListChange, ListRedirect } from "../Catalog/Change.js"
 import { CursorParam, Limit } from "../Catalog/Query.js"
@@ -14,7 +14,7 @@ import { Authorization } from "./Security.js"
 export const FeedParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam)
-}).annotate({ parseOptions: { errors: "all" } })
+})
 export type FeedParams = typeof FeedParams.Type
 
 const paging = "Paging: pass `next_cursor` back unchanged as `cursor`. A page with items always carries a " +
@@ -27,13 +27,19 @@ const contentGate = "Content gate: for an `sfw` credential, nsfw works, releases
   "are listed with `gone: true` (\"no longer served\" to this credential, indistinguishable from a withdrawn " +
   "row), so a row that turns nsfw also leaves an sfw mirror."
 
+/** Every failing parameter is reported, not only the first (parse options of the query). */
+const strict = { errors: "all" } as const
+
 export class MirrorApi extends HttpApiGroup.make("mirror")
   .add(
-    HttpApiEndpoint.get("listChanges", "/v2/catalog/changes")
-      .setUrlParams(FeedParams)
-      .addSuccess(ListChange)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
+    HttpApiEndpoint.get("listChanges", "/v2/catalog/changes", {
+      query: FeedParams,
+      success: ListChange,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor)
+      ]
+    })
       .annotate(OpenApi.Summary, "Change feed (mirror)")
       .annotate(
         OpenApi.Description,
@@ -49,11 +55,14 @@ export class MirrorApi extends HttpApiGroup.make("mirror")
       )
   )
   .add(
-    HttpApiEndpoint.get("listRedirects", "/v2/catalog/redirects")
-      .setUrlParams(FeedParams)
-      .addSuccess(ListRedirect)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
+    HttpApiEndpoint.get("listRedirects", "/v2/catalog/redirects", {
+      query: FeedParams,
+      success: ListRedirect,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor)
+      ]
+    })
       .annotate(OpenApi.Summary, "Merge map (redirects)")
       .annotate(
         OpenApi.Description,
@@ -65,6 +74,7 @@ export class MirrorApi extends HttpApiGroup.make("mirror")
       )
   )
   .middleware(Authorization)
+  .annotate(HttpApi.QueryParseOptions, strict)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Mirroring")
   .annotate(

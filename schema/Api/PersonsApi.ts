@@ -2,8 +2,8 @@
  * Persons: the real people behind publicly linked credit names (record design in
  * schema/Catalog/Person.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { PersonId } from "../Catalog/Common.js"
 import { ListPerson, Person } from "../Catalog/Person.js"
@@ -23,7 +23,8 @@ import { Authorization } from "./Security.js"
 export const personIncludes = ["names", "intros", "links", "refs"] as const
 export type PersonInclude = (typeof personIncludes)[number]
 
-const strict = { parseOptions: { errors: "all" } } as const
+/** Every failing parameter is reported, not only the first (parse options of the path and the query). */
+const strict = { errors: "all" } as const
 
 const include = Schema.optional(
   tokenList(
@@ -39,26 +40,29 @@ export const ListPersonsParams = Schema.Struct({
   cursor: Schema.optional(CursorParam),
   ids: Schema.optional(IdList),
   include
-}).annotate(strict)
+})
 export type ListPersonsParams = typeof ListPersonsParams.Type
 
-export const GetPersonParams = Schema.Struct({ include }).annotate(strict)
+export const GetPersonParams = Schema.Struct({ include })
 export type GetPersonParams = typeof GetPersonParams.Type
 
-export const PersonPath = Schema.Struct({ id: PersonId }).annotate(strict)
+export const PersonPath = Schema.Struct({ id: PersonId })
 
 const note = "Only persons with a public link to their names are served; an `sfw` credential never sees a person " +
   "credited only on nsfw works."
 
 export class PersonsApi extends HttpApiGroup.make("persons")
   .add(
-    HttpApiEndpoint.get("listPersons", "/v2/catalog/persons")
-      .setUrlParams(ListPersonsParams)
-      .addSuccess(ListPerson)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
-      .addError(problem(TooManyIds))
-      .addError(problem(UnknownInclude))
+    HttpApiEndpoint.get("listPersons", "/v2/catalog/persons", {
+      query: ListPersonsParams,
+      success: ListPerson,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor),
+        problem(TooManyIds),
+        problem(UnknownInclude)
+      ]
+    })
       .annotate(OpenApi.Summary, "List persons")
       .annotate(
         OpenApi.Description,
@@ -68,14 +72,19 @@ export class PersonsApi extends HttpApiGroup.make("persons")
       )
   )
   .add(
-    HttpApiEndpoint.get("getPerson", "/v2/catalog/persons/:id")
-      .setPath(PersonPath)
-      .setUrlParams(GetPersonParams)
-      .addSuccess(Person)
-      .addSuccess(NotModified, { status: 304 })
-      .addError(problem(UnknownInclude))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("getPerson", "/v2/catalog/persons/:id", {
+      params: PersonPath,
+      query: GetPersonParams,
+      success: [
+        Person,
+        NotModified.pipe(HttpApiSchema.status(304))
+      ],
+      error: [
+        problem(UnknownInclude),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "Get a person")
       .annotate(
         OpenApi.Description,
@@ -85,6 +94,8 @@ export class PersonsApi extends HttpApiGroup.make("persons")
       )
   )
   .middleware(Authorization)
+  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.QueryParseOptions, strict)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Persons")
   .annotate(OpenApi.Description, "The people behind credit names.")

@@ -1,5 +1,5 @@
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotFound, problem, ReasonEntry } from "../Problem.js"
 
 export const ReasonList = Schema.Struct({
@@ -10,8 +10,9 @@ export const ReasonList = Schema.Struct({
 /** The error registries, for clients and for humans following a problem's `type` link. */
 export class ProblemsApi extends HttpApiGroup.make("problems")
   .add(
-    HttpApiEndpoint.get("listReasons", "/v2/problems/reasons")
-      .addSuccess(ReasonList)
+    HttpApiEndpoint.get("listReasons", "/v2/problems/reasons", {
+      success: ReasonList
+    })
       .annotate(OpenApi.Summary, "Field-error reasons")
       .annotate(
         OpenApi.Description,
@@ -19,13 +20,14 @@ export class ProblemsApi extends HttpApiGroup.make("problems")
       )
   )
   .add(
-    HttpApiEndpoint.get("problemType", "/v2/docs/problems/:domain/:slug")
-      .setPath(Schema.Struct({
-        domain: Schema.String.pipe(Schema.pattern(/^[a-z]+$/), Schema.maxLength(32)),
-        slug: Schema.String.pipe(Schema.pattern(/^[a-z-]+$/), Schema.maxLength(64))
-      }))
-      .addSuccess(HttpApiSchema.Text({ contentType: "text/html" }))
-      .addError(problem(NotFound))
+    HttpApiEndpoint.get("problemType", "/v2/docs/problems/:domain/:slug", {
+      params: Schema.Struct({
+        domain: Schema.String.check(Schema.isPattern(/^[a-z]+$/u), Schema.isMaxLength(32)),
+        slug: Schema.String.check(Schema.isPattern(/^[a-z-]+$/u), Schema.isMaxLength(64))
+      }),
+      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" })),
+      error: problem(NotFound)
+    })
       .annotate(OpenApi.Summary, "Problem type page")
       .annotate(
         OpenApi.Description,

@@ -1,8 +1,8 @@
 /**
  * Releases: the editions of works (record in schema/Catalog/Release.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { Id, ReleaseId } from "../Catalog/Common.js"
 import { CursorParam, IdList, Limit, tokenList } from "../Catalog/Query.js"
@@ -33,18 +33,24 @@ export const ListReleasesParams = Schema.Struct({
   ids: Schema.optional(IdList),
   work_id: Schema.optional(Id.annotate({ description: "Only the releases of this work." })),
   include: Schema.optional(releaseInclude)
-}).annotate({ parseOptions: { errors: "all" } })
+})
 export type ListReleasesParams = typeof ListReleasesParams.Type
+
+/** Every failing parameter is reported, not only the first (parse options of the path and the query). */
+const strict = { errors: "all" } as const
 
 export class ReleasesApi extends HttpApiGroup.make("releases")
   .add(
-    HttpApiEndpoint.get("listReleases", "/v2/catalog/releases")
-      .setUrlParams(ListReleasesParams)
-      .addSuccess(ListRelease)
-      .addError(problem(UnknownInclude))
-      .addError(problem(LimitTooLarge))
-      .addError(problem(TooManyIds))
-      .addError(problem(InvalidCursor))
+    HttpApiEndpoint.get("listReleases", "/v2/catalog/releases", {
+      query: ListReleasesParams,
+      success: ListRelease,
+      error: [
+        problem(UnknownInclude),
+        problem(LimitTooLarge),
+        problem(TooManyIds),
+        problem(InvalidCursor)
+      ]
+    })
       .annotate(OpenApi.Summary, "List releases")
       .annotate(
         OpenApi.Description,
@@ -55,18 +61,19 @@ export class ReleasesApi extends HttpApiGroup.make("releases")
       )
   )
   .add(
-    HttpApiEndpoint.get("getRelease", "/v2/catalog/releases/:id")
-      .setPath(Schema.Struct({ id: ReleaseId }).annotate({ parseOptions: { errors: "all" } }))
-      .setUrlParams(
-        Schema.Struct({ include: Schema.optional(releaseInclude) }).annotate({
-          parseOptions: { errors: "all" }
-        })
-      )
-      .addSuccess(Release)
-      .addSuccess(NotModified, { status: 304 })
-      .addError(problem(UnknownInclude))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("getRelease", "/v2/catalog/releases/:id", {
+      params: Schema.Struct({ id: ReleaseId }),
+      query: Schema.Struct({ include: Schema.optional(releaseInclude) }),
+      success: [
+        Release,
+        NotModified.pipe(HttpApiSchema.status(304))
+      ],
+      error: [
+        problem(UnknownInclude),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "Read a release")
       .annotate(
         OpenApi.Description,
@@ -76,6 +83,8 @@ export class ReleasesApi extends HttpApiGroup.make("releases")
       )
   )
   .middleware(Authorization)
+  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.QueryParseOptions, strict)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Releases")
   .annotate(OpenApi.Description, "Editions of works: dated products on given platforms and in given languages.")

@@ -4,9 +4,9 @@
  * The middleware proves the credential, checks the endpoint's `RequiredScope`, and hands the handlers a
  * `Principal`.
  */
-import { HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
-import { Context, Schema } from "effect"
+import { Context } from "effect"
 import type { Option } from "effect"
+import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import type { Scope } from "../Annotations.js"
 import {
   InvalidCredential,
@@ -52,15 +52,19 @@ const bearer = HttpApiSecurity.bearer.pipe(
   )
 )
 
-/** The credential middleware of read routes: proves the credential, checks the scope and the request budget. */
-export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("catalog/Authorization", {
-  failure: Schema.Union(
+/**
+ * The credential middleware of read routes: proves the credential, checks the scope and the request budget.
+ * Each problem schema carries its status and the `application/problem+json` media type.
+ */
+export class Authorization extends HttpApiMiddleware.Service<Authorization, {
+  provides: Principal
+}>()("catalog/Authorization", {
+  error: [
     problem(MissingCredential),
     problem(InvalidCredential),
     problem(ScopeRequired),
     problem(RateLimited)
-  ).pipe(HttpApiSchema.withEncoding({ kind: "Json", contentType: "application/problem+json" })),
-  provides: Principal,
+  ],
   security: { bearer }
 }) {}
 
@@ -68,15 +72,16 @@ export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("catal
  * The same middleware for routes with a rule (schema/Api/Writes.ts): it also checks the rule's user
  * and role, so it can answer `USER_IDENTITY_REQUIRED` and `PERMISSION_REQUIRED`.
  */
-export class WriteAuthorization extends HttpApiMiddleware.Tag<WriteAuthorization>()("catalog/WriteAuthorization", {
-  failure: Schema.Union(
+export class WriteAuthorization extends HttpApiMiddleware.Service<WriteAuthorization, {
+  provides: Principal
+}>()("catalog/WriteAuthorization", {
+  error: [
     problem(MissingCredential),
     problem(InvalidCredential),
     problem(ScopeRequired),
     problem(RateLimited),
     problem(UserIdentityRequired),
     problem(PermissionRequired)
-  ).pipe(HttpApiSchema.withEncoding({ kind: "Json", contentType: "application/problem+json" })),
-  provides: Principal,
+  ],
   security: { bearer }
 }) {}

@@ -1,16 +1,19 @@
 /**
  * Catalog statistics (CatalogStats, schema/Catalog/Stats.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { CatalogStats } from "../Catalog/Stats.js"
 import { Authorization } from "./Security.js"
 
 export class StatsApi extends HttpApiGroup.make("stats")
   .add(
-    HttpApiEndpoint.get("getStats", "/v2/catalog/stats")
-      .addSuccess(CatalogStats)
-      .addSuccess(NotModified, { status: 304 })
+    HttpApiEndpoint.get("getStats", "/v2/catalog/stats", {
+      success: [
+        CatalogStats,
+        NotModified.pipe(HttpApiSchema.status(304))
+      ]
+    })
       .annotate(OpenApi.Summary, "Catalog statistics")
       .annotate(
         OpenApi.Description,

@@ -1,8 +1,8 @@
 /**
  * Tags (record in schema/Catalog/Tag.ts).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotModified, RequiredScope } from "../Annotations.js"
 import { TagId } from "../Catalog/Common.js"
 import { BooleanParam, CursorParam, IdList, Limit } from "../Catalog/Query.js"
@@ -16,19 +16,27 @@ export const ListTagsParams = Schema.Struct({
   ids: Schema.optional(IdList),
   category: Schema.optional(TagCategory.annotate({ description: "Only tags of this category." })),
   include_total: Schema.optional(
-    BooleanParam.annotate({ description: "`true`: add `total`, the number of tags matching the filters." })
+    BooleanParam.pipe(
+      Schema.annotateEncoded({ description: "`true`: add `total`, the number of tags matching the filters." })
+    )
   )
-}).annotate({ parseOptions: { errors: "all" } })
+})
 export type ListTagsParams = typeof ListTagsParams.Type
+
+/** Every failing parameter is reported, not only the first (parse options of the path and the query). */
+const strict = { errors: "all" } as const
 
 export class TagsApi extends HttpApiGroup.make("tags")
   .add(
-    HttpApiEndpoint.get("listTags", "/v2/catalog/tags")
-      .setUrlParams(ListTagsParams)
-      .addSuccess(ListTag)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(TooManyIds))
-      .addError(problem(InvalidCursor))
+    HttpApiEndpoint.get("listTags", "/v2/catalog/tags", {
+      query: ListTagsParams,
+      success: ListTag,
+      error: [
+        problem(LimitTooLarge),
+        problem(TooManyIds),
+        problem(InvalidCursor)
+      ]
+    })
       .annotate(OpenApi.Summary, "List tags")
       .annotate(
         OpenApi.Description,
@@ -39,12 +47,17 @@ export class TagsApi extends HttpApiGroup.make("tags")
       )
   )
   .add(
-    HttpApiEndpoint.get("getTag", "/v2/catalog/tags/:id")
-      .setPath(Schema.Struct({ id: TagId }).annotate({ parseOptions: { errors: "all" } }))
-      .addSuccess(Tag)
-      .addSuccess(NotModified, { status: 304 })
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("getTag", "/v2/catalog/tags/:id", {
+      params: Schema.Struct({ id: TagId }),
+      success: [
+        Tag,
+        NotModified.pipe(HttpApiSchema.status(304))
+      ],
+      error: [
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "Read a tag")
       .annotate(
         OpenApi.Description,
@@ -54,6 +67,8 @@ export class TagsApi extends HttpApiGroup.make("tags")
       )
   )
   .middleware(Authorization)
+  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.QueryParseOptions, strict)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Tags")
   .annotate(OpenApi.Description, "Descriptive tags that works carry.")

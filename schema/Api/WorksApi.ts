@@ -2,8 +2,8 @@
  * Works and search: the works collection with its three lanes (cursor, page, `ids=`/`refs=`
  * batch), the search collection, the single-work read and a work's roster, credits, covers and intros.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { NotModified, problemCodeOnFailure, RequiredScope } from "../Annotations.js"
 import { ListRosterCharacter } from "../Catalog/Character.js"
 import { ContentRating, Id, LangTag, ListCover, ListIntro, Medium, Platform, WorkId } from "../Catalog/Common.js"
@@ -74,7 +74,8 @@ export type WorkView = typeof WorkView.Type
 // Query parameters
 // ---------------------------------------------------------------------------------------------
 
-const strict = { parseOptions: { errors: "all" } } as const
+/** Every failing parameter is reported, not only the first (parse options of the path and the query). */
+const strict = { errors: "all" } as const
 
 const Sort = choice(
   workSorts,
@@ -107,32 +108,39 @@ const Facets = tokenList(
     "up to a minute old. Unknown name: `UNKNOWN_FACET` with `params.allowed`."
 )
 
-/** `source:external_id` (the `refs=` batch lane). */
-export const RefToken = Schema.String.pipe(
-  Schema.maxLength(330),
-  Schema.pattern(/^[a-z][a-z0-9_]{0,63}:[^\u0000-\u001f,]{1,256}$/)
+/**
+ * `source:external_id` (the `refs=` batch lane). The pattern has no `u` flag, so `{1,256}` counts UTF-16
+ * code units as it always has (the token is not in the OpenAPI document, which shows `refs` as a string).
+ */
+export const RefToken = Schema.String.check(
+  Schema.isMaxLength(330),
+  Schema.isPattern(/^[a-z][a-z0-9_]{0,63}:[^\u0000-\u001f,]{1,256}$/)
 ).annotate({ description: "`source:external_id`, e.g. `vndb:v17`." })
 
-export const RefList = Schema.split(",").pipe(
-  Schema.compose(
-    Schema.Array(RefToken).pipe(
-      Schema.minItems(1),
-      Schema.maxItems(100, problemCodeOnFailure("TOO_MANY_IDS"))
-    )
-  ),
-  Schema.annotate({
-    description: "Batch lane by upstream reference: up to 100 comma-separated `source:external_id` pairs, e.g. " +
-      "`refs=vndb:v17,egs:100001,dlsite:RJ123456`. The source is the Ref's `source` (lower case); everything after " +
-      "the first `:` is its `external_id`, matched exactly (so an external id may contain `:` but not `,`). " +
-      "Items come in the order asked; a pair that matches no visible work is listed, as sent, in `missing[]`. " +
-      "More than 100: `TOO_MANY_IDS`."
-  })
+export const RefList = Schema.String.annotate({
+  description: "Batch lane by upstream reference: up to 100 comma-separated `source:external_id` pairs, e.g. " +
+    "`refs=vndb:v17,egs:100001,dlsite:RJ123456`. The source is the Ref's `source` (lower case); everything after " +
+    "the first `:` is its `external_id`, matched exactly (so an external id may contain `:` but not `,`). " +
+    "Items come in the order asked; a pair that matches no visible work is listed, as sent, in `missing[]`. " +
+    "More than 100: `TOO_MANY_IDS`."
+}).pipe(
+  // The description sits on the string side: that is what the OpenAPI document shows of a query parameter.
+  Schema.decodeTo(
+    Schema.Array(RefToken).check(
+      Schema.isMinLength(1),
+      Schema.isMaxLength(100, problemCodeOnFailure("TOO_MANY_IDS"))
+    ),
+    SchemaTransformation.transform({
+      decode: (s: string): ReadonlyArray<string> => s.split(","),
+      encode: (refs: ReadonlyArray<string>) => refs.join(",")
+    })
+  )
 )
 
-const Query = Schema.String.pipe(
-  Schema.minLength(1),
-  Schema.maxLength(256),
-  Schema.pattern(/^[^\u0000]*$/)
+const Query = Schema.String.check(
+  Schema.isMinLength(1),
+  Schema.isMaxLength(256),
+  Schema.isPattern(/^[^\u0000]*$/u)
 ).annotate({
   description: "Title search (search lane) over every title, romanization and alias, case-, width- and " +
     "accent-insensitive; Japanese, Chinese and Korean titles are found by any substring. 1..256 characters."
@@ -148,20 +156,20 @@ export const ListWorksParams = Schema.Struct({
       `no \`next_cursor\`. \`page * limit\` may not exceed ${MAX_DEPTH} (400 \`INVALID_PARAMETER\`, reason ` +
       "`OUT_OF_RANGE` with the largest reachable page as `params.maximum`). Not with `cursor`, `ids`, `refs`."
   })),
-  ids: Schema.optional(IdList.annotate({
+  ids: Schema.optional(IdList.pipe(Schema.annotateEncoded({
     description: "Batch lane: up to 100 comma-separated work ids. Items come in the order asked, without " +
       "`next_cursor`; ids that are unknown, merged away or not visible to the credential are listed in " +
       "`missing[]`. More than 100: `TOO_MANY_IDS`. Takes only `include` and `view` besides."
-  })),
+  }))),
   refs: Schema.optional(RefList),
   q: Schema.optional(Query),
   facets: Schema.optional(Facets),
   sort: Schema.optional(Sort),
   include: Schema.optional(Include),
-  include_total: Schema.optional(BooleanParam.annotate({
+  include_total: Schema.optional(BooleanParam.pipe(Schema.annotateEncoded({
     description: "`true` adds `total`, the number of matching works under the same content gate as the items " +
       "(exact; may be up to 30 seconds old). Always present in page mode."
-  })),
+  }))),
   view: Schema.optional(WorkView),
   tag_id: Schema.optional(Id.annotate({ description: `Works carrying this tag. ${filterNote}` })),
   company_id: Schema.optional(
@@ -177,33 +185,33 @@ export const ListWorksParams = Schema.Struct({
       "`page`, `facets` or a search sort. Also the token of the `platform` facet."
   })),
   owner_uid: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)).annotate({
+    Schema.String.check(Schema.isPattern(/^[0-9]{1,20}$/u)).annotate({
       description: "Listing lane only: works whose claim is live and was made by this user (the identity " +
         "provider's user id, the `uid` a site stores). A site sees its claims in other states at `GET /v2/claims`."
     })
   ),
   site: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/), Schema.maxLength(64)).annotate({
+    Schema.String.check(Schema.isPattern(/^[a-z][a-z0-9_]*$/u), Schema.isMaxLength(64)).annotate({
       description: "Listing lane only: works whose claim is live and held by this site. The answer is the " +
         "same for every caller; a site sees its claims in other states at `GET /v2/claims`."
     })
   )
-}).annotate(strict)
+})
 export type ListWorksParams = typeof ListWorksParams.Type
 
 export const GetWorkParams = Schema.Struct({
   view: Schema.optional(WorkView),
   include: Schema.optional(Include)
-}).annotate(strict)
+})
 export type GetWorkParams = typeof GetWorkParams.Type
 
 export const WorkListParams = Schema.Struct({
   limit: Schema.optional(Limit),
   cursor: Schema.optional(CursorParam)
-}).annotate(strict)
+})
 export type WorkListParams = typeof WorkListParams.Type
 
-export const WorkPath = Schema.Struct({ id: WorkId }).annotate(strict)
+export const WorkPath = Schema.Struct({ id: WorkId })
 
 // ---------------------------------------------------------------------------------------------
 // Endpoints
@@ -232,15 +240,18 @@ const subList = (what: string) =>
 
 export class WorksApi extends HttpApiGroup.make("works")
   .add(
-    HttpApiEndpoint.get("listWorks", "/v2/catalog/works")
-      .setUrlParams(ListWorksParams)
-      .addSuccess(ListWork)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
-      .addError(problem(TooManyIds))
-      .addError(problem(UnknownInclude))
-      .addError(problem(UnknownSort))
-      .addError(problem(UnknownFacet))
+    HttpApiEndpoint.get("listWorks", "/v2/catalog/works", {
+      query: ListWorksParams,
+      success: ListWork,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor),
+        problem(TooManyIds),
+        problem(UnknownInclude),
+        problem(UnknownSort),
+        problem(UnknownFacet)
+      ]
+    })
       .annotate(OpenApi.Summary, "List works")
       .annotate(
         OpenApi.Description,
@@ -250,15 +261,18 @@ export class WorksApi extends HttpApiGroup.make("works")
       )
   )
   .add(
-    HttpApiEndpoint.get("searchWorks", "/v2/catalog/search")
-      .setUrlParams(ListWorksParams)
-      .addSuccess(ListWork)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
-      .addError(problem(TooManyIds))
-      .addError(problem(UnknownInclude))
-      .addError(problem(UnknownSort))
-      .addError(problem(UnknownFacet))
+    HttpApiEndpoint.get("searchWorks", "/v2/catalog/search", {
+      query: ListWorksParams,
+      success: ListWork,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor),
+        problem(TooManyIds),
+        problem(UnknownInclude),
+        problem(UnknownSort),
+        problem(UnknownFacet)
+      ]
+    })
       .annotate(OpenApi.Summary, "Search works")
       .annotate(
         OpenApi.Description,
@@ -269,14 +283,19 @@ export class WorksApi extends HttpApiGroup.make("works")
       )
   )
   .add(
-    HttpApiEndpoint.get("getWork", "/v2/catalog/works/:id")
-      .setPath(WorkPath)
-      .setUrlParams(GetWorkParams)
-      .addSuccess(Work)
-      .addSuccess(NotModified, { status: 304 })
-      .addError(problem(UnknownInclude))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("getWork", "/v2/catalog/works/:id", {
+      params: WorkPath,
+      query: GetWorkParams,
+      success: [
+        Work,
+        NotModified.pipe(HttpApiSchema.status(304))
+      ],
+      error: [
+        problem(UnknownInclude),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "Get a work")
       .annotate(
         OpenApi.Description,
@@ -287,14 +306,17 @@ export class WorksApi extends HttpApiGroup.make("works")
       )
   )
   .add(
-    HttpApiEndpoint.get("listWorkCharacters", "/v2/catalog/works/:id/characters")
-      .setPath(WorkPath)
-      .setUrlParams(WorkListParams)
-      .addSuccess(ListRosterCharacter)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("listWorkCharacters", "/v2/catalog/works/:id/characters", {
+      params: WorkPath,
+      query: WorkListParams,
+      success: ListRosterCharacter,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "List a work's characters")
       .annotate(
         OpenApi.Description,
@@ -305,14 +327,17 @@ export class WorksApi extends HttpApiGroup.make("works")
       )
   )
   .add(
-    HttpApiEndpoint.get("listWorkCredits", "/v2/catalog/works/:id/credits")
-      .setPath(WorkPath)
-      .setUrlParams(WorkListParams)
-      .addSuccess(ListCreditGroup)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("listWorkCredits", "/v2/catalog/works/:id/credits", {
+      params: WorkPath,
+      query: WorkListParams,
+      success: ListCreditGroup,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "List a work's credits")
       .annotate(
         OpenApi.Description,
@@ -324,14 +349,17 @@ export class WorksApi extends HttpApiGroup.make("works")
       )
   )
   .add(
-    HttpApiEndpoint.get("listWorkCovers", "/v2/catalog/works/:id/covers")
-      .setPath(WorkPath)
-      .setUrlParams(WorkListParams)
-      .addSuccess(ListCover)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("listWorkCovers", "/v2/catalog/works/:id/covers", {
+      params: WorkPath,
+      query: WorkListParams,
+      success: ListCover,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "List a work's covers")
       .annotate(
         OpenApi.Description,
@@ -341,14 +369,17 @@ export class WorksApi extends HttpApiGroup.make("works")
       )
   )
   .add(
-    HttpApiEndpoint.get("listWorkIntros", "/v2/catalog/works/:id/intros")
-      .setPath(WorkPath)
-      .setUrlParams(WorkListParams)
-      .addSuccess(ListIntro)
-      .addError(problem(LimitTooLarge))
-      .addError(problem(InvalidCursor))
-      .addError(problem(NotFound))
-      .addError(problem(EntityMerged))
+    HttpApiEndpoint.get("listWorkIntros", "/v2/catalog/works/:id/intros", {
+      params: WorkPath,
+      query: WorkListParams,
+      success: ListIntro,
+      error: [
+        problem(LimitTooLarge),
+        problem(InvalidCursor),
+        problem(NotFound),
+        problem(EntityMerged)
+      ]
+    })
       .annotate(OpenApi.Summary, "List a work's intros")
       .annotate(
         OpenApi.Description,
@@ -356,6 +387,8 @@ export class WorksApi extends HttpApiGroup.make("works")
       )
   )
   .middleware(Authorization)
+  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.QueryParseOptions, strict)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Works")
   .annotate(

@@ -4,9 +4,9 @@
  * middleware and the write runner make, the problems and headers the OpenAPI document lists for the
  * operation, and the credential matrix test that drives every declared route.
  */
-import type { HttpApiEndpoint } from "effect/http-api"
+import { Context, Schema, SchemaAST } from "effect"
 import type { HttpMethod } from "effect/http"
-import { Context, Schema } from "effect"
+import type { HttpApiEndpoint } from "effect/http-api"
 import type { Scope } from "../Annotations.js"
 import { RequiredScope } from "../Annotations.js"
 import {
@@ -52,8 +52,8 @@ export interface RouteRule {
 export class RouteRules extends Context.Service<RouteRules, RouteRule>()("shiori/RouteRule") {}
 
 /** `Idempotency-Key`: 1 to 255 visible ASCII characters, bare or in double quotes. */
-export const IdempotencyKey = Schema.String.pipe(
-  Schema.pattern(/^(?:"[\x21\x23-\x7e]{1,255}"|[\x21\x23-\x7e]{1,255})$/)
+export const IdempotencyKey = Schema.String.check(
+  Schema.isPattern(/^(?:"[\x21\x23-\x7e]{1,255}"|[\x21\x23-\x7e]{1,255})$/u)
 ).annotate({
   description: "1 to 255 visible ASCII characters, bare or quoted. The same key with the same body replays the " +
     "first answer (`Idempotent-Replayed: true`) for 24 hours; keys are scoped to the credential."
@@ -63,20 +63,24 @@ export const IdempotencyKey = Schema.String.pipe(
 export const idempotencyKeyValue = (header: string): string =>
   header.startsWith("\"") && header.endsWith("\"") ? header.slice(1, -1) : header
 
-export const IfMatch = Schema.String.pipe(Schema.maxLength(1024)).annotate({
+export const IfMatch = Schema.String.check(Schema.isMaxLength(1024)).annotate({
   description: "The `ETag` of the resource as last read (strong comparison, RFC 9110 13.1.1)."
 })
 
-const headerFields = (rule: RouteRule) => ({
-  ...(rule.idempotent ? { "idempotency-key": Schema.optional(IdempotencyKey) } : {}),
-  ...(rule.ifMatch !== undefined ? { "if-match": Schema.optional(IfMatch) } : {})
-})
+const idempotencyKeyHeader = { "idempotency-key": Schema.optional(IdempotencyKey) }
+const ifMatchHeader = { "if-match": Schema.optional(IfMatch) }
 
-/** The headers a rule reads, as the handler receives them. */
-export interface RuleHeaders {
-  readonly "idempotency-key"?: string | undefined
-  readonly "if-match"?: string | undefined
-}
+/** The request headers a rule reads: `Idempotency-Key` when idempotent, `If-Match` when it has an `ifMatch`. */
+export type RuleHeaderFields<R extends RouteRule> =
+  & (R extends { readonly idempotent: true } ? typeof idempotencyKeyHeader : {})
+  & (R extends { readonly ifMatch: "required" | "optional" } ? typeof ifMatchHeader : {})
+
+const ruleHeaderFields = <R extends RouteRule>(rule: R): RuleHeaderFields<R> =>
+  // The type mirrors these two tests; TypeScript does not narrow a conditional type by a runtime test.
+  ({
+    ...(rule.idempotent ? idempotencyKeyHeader : {}),
+    ...(rule.ifMatch !== undefined ? ifMatchHeader : {})
+  }) as RuleHeaderFields<R>
 
 export type RuleProblem =
   | UserIdentityRequired
@@ -88,45 +92,88 @@ export type RuleProblem =
   | PreconditionRequired
   | QuotaExceeded
 
+/** Exactly the problems `rule` implies, in the order the OpenAPI document lists them. */
+const ruleProblems = (rule: RouteRule) => [
+  ...(rule.user ? [problem(UserIdentityRequired)] : []),
+  ...(rule.role !== undefined ? [problem(PermissionRequired)] : []),
+  ...(rule.tenant ? [problem(TenantMismatch)] : []),
+  ...(rule.idempotent ? [problem(IdempotencyKeyReused), problem(IdempotencyRequestInProgress)] : []),
+  ...(rule.ifMatch !== undefined ? [problem(PreconditionFailed)] : []),
+  ...(rule.ifMatch === "required" ? [problem(PreconditionRequired)] : []),
+  ...(rule.quota !== undefined ? [problem(QuotaExceeded)] : [])
+]
+
+/** What a rule adds to its endpoint's declaration: the request headers it reads and the problems it implies. */
+export interface RuleParts<R extends RouteRule> {
+  /** The endpoint's `headers` (an empty record when the rule reads none). */
+  readonly headers: RuleHeaderFields<R>
+  /** To be appended to the endpoint's own `error` list. */
+  readonly problems: ReturnType<typeof ruleProblems>
+}
+
 /**
- * Declares `rule` (and `scope`) on `endpoint`: annotations for the server, and exactly the problems
- * and request headers the rule implies for the OpenAPI document.
+ * Declares `rule` (and `scope`) on the endpoint `build` makes from the rule's parts: the endpoint's
+ * options take `headers` and the `problems` (after its own errors), so the OpenAPI document lists
+ * exactly the problems and request headers the rule implies; the annotations are for the server.
+ * Endpoints take their errors and headers at construction in Effect 4, hence the callback; a
+ * declaration that leaves the parts out fails when the module loads.
  */
 export const declare = <
+  const R extends RouteRule,
   Name extends string,
   Method extends HttpMethod.HttpMethod,
-  Path,
-  UrlParams,
-  Payload,
-  Success,
-  Error,
-  R,
-  RE
+  Path extends string,
+  Params extends Schema.Top,
+  Query extends Schema.Top,
+  Payload extends Schema.Top,
+  Headers extends Schema.Top,
+  Success extends Schema.Top,
+  Error extends Schema.Top,
+  Middleware,
+  MiddlewareServices
 >(
-  endpoint: HttpApiEndpoint.HttpApiEndpoint<Name, Method, Path, UrlParams, Payload, never, Success, Error, R, RE>,
   scope: Scope,
-  rule: RouteRule
+  rule: R,
+  build: (parts: RuleParts<R>) => HttpApiEndpoint.HttpApiEndpoint<
+    Name,
+    Method,
+    Path,
+    Params,
+    Query,
+    Payload,
+    Headers,
+    Success,
+    Error,
+    Middleware,
+    MiddlewareServices
+  >
 ): HttpApiEndpoint.HttpApiEndpoint<
   Name,
   Method,
   Path,
-  UrlParams,
+  Params,
+  Query,
   Payload,
-  RuleHeaders,
+  Headers,
   Success,
-  Error | RuleProblem,
-  R,
-  RE
+  Error,
+  Middleware,
+  MiddlewareServices
 > => {
-  let e: any = endpoint.annotate(RequiredScope, scope).annotate(RouteRules, rule)
-  if (rule.user) e = e.addError(problem(UserIdentityRequired))
-  if (rule.role !== undefined) e = e.addError(problem(PermissionRequired))
-  if (rule.tenant) e = e.addError(problem(TenantMismatch))
-  if (rule.idempotent) e = e.addError(problem(IdempotencyKeyReused)).addError(problem(IdempotencyRequestInProgress))
-  if (rule.ifMatch !== undefined) e = e.addError(problem(PreconditionFailed))
-  if (rule.ifMatch === "required") e = e.addError(problem(PreconditionRequired))
-  if (rule.quota !== undefined) e = e.addError(problem(QuotaExceeded))
-  const headers = headerFields(rule)
-  if (Object.keys(headers).length > 0) e = e.setHeaders(Schema.Struct(headers))
-  return e
+  const headers = ruleHeaderFields(rule)
+  const problems = ruleProblems(rule)
+  const endpoint = build({ headers, problems })
+  // The endpoint holds its errors as response codecs; each still decodes to its problem's type.
+  const declared = new Set(Array.from(endpoint.error, (schema) => SchemaAST.toType(schema.ast)))
+  const missing = problems.filter((schema) => !declared.has(SchemaAST.toType(schema.ast)))
+  if (missing.length > 0 || (Object.keys(headers).length > 0 && endpoint.headers === undefined)) {
+    throw new globalThis.Error(
+      `${endpoint.method} ${endpoint.path}: the declaration leaves out its rule's ${
+        missing.length > 0
+          ? `problems (${missing.map((schema) => SchemaAST.resolveIdentifier(schema.ast)).join(", ")})`
+          : "headers"
+      }`
+    )
+  }
+  return endpoint.annotate(RequiredScope, scope).annotate(RouteRules, rule)
 }

@@ -25,9 +25,9 @@ export const NameCredit = Schema.Struct({
   object: Schema.Literal("name_credit"),
   work: WorkBasic,
   role_key: RoleKey,
-  role_name: Schema.String.pipe(Schema.maxLength(512)),
+  role_name: Schema.String.check(Schema.isMaxLength(512)),
   character_id: Schema.NullOr(CharacterId).annotate({ description: "The character voiced; null otherwise." }),
-  note: Schema.String.pipe(Schema.maxLength(512)).annotate({ description: "Empty if none." })
+  note: Schema.String.check(Schema.isMaxLength(512)).annotate({ description: "Empty if none." })
 }).annotate({ identifier: "NameCredit", description: "A credit of a credit name on a work." })
 export type NameCredit = typeof NameCredit.Type
 

@@ -5,14 +5,13 @@ import { Schema } from "effect"
 import { ContentRating, DisplayString, LangTag, ListWithMetaOf, PartialDate, Platform, ReleaseId } from "./Common.js"
 import { WorkBasic } from "./Work.js"
 
-const Month = Schema.String.pipe(Schema.pattern(/^\d{4}-(0[1-9]|1[0-2])$/)).annotate({
+const Month = Schema.String.check(Schema.isPattern(/^\d{4}-(0[1-9]|1[0-2])$/u)).annotate({
   description: "`YYYY-MM`"
 })
 
 export const CalendarMeta = Schema.Struct({
-  today: Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)).annotate({
-    description: "Today's date in Asia/Tokyo, the calendar's home timezone.",
-    jsonSchema: { format: "date" }
+  today: Schema.String.annotate({ format: "date" }).check(Schema.isPattern(/^\d{4}-\d{2}-\d{2}$/u)).annotate({
+    description: "Today's date in Asia/Tokyo, the calendar's home timezone."
   }),
   min_month: Schema.NullOr(Month).annotate({
     description: "Earliest month with a dated release; null outside the dated month window or when it is empty."

@@ -4,7 +4,16 @@
 import { Schema } from "effect"
 import { Id, ListOf, Timestamp } from "./Common.js"
 
-export const TargetObject = Schema.Literals(["work", "release", "character", "credit_name", "person", "company", "tag", "engine"]).annotate({ description: "Entity type (closed)." })
+export const TargetObject = Schema.Literals([
+  "work",
+  "release",
+  "character",
+  "credit_name",
+  "person",
+  "company",
+  "tag",
+  "engine"
+]).annotate({ description: "Entity type (closed)." })
 export type TargetObject = typeof TargetObject.Type
 
 export const Change = Schema.Struct({

@@ -19,10 +19,10 @@ import {
 
 /** Body measurements. */
 export const Measurements = Schema.Struct({
-  bust_cm: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 999))),
-  waist_cm: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 999))),
-  hips_cm: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 999))),
-  cup: Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[A-Z]{1,4}$/))).annotate({
+  bust_cm: Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 999 }))),
+  waist_cm: Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 999 }))),
+  hips_cm: Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 999 }))),
+  cup: Schema.NullOr(Schema.String.check(Schema.isPattern(/^[A-Z]{1,4}$/u))).annotate({
     description: "Cup size letters (`A` to `Z`, possibly repeated as in `AA`); null if unrecorded."
   })
 }).annotate({
@@ -52,7 +52,7 @@ export const RosterRole = Schema.Literals(["main", "secondary", "appears", "unkn
 })
 export type RosterRole = typeof RosterRole.Type
 
-export const RowIdentity = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotate({
+export const RowIdentity = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64)).annotate({
   description: "Opaque identity of the roster row, for a roster-suppression proposal on this work. Echo it back " +
     "verbatim; it cannot be rebuilt from other fields."
 })
@@ -73,19 +73,19 @@ export const CharacterBasic = Schema.Struct(characterBasicFields).annotate({
 })
 export type CharacterBasic = typeof CharacterBasic.Type
 
-const full = <S extends Schema.Schema.Any>(schema: S, description: string) =>
+const full = <S extends Schema.Top>(schema: S, description: string) =>
   Schema.optional(Schema.NullOr(schema).annotate({ description: `view=full; ${description}` }))
 
 export const Character = Schema.Struct({
   ...characterBasicFields,
   birthday: full(
-    Schema.String.pipe(Schema.pattern(/^[0-1][0-9]-[0-3][0-9]$/)),
+    Schema.String.check(Schema.isPattern(/^[0-1][0-9]-[0-3][0-9]$/u)),
     "birthday as `MM-DD` (no year); null if unrecorded."
   ),
   blood_type: full(Schema.Literals(["a", "b", "ab", "o"]), "null if unrecorded."),
   gender: full(Gender, "null if unrecorded."),
-  height_cm: full(Schema.NonNegativeInt, "null if unrecorded."),
-  weight_kg: full(Schema.NonNegativeInt, "null if unrecorded."),
+  height_cm: full(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)), "null if unrecorded."),
+  weight_kg: full(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)), "null if unrecorded."),
   measurements: full(Measurements, "null if unrecorded."),
   instance_of_id: full(CharacterId, "the character this row is an instance of; null if none."),
   aliases: Schema.optional(Schema.Array(EntityName).annotate({ description: "include=aliases; detail only." })),
@@ -94,9 +94,14 @@ export const Character = Schema.Struct({
   traits: Schema.optional(
     Schema.Array(CharacterTrait).annotate({ description: "include=traits; detail only." })
   ),
-  image: Schema.optional(Image.annotate({ description: "include=image when an image exists; detail only." })),
+  image: Schema.optional(
+    Image.annotate({ identifier: undefined, description: "include=image when an image exists; detail only." })
+  ),
   figure: Schema.optional(
-    Image.annotate({ description: "include=figure when a full-body cutout exists; detail only." })
+    Image.annotate({
+      identifier: undefined,
+      description: "include=figure when a full-body cutout exists; detail only."
+    })
   )
 }).annotate({
   identifier: "Character",

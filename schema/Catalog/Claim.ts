@@ -1,7 +1,7 @@
 /**
  * Claims, claim events and the bodies that write them (docs/writing.md, "Claims").
  */
-import { Schema } from "effect"
+import { Schema, Struct } from "effect"
 import { Id, ListOf, Timestamp } from "./Common.js"
 
 export const ClaimState = Schema.Literals(["none", "live", "draft", "pending", "declined", "hidden"]).annotate({
@@ -9,16 +9,16 @@ export const ClaimState = Schema.Literals(["none", "live", "draft", "pending", "
 })
 export type ClaimState = typeof ClaimState.Type
 
-export const Site = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/), Schema.maxLength(64)).annotate({
+export const Site = Schema.String.check(Schema.isPattern(/^[a-z][a-z0-9_]*$/u), Schema.isMaxLength(64)).annotate({
   description: "A site name (`^[a-z][a-z0-9_]*$`, at most 64 characters)."
 })
 
 /** Ids in the claiming site's own id space. */
-export const SiteId = Schema.String.pipe(Schema.pattern(/^[0-9]+$/), Schema.maxLength(20)).annotate({
+export const SiteId = Schema.String.check(Schema.isPattern(/^[0-9]+$/u), Schema.isMaxLength(20)).annotate({
   description: "An id in the site's own id space (digits, at most 20)."
 })
 
-export const Note = Schema.String.pipe(Schema.maxLength(2000)).annotate({
+export const Note = Schema.String.check(Schema.isMaxLength(2000)).annotate({
   description: "Free text for display, at most 2000 characters."
 })
 
@@ -30,7 +30,7 @@ export const ClaimEvent = Schema.Struct({
   to_state: ClaimState,
   reason: Schema.NullOr(Note).annotate({ description: "Null when none was given; usually a decline reason." }),
   actor_uid: Schema.String.annotate({ description: "The identity user id of the actor." }),
-  site: Schema.String.pipe(Schema.maxLength(64)).annotate({ description: "The claiming site (open vocabulary)." }),
+  site: Schema.String.check(Schema.isMaxLength(64)).annotate({ description: "The claiming site (open vocabulary)." }),
   product_work_id: Schema.NullOr(SiteId).annotate({
     description: "The claim's current product-side id (a snapshot, not the value at event time); null when " +
       "unclaimed."
@@ -40,7 +40,7 @@ export const ClaimEvent = Schema.Struct({
 export type ClaimEvent = typeof ClaimEvent.Type
 
 /** The newest event on a work, as a claim record shows it: a `ClaimEvent` without the work's fields. */
-export const ClaimEventRef = ClaimEvent.pipe(Schema.omit("work_id", "site", "product_work_id")).annotate({
+export const ClaimEventRef = ClaimEvent.mapFields(Struct.omit(["work_id", "site", "product_work_id"])).annotate({
   identifier: "ClaimEventRef",
   description: "The newest event on a work, by anyone (`actor_uid` may be a moderator)."
 })
@@ -51,14 +51,14 @@ export const ClaimRecord = Schema.Struct({
   id: Id.annotate({ description: "The catalog work id." }),
   state: ClaimState,
   display_name: Schema.String.annotate({ description: "The work's display name." }),
-  site: Schema.String.pipe(Schema.maxLength(64)).annotate({ description: "Empty when unclaimed." }),
+  site: Schema.String.check(Schema.isMaxLength(64)).annotate({ description: "Empty when unclaimed." }),
   product_work_id: Schema.NullOr(SiteId).annotate({
     description: "The site's own id for the work; null when unclaimed or not given."
   }),
   last_event: Schema.optional(ClaimEventRef).annotate({
     description: "Newest event on the work by anyone; absent on moderation-queue rows."
   }),
-  acted_count: Schema.optional(Schema.Int.pipe(Schema.nonNegative())).annotate({
+  acted_count: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))).annotate({
     description: "Times the bearer acted on the work (within `site=` when given); on the bearer's faces only."
   }),
   first_acted_at: Schema.optional(Schema.NullOr(Timestamp)).annotate({
@@ -81,28 +81,30 @@ export const ClaimDecisionRecord = Schema.Struct({
 export type ClaimDecisionRecord = typeof ClaimDecisionRecord.Type
 
 export const ClaimRefBody = Schema.Struct({
-  source: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotate({
+  source: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64)).annotate({
     description: "Upstream source (open vocabulary)."
   }),
-  external_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotate({
+  external_id: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(256)).annotate({
     description: "The upstream id, matched exactly."
   })
 }).annotate({ identifier: "ClaimRefBody" })
 
 /** A field-key -> value map (`catalog.work.display_name` -> "..."), the snapshot and minting shape. */
-export const FieldValues = Schema.Record({
-  key: Schema.String.pipe(Schema.pattern(/^[a-z0-9_]+(\.[a-z0-9_]+)+$/), Schema.maxLength(128)),
-  value: Schema.Unknown
-}).annotate({
+export const FieldValues = Schema.Record(
+  Schema.String.check(Schema.isPattern(/^[a-z0-9_]+(\.[a-z0-9_]+)+$/u), Schema.isMaxLength(128)),
+  Schema.Unknown
+).annotate({
   identifier: "FieldValues",
   description: "Field key -> value. Keys are `<entity_type>.<field>` (`catalog.work.display_name`)."
 })
 export type FieldValues = typeof FieldValues.Type
 
+// Every failing field is reported: the endpoint decodes this body with `errors: "all"`
+// (`HttpApi.PayloadParseOptions`; a Schema 4 schema carries no parse options).
 export const CreateClaimInputBody = Schema.Struct({
   work_id: Schema.optional(Id.annotate({ description: "An existing catalog work to claim." })),
   refs: Schema.optional(
-    Schema.Array(ClaimRefBody).pipe(Schema.maxItems(100)).annotate({
+    Schema.Array(ClaimRefBody).check(Schema.isMaxLength(100)).annotate({
       description: "Upstream references; used when `work_id` is absent. At most 100."
     })
   ),
@@ -110,21 +112,25 @@ export const CreateClaimInputBody = Schema.Struct({
     description: "The site's own id for the work. Alone with `display_name` it mints a work anchored to it."
   })),
   display_name: Schema.optional(
-    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(512)).annotate({
+    Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(512)).annotate({
       description: "Required to mint when `refs` match nothing."
     })
   ),
   field_values: Schema.optional(FieldValues.annotate({
+    // Described for this use, so written inline (see `Image` in Common.ts).
+    identifier: undefined,
     description: "Mints a work from the map; with `work_id` the request is 422. Top-level `display_name` wins " +
       "over the `catalog.work.display_name` key."
   }))
-}).annotate({ identifier: "CreateClaimInputBody", parseOptions: { errors: "all" } })
+}).annotate({ identifier: "CreateClaimInputBody" })
 export type CreateClaimInputBody = typeof CreateClaimInputBody.Type
 
+// Every failing field is reported: the endpoint decodes this body with `errors: "all"`
+// (`HttpApi.PayloadParseOptions`; a Schema 4 schema carries no parse options).
 export const DecideClaimInputBody = Schema.Struct({
   decision: ClaimDecision,
   note: Schema.optional(Note.annotate({ description: "Required to decline." }))
-}).annotate({ identifier: "DecideClaimInputBody", parseOptions: { errors: "all" } })
+}).annotate({ identifier: "DecideClaimInputBody" })
 export type DecideClaimInputBody = typeof DecideClaimInputBody.Type
 
 export const ListClaimRecord = ListOf(ClaimRecord, "ListClaimRecord")

@@ -11,33 +11,34 @@ import { Schema } from "effect"
 // ---------------------------------------------------------------------------------------------
 
 /** Any catalog id: `^[0-9]+$`, 1 to 20 characters. */
-export const Id = Schema.String.pipe(
-  Schema.pattern(/^[0-9]+$/),
-  Schema.maxLength(20)
+export const Id = Schema.String.check(
+  Schema.isPattern(/^[0-9]+$/u),
+  Schema.isMaxLength(20)
 ).annotate({ description: "Catalog id: a decimal string of 1 to 20 digits.", examples: ["1042"] })
 
-const brandedId = <B extends string>(brand: B, what: string) =>
-  Id.pipe(Schema.brand(brand)).annotate({ description: `Id of ${what} (decimal string, 1 to 20 digits).` })
+// `Schema.brand` takes its brand as a literal (a generic helper cannot pass one on), so each id is
+// branded where it is declared.
+const idOf = (what: string) => ({ description: `Id of ${what} (decimal string, 1 to 20 digits).` })
 
-export const WorkId = brandedId("WorkId", "a work")
+export const WorkId = Id.pipe(Schema.brand("WorkId")).annotate(idOf("a work"))
 export type WorkId = typeof WorkId.Type
-export const ReleaseId = brandedId("ReleaseId", "a release")
+export const ReleaseId = Id.pipe(Schema.brand("ReleaseId")).annotate(idOf("a release"))
 export type ReleaseId = typeof ReleaseId.Type
-export const CharacterId = brandedId("CharacterId", "a character")
+export const CharacterId = Id.pipe(Schema.brand("CharacterId")).annotate(idOf("a character"))
 export type CharacterId = typeof CharacterId.Type
-export const TraitId = brandedId("TraitId", "a character trait")
+export const TraitId = Id.pipe(Schema.brand("TraitId")).annotate(idOf("a character trait"))
 export type TraitId = typeof TraitId.Type
-export const CreditNameId = brandedId("CreditNameId", "a credit name")
+export const CreditNameId = Id.pipe(Schema.brand("CreditNameId")).annotate(idOf("a credit name"))
 export type CreditNameId = typeof CreditNameId.Type
-export const PersonId = brandedId("PersonId", "a person")
+export const PersonId = Id.pipe(Schema.brand("PersonId")).annotate(idOf("a person"))
 export type PersonId = typeof PersonId.Type
-export const CompanyId = brandedId("CompanyId", "a company")
+export const CompanyId = Id.pipe(Schema.brand("CompanyId")).annotate(idOf("a company"))
 export type CompanyId = typeof CompanyId.Type
-export const EngineId = brandedId("EngineId", "an engine")
+export const EngineId = Id.pipe(Schema.brand("EngineId")).annotate(idOf("an engine"))
 export type EngineId = typeof EngineId.Type
-export const TagId = brandedId("TagId", "a tag")
+export const TagId = Id.pipe(Schema.brand("TagId")).annotate(idOf("a tag"))
 export type TagId = typeof TagId.Type
-export const CoverId = brandedId("CoverId", "a cover row (not the image hash)")
+export const CoverId = Id.pipe(Schema.brand("CoverId")).annotate(idOf("a cover row (not the image hash)"))
 export type CoverId = typeof CoverId.Type
 
 // ---------------------------------------------------------------------------------------------
@@ -45,33 +46,32 @@ export type CoverId = typeof CoverId.Type
 // ---------------------------------------------------------------------------------------------
 
 /** RFC 3339 UTC date-time, at most 32 characters. */
-export const Timestamp = Schema.String.pipe(
-  Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/),
-  Schema.maxLength(32)
+export const Timestamp = Schema.String.annotate({ format: "date-time" }).check(
+  Schema.isPattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/u),
+  Schema.isMaxLength(32)
 ).annotate({
   description: "RFC 3339 date-time in UTC, at most 32 characters.",
-  jsonSchema: { format: "date-time" },
   examples: ["2025-06-01T09:30:00.000Z"]
 })
 export type Timestamp = typeof Timestamp.Type
 
 /** BCP-47 language tag (`ja`, `en`, `zh-Hans`, `pt-BR`), at most 32 characters. */
-export const LangTag = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/),
-  Schema.maxLength(32)
+export const LangTag = Schema.String.check(
+  Schema.isPattern(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/u),
+  Schema.isMaxLength(32)
 ).annotate({ description: "BCP-47 language tag, at most 32 characters.", examples: ["ja", "en", "zh-Hans"] })
 export type LangTag = typeof LangTag.Type
 
 /** Open vocabulary key: new values appear without notice. */
-export const Source = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotate({
+export const Source = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64)).annotate({
   description: "Open vocabulary (new keys appear; clients must accept unknown values), at most 64 characters."
 })
 
-export const DisplayString = Schema.String.pipe(Schema.maxLength(512))
+export const DisplayString = Schema.String.check(Schema.isMaxLength(512))
 
 /** A partial calendar date: year only, year and month, or a full date. */
-export const PartialDate = Schema.String.pipe(
-  Schema.pattern(/^\d{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$/)
+export const PartialDate = Schema.String.check(
+  Schema.isPattern(/^\d{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$/u)
 ).annotate({
   description: "Partial date: `YYYY` (only the year is known), `YYYY-MM` or `YYYY-MM-DD`.",
   examples: ["2019", "2019-07", "2019-07-26"]
@@ -80,11 +80,12 @@ export type PartialDate = typeof PartialDate.Type
 
 /** Absolute http(s) URL. */
 export const Url = (maxLength: number) =>
-  Schema.String.pipe(Schema.pattern(/^https?:\/\/[^\s]+$/), Schema.maxLength(maxLength)).annotate({
-    jsonSchema: { format: "uri" }
-  })
+  Schema.String.annotate({ format: "uri" }).check(
+    Schema.isPattern(/^https?:\/\/[^\s]+$/u),
+    Schema.isMaxLength(maxLength)
+  )
 
-export const Count = Schema.NonNegativeInt.annotate({ description: "int64 >= 0" })
+export const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).annotate({ description: "int64 >= 0" })
 
 // ---------------------------------------------------------------------------------------------
 // Closed vocabularies used by several records
@@ -113,14 +114,14 @@ export type RatingSource = typeof RatingSource.Type
 export const ratingSources: ReadonlyArray<RatingSource> = ["vndb", "bangumi", "egs", "steam", "dlsite"]
 
 /** Platform short code; an open vocabulary. */
-export const Platform = Schema.String.pipe(Schema.pattern(/^[a-z0-9]{2,16}$/)).annotate({
+export const Platform = Schema.String.check(Schema.isPattern(/^[a-z0-9]{2,16}$/u)).annotate({
   description: "Platform short code (open vocabulary), e.g. `win` (Windows), `mac`, `lin` (Linux), `ios`, " +
     "`and` (Android), `web`, `swi` (Nintendo Switch), `ps4`, `ps5`, `psv` (PS Vita), `xbo` (Xbox One), `dvd` " +
     "(DVD player). Also the token of the `platform` filter and facet."
 })
 
 /** Distribution medium short code; an open vocabulary. */
-export const Medium = Schema.String.pipe(Schema.pattern(/^[a-z0-9]{2,16}$/)).annotate({
+export const Medium = Schema.String.check(Schema.isPattern(/^[a-z0-9]{2,16}$/u)).annotate({
   description: "Distribution medium (open vocabulary), e.g. `dl` (download), `cd`, `dvd`, `bd` (Blu-ray), " +
     "`cart` (cartridge), `mem` (memory card), `web` (played in a browser). Also the token of the `medium` facet."
 })
@@ -145,7 +146,7 @@ export const LocalizedText = Schema.Struct({
 export type LocalizedText = typeof LocalizedText.Type
 
 /** `localized`: map from BCP-47 tag to LocalizedText; `{}` when none. */
-export const Localized = Schema.Record({ key: LangTag, value: LocalizedText }).annotate({
+export const Localized = Schema.Record(LangTag, LocalizedText).annotate({
   description: "Map from BCP-47 language tag to the name in that language; `{}` if none."
 })
 export type Localized = typeof Localized.Type
@@ -166,7 +167,7 @@ export type EntityName = typeof EntityName.Type
 export const Intro = Schema.Struct({
   object: Schema.Literal("intro"),
   lang: LangTag,
-  value: Schema.String.pipe(Schema.maxLength(20000)),
+  value: Schema.String.check(Schema.isMaxLength(20000)),
   is_machine: Schema.Boolean.annotate({ description: "True when produced by machine translation." }),
   source: Source.annotate({ description: "Where the text comes from (open vocabulary), e.g. `vndb`, `official`." })
 }).annotate({
@@ -179,14 +180,20 @@ export type Intro = typeof Intro.Type
 // Images
 // ---------------------------------------------------------------------------------------------
 
-export const ImageHash = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/), Schema.length(64)).annotate({
+// The pattern admits only ASCII characters, so counting code points (which JSON Schema's
+// `minLength`/`maxLength` state exactly) is the same as counting UTF-16 units.
+export const ImageHash = Schema.String.check(
+  Schema.isPattern(/^[0-9a-f]{64}$/u),
+  Schema.isMinCodePoints(64),
+  Schema.isMaxCodePoints(64)
+).annotate({
   description: "SHA-256 of the image bytes, 64 lowercase hex digits."
 })
 
-export const Thumbhash = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9+/=_-]+$/), Schema.maxLength(128))
+export const Thumbhash = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9+/=_-]+$/u), Schema.isMaxLength(128))
   .annotate({ description: "ThumbHash placeholder (base64), at most 128 characters." })
 
-export const Pixels = Schema.Int.pipe(Schema.between(0, 65535))
+export const Pixels = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 }))
 
 export const Sexual = Schema.Literals(["safe", "suggestive", "explicit"])
 export const Violence = Schema.Literals(["tame", "violent", "brutal"])
@@ -202,6 +209,11 @@ const imageFields = {
   source: Source.annotate({ description: "Where the image comes from (open vocabulary)." })
 }
 
+/**
+ * A record that describes its image for one use annotates it with `identifier: undefined` as well:
+ * the described copy is then written inline in the OpenAPI document (as Schema 3 did), where one
+ * that kept the identifier would become a second, numbered component (`Image_1`).
+ */
 export const Image = Schema.Struct(imageFields).annotate({ identifier: "Image", description: "An image." })
 export type Image = typeof Image.Type
 
@@ -212,7 +224,7 @@ export const Cover = Schema.Struct({
   portrait_pinned: Schema.Boolean.annotate({
     description: "True when moderators pinned this cover as the work's portrait cover."
   }),
-  cover_kind: Schema.String.pipe(Schema.maxLength(32)).annotate({
+  cover_kind: Schema.String.check(Schema.isMaxLength(32)).annotate({
     description: "Kind of cover (open vocabulary, e.g. `package`, `digital`, `limited`); empty if unrecorded."
   }),
   ...imageFields
@@ -227,7 +239,7 @@ export const Ref = Schema.Struct({
   source: Source.annotate({
     description: "Upstream catalog (open vocabulary), e.g. `vndb`, `bangumi`, `egs`, `steam`, `dlsite`, `wikidata`."
   }),
-  external_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotate({
+  external_id: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(256)).annotate({
     description: "The entity's id in that source, matched exactly (e.g. `v17`, `RJ123456`)."
   }),
   url: Schema.NullOr(Url(1024)).annotate({ description: "The entity's page at the source; null if none." })
@@ -244,7 +256,7 @@ export const WorkLink = Schema.Struct({
       "`wikipedia`, `youtube`, `pixiv`."
   }),
   url: Url(1024),
-  label: Schema.String.pipe(Schema.maxLength(512)).annotate({
+  label: Schema.String.check(Schema.isMaxLength(512)).annotate({
     description: "Link text to display; empty when the site name is enough."
   }),
   lang: Schema.NullOr(LangTag).annotate({ description: "Language of the linked page; null if unknown." })
@@ -255,24 +267,24 @@ export const WorkLink = Schema.Struct({
 export type WorkLink = typeof WorkLink.Type
 
 /** A short reference to another record where the full record is not embedded. */
-export const NamedRef = <S extends Schema.Schema.Any>(id: S) => Schema.Struct({ id, display_name: DisplayString })
+export const NamedRef = <S extends Schema.Top>(id: S) => Schema.Struct({ id, display_name: DisplayString })
 
 // ---------------------------------------------------------------------------------------------
 // List envelope (docs/api-contract.md, "Records and lists")
 // ---------------------------------------------------------------------------------------------
 
 export const FacetValue = Schema.Struct({
-  value: Schema.String.pipe(Schema.maxLength(256)).annotate({
+  value: Schema.String.check(Schema.isMaxLength(256)).annotate({
     description: "Token to pass back to the same filter."
   }),
-  display_name: Schema.String.pipe(Schema.maxLength(512)),
+  display_name: Schema.String.check(Schema.isMaxLength(512)),
   count: Count.annotate({ description: "Hits after the same filters as the items." })
 }).annotate({ identifier: "FacetValue", description: "One value of a facet with its hit count." })
 export type FacetValue = typeof FacetValue.Type
 
-export const Cursor = Schema.String.pipe(
-  Schema.pattern(/^cur_[A-Za-z0-9._~-]+$/),
-  Schema.maxLength(512)
+export const Cursor = Schema.String.check(
+  Schema.isPattern(/^cur_[A-Za-z0-9._~-]+$/u),
+  Schema.isMaxLength(512)
 ).annotate({
   description: "Opaque cursor; pass it back unchanged as `cursor`. Omitted on the last page."
 })
@@ -281,7 +293,7 @@ export const TotalRelation = Schema.Literals(["eq", "gte"]).annotate({
   description: "`eq`: total is exact; `gte`: total is a lower bound."
 })
 
-const listFields = <Item extends Schema.Schema.Any>(item: Item) => ({
+const listFields = <Item extends Schema.Top>(item: Item) => ({
   object: Schema.Literal("list"),
   items: Schema.Array(item).annotate({ description: "The page's items; `[]` when empty, never null." }),
   next_cursor: Schema.optional(Cursor),
@@ -290,26 +302,26 @@ const listFields = <Item extends Schema.Schema.Any>(item: Item) => ({
   })),
   total_relation: Schema.optional(TotalRelation.annotate({ description: "Page mode only." })),
   facets: Schema.optional(
-    Schema.Record({ key: Schema.String, value: Schema.NullOr(Schema.Array(FacetValue)) }).annotate({
+    Schema.Record(Schema.String, Schema.NullOr(Schema.Array(FacetValue))).annotate({
       description: "Facet name to its values; only when `facets=` is requested."
     })
   ),
   missing: Schema.optional(
-    Schema.Array(Schema.String.pipe(Schema.maxLength(330))).annotate({
+    Schema.Array(Schema.String.check(Schema.isMaxLength(330))).annotate({
       description: "`ids=`/`refs=` batch lane only: the requested ids (or refs, as sent) that are not visible."
     })
   )
 })
 
 /** The list envelope around `item`. */
-export const ListOf = <Item extends Schema.Schema.Any>(item: Item, identifier: string) =>
+export const ListOf = <Item extends Schema.Top>(item: Item, identifier: string) =>
   Schema.Struct(listFields(item)).annotate({
     identifier,
     description: "A page of a collection (list envelope)."
   })
 
 /** The list envelope with a required `meta` member (the calendar list). */
-export const ListWithMetaOf = <Item extends Schema.Schema.Any, Meta extends Schema.Schema.Any>(
+export const ListWithMetaOf = <Item extends Schema.Top, Meta extends Schema.Top>(
   item: Item,
   meta: Meta,
   identifier: string

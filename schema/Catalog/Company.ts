@@ -15,7 +15,14 @@ import {
   WorkLink
 } from "./Common.js"
 
-export const CompanyKind = Schema.Literals(["game_brand", "bunko", "publisher", "anime_studio", "doujin_circle", "group"]).annotate({
+export const CompanyKind = Schema.Literals([
+  "game_brand",
+  "bunko",
+  "publisher",
+  "anime_studio",
+  "doujin_circle",
+  "group"
+]).annotate({
   description: "Kind of company (closed): `game_brand`, `bunko` (light-novel label), `publisher`, " +
     "`anime_studio`, `doujin_circle`, `group` (corporate group)."
 })
@@ -58,7 +65,7 @@ export const Company = Schema.Struct({
   links: Schema.optional(
     Schema.Array(WorkLink).annotate({ description: "include=links; detail and batch lanes only." })
   ),
-  logo: Schema.optional(Image.annotate({ description: "include=logo, when a logo exists." }))
+  logo: Schema.optional(Image.annotate({ identifier: undefined, description: "include=logo, when a logo exists." }))
 }).annotate({
   identifier: "Company",
   description: "A company: developer brand, publisher, doujin circle, light-novel label, anime studio or group."

@@ -37,23 +37,29 @@ export const CreditNameBasic = Schema.Struct(creditNameBasicFields).annotate({
 })
 export type CreditNameBasic = typeof CreditNameBasic.Type
 
-const detail = <S extends Schema.Schema.Any>(schema: S, description: string) =>
-  Schema.optional(schema.annotate({ description }) as S)
+const detail = <S extends Schema.Top>(schema: S, description: string) =>
+  Schema.optional(schema.annotate({ description }))
 
 export const CreditName = Schema.Struct({
   ...creditNameBasicFields,
   birth_year: detail(
-    Schema.Int.pipe(Schema.between(0, 9999)),
+    Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 9999 })),
     "Detail face only; absent when unrecorded or when the name has no public person link."
   ),
-  birth_month: detail(Schema.Int.pipe(Schema.between(1, 12)), "Detail face only; as birth_year."),
-  birth_day: detail(Schema.Int.pipe(Schema.between(1, 31)), "Detail face only; as birth_year."),
+  birth_month: detail(
+    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 12 })),
+    "Detail face only; as birth_year."
+  ),
+  birth_day: detail(
+    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 31 })),
+    "Detail face only; as birth_year."
+  ),
   gender: detail(Gender, "Detail face only; as birth_year."),
   aliases: Schema.optional(Schema.Array(EntityName).annotate({ description: "include=aliases." })),
   intros: Schema.optional(Schema.Array(Intro).annotate({ description: "include=intros: person biography." })),
   links: Schema.optional(Schema.Array(WorkLink).annotate({ description: "include=links." })),
   refs: Schema.optional(Schema.Array(Ref).annotate({ description: "include=refs." })),
-  photo: Schema.optional(Image.annotate({ description: "include=photo, when a photo exists." })),
+  photo: Schema.optional(Image.annotate({ identifier: undefined, description: "include=photo, when a photo exists." })),
   siblings: Schema.optional(
     Schema.Array(CreditNameBasic).annotate({
       description: "include=siblings: the same person's other publicly linked names."
@@ -66,7 +72,7 @@ export const CreditName = Schema.Struct({
 })
 export type CreditName = typeof CreditName.Type
 
-export const RoleKey = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/), Schema.maxLength(64)).annotate({
+export const RoleKey = Schema.String.check(Schema.isPattern(/^[a-z][a-z0-9_]*$/u), Schema.isMaxLength(64)).annotate({
   description: "Credit role key (open vocabulary), e.g. `scenario`, `art`, `chardesign`, `music`, `songs`, " +
     "`director`, `voice`, `staff`."
 })
@@ -80,10 +86,10 @@ export const CreditEntry = Schema.Struct({
   character_id: Schema.NullOr(CharacterId).annotate({
     description: "The character voiced; null when the credit is not a voice on a character."
   }),
-  note: Schema.String.pipe(Schema.maxLength(512)).annotate({
+  note: Schema.String.check(Schema.isMaxLength(512)).annotate({
     description: "Free-text qualifier (e.g. `opening song`, `assistant`); empty if none."
   }),
-  identity: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128)).annotate({
+  identity: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(128)).annotate({
     description: "Opaque identity of this credit row, for a credit-suppression proposal; echo it back " +
       "verbatim, it cannot be rebuilt from other fields."
   })
@@ -93,7 +99,7 @@ export type CreditEntry = typeof CreditEntry.Type
 export const CreditGroup = Schema.Struct({
   object: Schema.Literal("credit_group"),
   role_key: RoleKey,
-  role_name: Schema.String.pipe(Schema.maxLength(512)).annotate({ description: "Display name of the role." }),
+  role_name: Schema.String.check(Schema.isMaxLength(512)).annotate({ description: "Display name of the role." }),
   credits: Schema.Array(CreditEntry).annotate({ description: "`[]` when empty, never null." })
 }).annotate({ identifier: "CreditGroup", description: "The credits of a work for one role." })
 export type CreditGroup = typeof CreditGroup.Type

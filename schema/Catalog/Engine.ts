@@ -9,7 +9,7 @@ export const Engine = Schema.Struct({
   id: EngineId,
   display_name: DisplayString,
   work_count: Count.annotate({ description: "Works using this engine, under the caller's content gate." }),
-  description: Schema.String.pipe(Schema.maxLength(8000)).annotate({ description: "Empty if unrecorded." }),
+  description: Schema.String.check(Schema.isMaxLength(8000)).annotate({ description: "Empty if unrecorded." }),
   aliases: Schema.Array(DisplayString).annotate({ description: "Other names; `[]` if none." })
 }).annotate({ identifier: "Engine", description: "A game engine that works are built with." })
 export type Engine = typeof Engine.Type

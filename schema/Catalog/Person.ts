@@ -13,11 +13,11 @@ export const Person = Schema.Struct({
   lang: Schema.NullOr(LangTag),
   localized: Localized,
   gender: Schema.NullOr(Gender).annotate({ description: "null if unrecorded." }),
-  birth_year: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 9999))).annotate({
+  birth_year: Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 9999 }))).annotate({
     description: "null if unrecorded; a year may be known without month or day."
   }),
-  birth_month: Schema.NullOr(Schema.Int.pipe(Schema.between(1, 12))),
-  birth_day: Schema.NullOr(Schema.Int.pipe(Schema.between(1, 31))),
+  birth_month: Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 12 }))),
+  birth_day: Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 31 }))),
   names: Schema.optional(
     Schema.Array(CreditNameBasic).annotate({
       description: "include=names: the person's publicly linked credit names."

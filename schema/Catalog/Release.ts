@@ -45,7 +45,7 @@ export const Release = Schema.Struct({
   platforms: Schema.Array(Platform),
   media: Schema.Array(Medium).annotate({ description: "`[]` for a release without a recorded medium." }),
   content_rating: ContentRating,
-  min_age: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 21))).annotate({
+  min_age: Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 21 }))).annotate({
     description: "Minimum age of the official age rating; null if unrated."
   }),
   release_kind: Schema.Literals(["complete", "partial", "trial"]).annotate({
@@ -59,10 +59,10 @@ export const Release = Schema.Struct({
   }),
   engine: Schema.NullOr(EngineRef),
   companies: Schema.Array(ReleaseCompany).annotate({ description: "`[]` if none recorded." }),
-  gtin: Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[0-9]{8,14}$/))).annotate({
+  gtin: Schema.NullOr(Schema.String.check(Schema.isPattern(/^[0-9]{8,14}$/u))).annotate({
     description: "JAN/EAN/UPC barcode; null if none."
   }),
-  catalog_number: Schema.NullOr(Schema.String.pipe(Schema.maxLength(64))),
+  catalog_number: Schema.NullOr(Schema.String.check(Schema.isMaxLength(64))),
   updated_at: Timestamp,
   refs: Schema.optional(Schema.Array(Ref).annotate({ description: "include=refs." })),
   links: Schema.optional(Schema.Array(WorkLink).annotate({ description: "include=links." }))

@@ -29,7 +29,7 @@ export const Tag = Schema.Struct({
   ...tagBasicFields,
   parent_id: Schema.NullOr(TagId).annotate({ description: "The broader tag; null for a root tag." }),
   default_spoiler: Spoiler.annotate({ description: "Spoiler level the tag usually carries on a work." }),
-  description: Schema.String.pipe(Schema.maxLength(8000)).annotate({ description: "Empty if unrecorded." }),
+  description: Schema.String.check(Schema.isMaxLength(8000)).annotate({ description: "Empty if unrecorded." }),
   aliases: Schema.Array(DisplayString).annotate({ description: "Other names of the tag; `[]` if none." }),
   work_count: Count.annotate({ description: "Works carrying this tag, under the caller's content gate." })
 }).annotate({
@@ -42,7 +42,9 @@ export type Tag = typeof Tag.Type
 export const WorkTag = Schema.Struct({
   tag: TagBasic,
   spoiler: Spoiler.annotate({ description: "How much knowing this tag spoils this work." }),
-  score: Schema.Number.pipe(Schema.between(0, 3)).annotate({
+  // `Finite`: the range already rules out NaN and the infinities, and a finite number is documented
+  // as a plain JSON number with its bounds (a `Number` is documented with its non-finite spellings).
+  score: Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 3 })).annotate({
     description: "How strongly the tag applies to this work: 0 (barely) to 3 (central)."
   })
 }).annotate({ identifier: "WorkTag", description: "A tag applied to a work." })

@@ -49,10 +49,14 @@ export type WorkCompany = typeof WorkCompany.Type
 /** A rating from one source (include=ratings). */
 export const Rating = Schema.Struct({
   source: RatingSource,
-  score: Schema.Number.pipe(Schema.between(0, 100)).annotate({
+  // `Finite`: the range already rules out NaN and the infinities, and a finite number is documented
+  // as a plain JSON number with its bounds (a `Number` is documented with its non-finite spellings).
+  score: Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 100 })).annotate({
     description: "The source's average rating normalized to 0..100 (one decimal)."
   }),
-  votes: Schema.NonNegativeInt.annotate({ description: "Number of votes behind the score." })
+  votes: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).annotate({
+    description: "Number of votes behind the score."
+  })
 }).annotate({
   identifier: "Rating",
   description: "A rating of the work at one of the five rating sources. Sources without a rating are omitted."
@@ -77,12 +81,12 @@ const workBasicFields = {
       "no dated release exists."
   }),
   content_rating: ContentRating,
-  length_minutes: Schema.NullOr(Schema.NonNegativeInt).annotate({
+  length_minutes: Schema.NullOr(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))).annotate({
     description: "Typical time to finish, in minutes; null if unknown."
   }),
   platforms: Schema.Array(Platform).annotate({ description: "Platforms of all releases; `[]` if none." }),
   media: Schema.Array(Medium).annotate({ description: "Media of all releases; `[]` if none." }),
-  popularity: Schema.Number.pipe(Schema.between(0, 100)).annotate({
+  popularity: Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 100 })).annotate({
     description: "Relative popularity, 0..100 (100 = the most popular work); the `popularity` sort key."
   }),
   updated_at: Timestamp.annotate({ description: "When the work's record last changed." })

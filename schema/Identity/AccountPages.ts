@@ -4,8 +4,8 @@
  * optional bounded string, so a page answers a missing field itself, with the form and the error
  * next to the field.
  */
-import { Multipart } from "effect/http"
 import { Schema } from "effect"
+import { Multipart } from "effect/http"
 import { MaxLength } from "./Limits.js"
 import { ProfileLength } from "./Me.js"
 import { field } from "./Pages.js"

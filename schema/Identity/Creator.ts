@@ -4,7 +4,7 @@
  * (src/identity/creator/CreatorApplications.ts). The bounds below are those of the table
  * (migrations/0017_creator_applications.ts); a body outside them is 400 envelope 17004.
  */
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
 import { Envelope } from "./Envelope.js"
 import { MaxLength } from "./Limits.js"
 
@@ -24,23 +24,28 @@ const characters = (value: string): number => {
   return count
 }
 
-/** The statement, trimmed, then 20 to 4000 characters without NUL (PostgreSQL text cannot hold it). */
-export const Statement = Schema.Trim.pipe(
-  Schema.filter((value) => !value.includes("\u0000"), { message: () => "must not contain NUL" }),
-  Schema.filter(
-    (value) => characters(value) >= STATEMENT_MIN_LENGTH && characters(value) <= STATEMENT_MAX_LENGTH,
-    { message: () => `${STATEMENT_MIN_LENGTH} to ${STATEMENT_MAX_LENGTH} characters once trimmed` }
+/**
+ * The statement, trimmed, then 20 to 4000 characters without NUL (PostgreSQL text cannot hold it).
+ * The checks run on the text as sent (counting what is left once it is trimmed) so that they sit on
+ * the encoded side, the only side the OpenAPI document shows; the result is the trimmed text.
+ */
+export const Statement = Schema.String.annotate({
+  description: `Why you want to publish as a creator: ${STATEMENT_MIN_LENGTH} to ${STATEMENT_MAX_LENGTH} ` +
+    "characters once leading and trailing whitespace is removed."
+}).check(
+  Schema.makeFilter((value: string) => !value.includes("\u0000"), { message: "must not contain NUL" }),
+  Schema.makeFilter(
+    (value: string) => {
+      const length = characters(value.trim())
+      return length >= STATEMENT_MIN_LENGTH && length <= STATEMENT_MAX_LENGTH
+    },
+    {
+      message: `${STATEMENT_MIN_LENGTH} to ${STATEMENT_MAX_LENGTH} characters once trimmed`,
+      // JSON Schema cannot trim first: the bounds it states are those of the trimmed text.
+      toJsonSchema: () => [{ minLength: STATEMENT_MIN_LENGTH, maxLength: STATEMENT_MAX_LENGTH }, true]
+    }
   )
-).annotate({
-  // The transformation would document only "a string that will be trimmed" (the encoded side).
-  jsonSchema: {
-    type: "string",
-    minLength: STATEMENT_MIN_LENGTH,
-    maxLength: STATEMENT_MAX_LENGTH,
-    description: `Why you want to publish as a creator: ${STATEMENT_MIN_LENGTH} to ${STATEMENT_MAX_LENGTH} ` +
-      "characters once leading and trailing whitespace is removed."
-  }
-})
+).pipe(Schema.decodeTo(Schema.Trimmed, SchemaTransformation.trim()))
 
 /** RFC 3986 allows no whitespace or control character in a URI; `new URL` would silently drop some. */
 const isHttpUrl = (value: string): boolean => {
@@ -53,18 +58,31 @@ const isHttpUrl = (value: string): boolean => {
   }
 }
 
-export const PortfolioUrl = Schema.String.pipe(
-  Schema.maxLength(PORTFOLIO_URL_MAX_LENGTH),
-  Schema.filter(isHttpUrl, { message: () => "an http or https URL", jsonSchema: { format: "uri" } })
-).annotate({
+// Documented on the string itself: the URL filter has no JSON Schema form, so annotations on it
+// would not reach the OpenAPI document.
+export const PortfolioUrl = Schema.String.annotate({
   description: `Where your work can be seen: an http or https URL of at most ${PORTFOLIO_URL_MAX_LENGTH} characters.`,
-  examples: ["https://portfolio.example/me"]
-})
+  examples: ["https://portfolio.example/me"],
+  format: "uri"
+}).check(
+  Schema.isMaxLength(PORTFOLIO_URL_MAX_LENGTH),
+  Schema.makeFilter(isHttpUrl, { message: "an http or https URL" })
+)
 
-export class CreatorApplicationRequest extends Schema.Class<CreatorApplicationRequest>("CreatorApplicationRequest")({
-  statement: Statement,
-  portfolio_url: Schema.optionalWith(Schema.NullOr(PortfolioUrl), { exact: true })
-}, { description: "An application for the `creator` role; `portfolio_url` may be absent or null." }) {}
+// Each class's fields are a Struct carrying the identifier and description: the OpenAPI document
+// shows the encoded Struct, which would otherwise be an undescribed `<Name>Encoded`; the class's
+// own description is the one a response takes.
+
+export class CreatorApplicationRequest extends Schema.Class<CreatorApplicationRequest>("CreatorApplicationRequest")(
+  Schema.Struct({
+    statement: Statement,
+    portfolio_url: Schema.optionalKey(Schema.NullOr(PortfolioUrl))
+  }).annotate({
+    identifier: "CreatorApplicationRequest",
+    description: "An application for the `creator` role; `portfolio_url` may be absent or null."
+  }),
+  { description: "An application for the `creator` role; `portfolio_url` may be absent or null." }
+) {}
 
 export const CreatorApplicationStatus = Schema.Literals(["pending", "approved", "declined"]).annotate({
   description: "`pending` until an operator decides; `approved` (the `creator` role was granted) or `declined`."
@@ -73,14 +91,17 @@ export type CreatorApplicationStatus = typeof CreatorApplicationStatus.Type
 
 const UnixSeconds = Schema.Int.annotate({ description: "Unix timestamp (seconds)." })
 
-export class CreatorApplication extends Schema.Class<CreatorApplication>("CreatorApplication")({
-  id: Schema.UUID,
-  status: CreatorApplicationStatus,
-  statement: Schema.String.annotate({ description: "The statement, trimmed." }),
-  portfolio_url: Schema.NullOr(Schema.String),
-  created_at: UnixSeconds,
-  decided_at: Schema.NullOr(UnixSeconds).annotate({ description: "When it was decided; null while pending." })
-}, { description: "A creator application." }) {}
+export class CreatorApplication extends Schema.Class<CreatorApplication>("CreatorApplication")(
+  Schema.Struct({
+    id: Schema.String.check(Schema.isUUID()),
+    status: CreatorApplicationStatus,
+    statement: Schema.String.annotate({ description: "The statement, trimmed." }),
+    portfolio_url: Schema.NullOr(Schema.String),
+    created_at: UnixSeconds,
+    decided_at: Schema.NullOr(UnixSeconds).annotate({ description: "When it was decided; null while pending." })
+  }).annotate({ identifier: "CreatorApplication", description: "A creator application." }),
+  { description: "A creator application." }
+) {}
 
 export const CreatorApplicationResponse = Envelope(CreatorApplication)
 
@@ -88,7 +109,7 @@ export const CreatorApplicationResponse = Envelope(CreatorApplication)
 export const MyCreatorApplicationResponse = Schema.Struct({
   code: Schema.Literal(0),
   message: Schema.String,
-  data: Schema.optionalWith(CreatorApplication, { exact: true }).annotate({
+  data: Schema.optionalKey(CreatorApplication).annotate({
     description: "The user's newest application; absent when the user never applied."
   })
 }).annotate({ identifier: "MyCreatorApplicationResponse" })

@@ -14,15 +14,22 @@ export const DevMailboxParams = Schema.Struct({
 }).annotate({ identifier: "DevMailboxParams" })
 export type DevMailboxParams = typeof DevMailboxParams.Type
 
-export class DevMailboxMessage extends Schema.Class<DevMailboxMessage>("DevMailboxMessage")({
-  to: Schema.String,
-  subject: Schema.String,
-  text: Schema.String.annotate({ description: "The plain-text body." }),
-  html: Schema.optionalWith(Schema.String, { exact: true }).annotate({
-    description: "The HTML alternative, when the message has one."
-  }),
-  created_at: Schema.String.annotate({ description: "When the message was queued (RFC 3339, UTC)." })
-}, { description: "One message of the outbox, sent or not." }) {}
+// Each class's fields are a Struct carrying the identifier and description: the OpenAPI document
+// shows the encoded Struct, which would otherwise be an undescribed `<Name>Encoded`; the class's
+// own description is the one a response takes.
+
+export class DevMailboxMessage extends Schema.Class<DevMailboxMessage>("DevMailboxMessage")(
+  Schema.Struct({
+    to: Schema.String,
+    subject: Schema.String,
+    text: Schema.String.annotate({ description: "The plain-text body." }),
+    html: Schema.optionalKey(Schema.String).annotate({
+      description: "The HTML alternative, when the message has one."
+    }),
+    created_at: Schema.String.annotate({ description: "When the message was queued (RFC 3339, UTC)." })
+  }).annotate({ identifier: "DevMailboxMessage", description: "One message of the outbox, sent or not." }),
+  { description: "One message of the outbox, sent or not." }
+) {}
 
 export const DevMailbox = Schema.Struct({
   items: Schema.Array(DevMailboxMessage).annotate({

@@ -220,19 +220,26 @@ export const EnvelopeErrorCode = Schema.Literals(codeValues).annotate({
 // ---------------------------------------------------------------------------------------------
 
 /** A successful envelope `{code: 0, message, data}` around `data`. */
-export const Envelope = <A, I, R>(data: Schema.Schema<A, I, R>) =>
+export const Envelope = <S extends Schema.Top>(data: S) =>
   Schema.Struct({
     code: Schema.Literal(0),
     message: Schema.String,
     data
   })
 
+// Each class's fields are a Struct carrying the identifier and description: the OpenAPI document
+// shows the encoded Struct, which would otherwise be an undescribed `<Name>Encoded`; the class's
+// own description is the one a response takes.
+
 /** A failed envelope: non-zero `code`, `data` null or absent. */
-export class EnvelopeFailure extends Schema.Class<EnvelopeFailure>("EnvelopeFailure")({
-  code: EnvelopeErrorCode,
-  message: Schema.String,
-  data: Schema.optionalWith(Schema.Null, { exact: true })
-}, { description: "Envelope error: check the HTTP status, then `code`." }) {}
+export class EnvelopeFailure extends Schema.Class<EnvelopeFailure>("EnvelopeFailure")(
+  Schema.Struct({
+    code: EnvelopeErrorCode,
+    message: Schema.String,
+    data: Schema.optionalKey(Schema.Null)
+  }).annotate({ identifier: "EnvelopeFailure", description: "Envelope error: check the HTTP status, then `code`." }),
+  { description: "Envelope error: check the HTTP status, then `code`." }
+) {}
 
 /** The success envelope's body. */
 export const envelopeOk = <A>(data: A): { readonly code: 0; readonly message: string; readonly data: A } => ({

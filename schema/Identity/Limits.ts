@@ -51,9 +51,9 @@ export const MinLength = {
  * hold U+0000 and no real client sends one.
  */
 export const Bounded = (max: number, min = 0) => {
-  const bounded = Schema.String.pipe(
-    Schema.maxLength(max),
-    Schema.pattern(/^[^\u0000]*$/, { message: () => "must not contain NUL" })
+  const bounded = Schema.String.check(
+    Schema.isMaxLength(max),
+    Schema.isPattern(/^[^\u0000]*$/u, { message: "must not contain NUL" })
   )
-  return min > 0 ? bounded.pipe(Schema.minLength(min)) : bounded
+  return min > 0 ? bounded.check(Schema.isMinLength(min)) : bounded
 }

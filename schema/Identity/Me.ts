@@ -11,97 +11,138 @@ import { Email, GrantedRole, Subject, UserId } from "./User.js"
 /** Display fields: what a person shows others, never used to identify them. */
 export const ProfileLength = { name: 64, bio: 1000 } as const
 
-export const EmailedCode = Schema.String.pipe(
-  Schema.pattern(/^[0-9]{6}$/, { message: () => "6 digits" }),
-  Schema.annotate({ description: "The 6-digit code from the email.", examples: ["042917"] })
-)
+export const EmailedCode = Schema.String.check(Schema.isPattern(/^[0-9]{6}$/u, { message: "6 digits" })).annotate({
+  description: "The 6-digit code from the email.",
+  examples: ["042917"]
+})
 
 const UnixSeconds = Schema.Int.annotate({ description: "Unix timestamp (seconds)." })
 
-export class Me extends Schema.Class<Me>("Me")({
-  id: UserId,
-  sub: Subject,
-  email: Schema.String,
-  email_verified: Schema.Boolean.annotate({
-    description: "Whether the address was proven (an emailed code, or an operator vouching for it)."
-  }),
-  name: Schema.String,
-  picture: Schema.String.annotate({ description: "Avatar URL; may be empty." }),
-  bio: Schema.String,
-  roles: Schema.Array(GrantedRole).annotate({ description: "Granted roles; `user` is implicit." }),
-  created_at: UnixSeconds,
-  updated_at: UnixSeconds.annotate({ description: "Unix timestamp (seconds) of the last profile change." }),
-  two_factor: Schema.Boolean.annotate({ description: "Whether sign-in asks for a second factor (TOTP)." })
-}, { description: "The signed-in user." }) {}
+// Each class's fields are a Struct carrying the identifier and description: the OpenAPI document
+// shows the encoded Struct, which would otherwise be an undescribed `<Name>Encoded`; the class's
+// own description is the one a response takes.
+
+export class Me extends Schema.Class<Me>("Me")(
+  Schema.Struct({
+    id: UserId,
+    sub: Subject,
+    email: Schema.String,
+    email_verified: Schema.Boolean.annotate({
+      description: "Whether the address was proven (an emailed code, or an operator vouching for it)."
+    }),
+    name: Schema.String,
+    picture: Schema.String.annotate({ description: "Avatar URL; may be empty." }),
+    bio: Schema.String,
+    roles: Schema.Array(GrantedRole).annotate({ description: "Granted roles; `user` is implicit." }),
+    created_at: UnixSeconds,
+    updated_at: UnixSeconds.annotate({ description: "Unix timestamp (seconds) of the last profile change." }),
+    two_factor: Schema.Boolean.annotate({ description: "Whether sign-in asks for a second factor (TOTP)." })
+  }).annotate({ identifier: "Me", description: "The signed-in user." }),
+  { description: "The signed-in user." }
+) {}
 
 export const MeResponse = Envelope(Me)
 
-export class UpdateMeRequest extends Schema.Class<UpdateMeRequest>("UpdateMeRequest")({
-  name: Schema.optionalWith(
-    Bounded(ProfileLength.name, 1).annotate({ description: "Display name." }),
-    { exact: true }
-  ),
-  bio: Schema.optionalWith(Bounded(ProfileLength.bio).annotate({ description: "A few words; may be empty." }), {
-    exact: true
-  })
-}, { description: "Display fields to change; absent fields stay.", parseOptions: { errors: "all" } }) {}
+export class UpdateMeRequest extends Schema.Class<UpdateMeRequest>("UpdateMeRequest")(
+  // Every failing field is reported: the endpoint decodes this body with `errors: "all"`
+  // (`HttpApi.PayloadParseOptions`; a Schema 4 schema carries no parse options).
+  Schema.Struct({
+    name: Schema.optionalKey(Bounded(ProfileLength.name, 1).annotate({ description: "Display name." })),
+    bio: Schema.optionalKey(Bounded(ProfileLength.bio).annotate({ description: "A few words; may be empty." }))
+  }).annotate({ identifier: "UpdateMeRequest", description: "Display fields to change; absent fields stay." }),
+  { description: "Display fields to change; absent fields stay." }
+) {}
 
-export class SendCodeRequest extends Schema.Class<SendCodeRequest>("SendCodeRequest")({
-  email: Email
-}, { description: "Where to mail a 6-digit code." }) {}
+export class SendCodeRequest extends Schema.Class<SendCodeRequest>("SendCodeRequest")(
+  Schema.Struct({
+    email: Email
+  }).annotate({ identifier: "SendCodeRequest", description: "Where to mail a 6-digit code." }),
+  { description: "Where to mail a 6-digit code." }
+) {}
 
-export class CodeSent extends Schema.Class<CodeSent>("CodeSent")({
-  expires_in: Schema.Int.annotate({ description: "Seconds the code stays valid (600).", examples: [600] })
-}, { description: "A code is on its way (the same answer whether or not the address has an account)." }) {}
+export class CodeSent extends Schema.Class<CodeSent>("CodeSent")(
+  Schema.Struct({
+    expires_in: Schema.Int.annotate({ description: "Seconds the code stays valid (600).", examples: [600] })
+  }).annotate({
+    identifier: "CodeSent",
+    description: "A code is on its way (the same answer whether or not the address has an account)."
+  }),
+  { description: "A code is on its way (the same answer whether or not the address has an account)." }
+) {}
 
 export const CodeSentResponse = Envelope(CodeSent)
 
-export class ChangeEmailRequest extends Schema.Class<ChangeEmailRequest>("ChangeEmailRequest")({
-  email: Email,
-  code: EmailedCode
-}, { description: "The new address and the code mailed to it." }) {}
+export class ChangeEmailRequest extends Schema.Class<ChangeEmailRequest>("ChangeEmailRequest")(
+  Schema.Struct({
+    email: Email,
+    code: EmailedCode
+  }).annotate({ identifier: "ChangeEmailRequest", description: "The new address and the code mailed to it." }),
+  { description: "The new address and the code mailed to it." }
+) {}
 
-export class ChangePasswordRequest extends Schema.Class<ChangePasswordRequest>("ChangePasswordRequest")({
-  current_password: Bounded(MaxLength.password, 1),
-  new_password: Bounded(MaxLength.password, 1)
-}, { description: "The current password and the new one.", parseOptions: { errors: "all" } }) {}
+export class ChangePasswordRequest extends Schema.Class<ChangePasswordRequest>("ChangePasswordRequest")(
+  // Every failing field is reported: the endpoint decodes this body with `errors: "all"`
+  // (`HttpApi.PayloadParseOptions`; a Schema 4 schema carries no parse options).
+  Schema.Struct({
+    current_password: Bounded(MaxLength.password, 1),
+    new_password: Bounded(MaxLength.password, 1)
+  }).annotate({ identifier: "ChangePasswordRequest", description: "The current password and the new one." }),
+  { description: "The current password and the new one." }
+) {}
 
-export class AccountSession extends Schema.Class<AccountSession>("AccountSession")({
-  id: Schema.UUID.annotate({ description: "The session's public id (the `sid` of its tokens)." }),
-  current: Schema.Boolean.annotate({ description: "Whether this request was made with this session." }),
-  created_at: UnixSeconds,
-  auth_time: UnixSeconds.annotate({ description: "When its user last signed in with it." }),
-  expires_at: UnixSeconds,
-  user_agent: Schema.String,
-  ip: Schema.String
-}, { description: "A live sign-in of the account." }) {}
+export class AccountSession extends Schema.Class<AccountSession>("AccountSession")(
+  Schema.Struct({
+    id: Schema.String.check(Schema.isUUID()).annotate({
+      description: "The session's public id (the `sid` of its tokens)."
+    }),
+    current: Schema.Boolean.annotate({ description: "Whether this request was made with this session." }),
+    created_at: UnixSeconds,
+    auth_time: UnixSeconds.annotate({ description: "When its user last signed in with it." }),
+    expires_at: UnixSeconds,
+    user_agent: Schema.String,
+    ip: Schema.String
+  }).annotate({ identifier: "AccountSession", description: "A live sign-in of the account." }),
+  { description: "A live sign-in of the account." }
+) {}
 
-export class AccountSessions extends Schema.Class<AccountSessions>("AccountSessions")({
-  items: Schema.Array(AccountSession).annotate({ description: "Live sessions, newest first." })
-}, { description: "The account's live sessions." }) {}
+export class AccountSessions extends Schema.Class<AccountSessions>("AccountSessions")(
+  Schema.Struct({
+    items: Schema.Array(AccountSession).annotate({ description: "Live sessions, newest first." })
+  }).annotate({ identifier: "AccountSessions", description: "The account's live sessions." }),
+  { description: "The account's live sessions." }
+) {}
 
 export const AccountSessionsResponse = Envelope(AccountSessions)
 
 export const SessionIdParam = Schema.Struct({ id: Bounded(64, 1) })
 
-export class RegisterRequest extends Schema.Class<RegisterRequest>("RegisterRequest")({
-  email: Email,
-  code: EmailedCode,
-  password: Bounded(MaxLength.password, 1),
-  name: Bounded(ProfileLength.name, 1)
-}, { description: "A new account: the address, the code mailed to it, a password and a display name." }) {}
+export class RegisterRequest extends Schema.Class<RegisterRequest>("RegisterRequest")(
+  Schema.Struct({
+    email: Email,
+    code: EmailedCode,
+    password: Bounded(MaxLength.password, 1),
+    name: Bounded(ProfileLength.name, 1)
+  }).annotate({
+    identifier: "RegisterRequest",
+    description: "A new account: the address, the code mailed to it, a password and a display name."
+  }),
+  { description: "A new account: the address, the code mailed to it, a password and a display name." }
+) {}
 
 /** Success without data (`{code: 0, message: "ok", data: null}`). */
 export const Done = Envelope(Schema.Null)
 
-export class AvatarUploaded extends Schema.Class<AvatarUploaded>("AvatarUploaded")({
-  picture: Schema.String.annotate({ description: "The new avatar's URL (a 256x256 WebP, immutable)." })
-}, { description: "The avatar was stored." }) {}
+export class AvatarUploaded extends Schema.Class<AvatarUploaded>("AvatarUploaded")(
+  Schema.Struct({
+    picture: Schema.String.annotate({ description: "The new avatar's URL (a 256x256 WebP, immutable)." })
+  }).annotate({ identifier: "AvatarUploaded", description: "The avatar was stored." }),
+  { description: "The avatar was stored." }
+) {}
 
 export const AvatarUploadedResponse = Envelope(AvatarUploaded)
 
 export const AvatarFileParam = Schema.Struct({
-  file: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}\.webp$/)).annotate({
+  file: Schema.String.check(Schema.isPattern(/^[0-9a-f]{64}\.webp$/u)).annotate({
     description: "`{sha256}.webp`, as in `picture`."
   })
 })

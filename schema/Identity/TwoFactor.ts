@@ -13,28 +13,50 @@ export const TwoFactorCode = Bounded(MaxLength.twoFactorCode, 1).annotate({
   examples: ["492039", "k7qm-2xza-p4ve-u6tn"]
 })
 
-export class TwoFactorCodeRequest extends Schema.Class<TwoFactorCodeRequest>("TwoFactorCodeRequest")({
-  code: TwoFactorCode
-}, { description: "A code proving the factor (or, to enable it, the first code of the new secret)." }) {}
+// Each class's fields are a Struct carrying the identifier and description: the OpenAPI document
+// shows the encoded Struct, which would otherwise be an undescribed `<Name>Encoded`; the class's
+// own description is the one a response takes.
 
-export class TwoFactorSetup extends Schema.Class<TwoFactorSetup>("TwoFactorSetup")({
-  secret: Schema.String.annotate({
-    description: "The TOTP key in base32 (RFC 4648), for typing into an authenticator app.",
-    examples: ["JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"]
+export class TwoFactorCodeRequest extends Schema.Class<TwoFactorCodeRequest>("TwoFactorCodeRequest")(
+  Schema.Struct({
+    code: TwoFactorCode
+  }).annotate({
+    identifier: "TwoFactorCodeRequest",
+    description: "A code proving the factor (or, to enable it, the first code of the new secret)."
   }),
-  otpauth_uri: Schema.String.annotate({
-    description: "`otpauth://totp/...` with the key, SHA1, 6 digits, 30-second period and issuer `shiori`."
+  { description: "A code proving the factor (or, to enable it, the first code of the new secret)." }
+) {}
+
+export class TwoFactorSetup extends Schema.Class<TwoFactorSetup>("TwoFactorSetup")(
+  Schema.Struct({
+    secret: Schema.String.annotate({
+      description: "The TOTP key in base32 (RFC 4648), for typing into an authenticator app.",
+      examples: ["JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"]
+    }),
+    otpauth_uri: Schema.String.annotate({
+      description: "`otpauth://totp/...` with the key, SHA1, 6 digits, 30-second period and issuer `shiori`."
+    }),
+    qr_svg: Schema.String.annotate({ description: "`otpauth_uri` as a QR code, an SVG document." })
+  }).annotate({
+    identifier: "TwoFactorSetup",
+    description: "A pending set-up: confirm it with a first code at `POST /auth/2fa/enable`."
   }),
-  qr_svg: Schema.String.annotate({ description: "`otpauth_uri` as a QR code, an SVG document." })
-}, { description: "A pending set-up: confirm it with a first code at `POST /auth/2fa/enable`." }) {}
+  { description: "A pending set-up: confirm it with a first code at `POST /auth/2fa/enable`." }
+) {}
 
 export const TwoFactorSetupResponse = Envelope(TwoFactorSetup)
 
-export class RecoveryCodes extends Schema.Class<RecoveryCodes>("RecoveryCodes")({
-  recovery_codes: Schema.Array(Schema.String).annotate({
-    description: "Ten single-use codes, each standing in for one authenticator code. Shown only this once."
-  })
-}, { description: "The account's new recovery codes; any earlier ones no longer work." }) {}
+export class RecoveryCodes extends Schema.Class<RecoveryCodes>("RecoveryCodes")(
+  Schema.Struct({
+    recovery_codes: Schema.Array(Schema.String).annotate({
+      description: "Ten single-use codes, each standing in for one authenticator code. Shown only this once."
+    })
+  }).annotate({
+    identifier: "RecoveryCodes",
+    description: "The account's new recovery codes; any earlier ones no longer work."
+  }),
+  { description: "The account's new recovery codes; any earlier ones no longer work." }
+) {}
 
 export const RecoveryCodesResponse = Envelope(RecoveryCodes)
 

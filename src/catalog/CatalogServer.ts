@@ -2,16 +2,21 @@
  * The catalog server stack: the HttpApi implementation, its middleware, OpenAPI and docs, on
  * its own port. Built fresh (`Layer.fresh`) so it never shares a router with the identity server.
  */
-import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
-import { HttpServer } from "effect/http"
 import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
 import { CatalogApi } from "../../schema/Api/CatalogApi.js"
 import { UserStanding } from "../identity/users/Standing.js"
 import { withCompression } from "../platform/Compression.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
 import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListener.js"
-import { problemMiddleware, problemOpenApiTransform, startingProblem } from "../platform/ProblemMiddleware.js"
+import {
+  problemMiddleware,
+  problemOpenApiTransform,
+  problemResponsesLayer,
+  startingProblem
+} from "../platform/ProblemMiddleware.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { ExactSlashes, RouteTable } from "../platform/RouteTable.js"
 import { AuthorizationLive, Credentials, WriteAuthorizationLive } from "./auth/Authorization.js"
@@ -49,7 +54,8 @@ const HttpHealthLive = HttpApiBuilder.group(
     )
 )
 
-export const CatalogApiLive = HttpApiBuilder.api(CatalogApiDocumented).pipe(
+/** The API's routes, with the OpenAPI document at `/v2/openapi.json`. */
+export const CatalogApiLive = HttpApiBuilder.layer(CatalogApiDocumented, { openapiPath: "/v2/openapi.json" }).pipe(
   Layer.provide([
     HttpHealthLive,
     HttpProblemsLive,
@@ -68,21 +74,34 @@ export const CatalogApiLive = HttpApiBuilder.api(CatalogApiDocumented).pipe(
     HttpClaimGroupsLive
   ]),
   Layer.provide(Layer.merge(HotResponsesLive(catalogRoutes), Writes.layer)),
-  Layer.provideMerge(Layer.merge(AuthorizationLive(catalogRoutes), WriteAuthorizationLive(catalogRoutes))),
+  // The endpoint middleware: the credential checks, and the problem responses around them.
+  Layer.provideMerge(
+    Layer.mergeAll(AuthorizationLive(catalogRoutes), WriteAuthorizationLive(catalogRoutes), problemResponsesLayer)
+  ),
   Layer.provideMerge(
     Layer.mergeAll(Credentials.layer, ReadCache.layer, RequestBudget.layer, UserStanding.layer)
   )
 )
 
+/**
+ * What wraps every request, outermost first: the hang-up guard, the request id, compression. It is
+ * router middleware (the server's own middleware runs after the response is sent, so it could not
+ * change it) and installed before the problem middleware, which makes it the outer one.
+ */
+const CatalogRequestLive = HttpRouter.middleware(
+  (app) => completeOnHangUp(withRequestId(withCompression(app))),
+  { global: true }
+)
+
 /** Everything but the listening socket: tests put it on an ephemeral port. */
-export const CatalogHttpLive = HttpApiBuilder.serve((app) => completeOnHangUp(withRequestId(withCompression(app))))
-  .pipe(
-    Layer.provide(HttpApiScalar.layer({ path: "/v2/docs" })),
-    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v2/openapi.json" })),
+export const CatalogHttpLive = HttpRouter.serve(
+  Layer.merge(CatalogApiLive, HttpApiScalar.layer(CatalogApiDocumented, { path: "/v2/docs" })).pipe(
     Layer.provide(problemMiddleware(catalogRoutes)),
-    Layer.provide(CatalogApiLive),
-    Layer.provide(ExactSlashes)
-  )
+    Layer.provide(CatalogRequestLive)
+  ),
+  // No log line per request, and the address is logged by `CatalogServerLive` only (tests listen too).
+  { disableLogger: true, disableListenLog: true }
+).pipe(Layer.provide(ExactSlashes))
 
 export const CatalogServerLive = Layer.unwrap(
   Effect.map(

@@ -1,17 +1,17 @@
-import { Argument, Command, Flag } from "effect/cli"
 import { Effect, Option, Redacted } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
 import { ApiKeys } from "../catalog/auth/ApiKeys.js"
 import { emit, fail } from "./Output.js"
 
-const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
+const json = Flag.Boolean("json").pipe(Flag.withDescription("Print one JSON object on stdout"), Flag.withDefault(false))
 
 const create = Command.make("create", {
-  site: Options.text("site").pipe(Options.withDescription("The site the key acts for (^[a-z][a-z0-9_]*$)")),
-  scopes: Options.text("scopes").pipe(
-    Options.withDescription("Comma-separated scopes, e.g. catalog:read,claims:write")
+  site: Flag.String("site").pipe(Flag.withDescription("The site the key acts for (^[a-z][a-z0-9_]*$)")),
+  scopes: Flag.String("scopes").pipe(
+    Flag.withDescription("Comma-separated scopes, e.g. catalog:read,claims:write")
   ),
-  contentLimit: Options.choice("content-limit", ["sfw", "nsfw"]).pipe(Options.withDefault("sfw" as const)),
-  user: Options.integer("user").pipe(Options.optional, Options.withDescription("Identity user id the key acts for")),
+  contentLimit: Flag.Literals("content-limit", ["sfw", "nsfw"]).pipe(Flag.withDefault("sfw")),
+  user: Flag.Int("user").pipe(Flag.optional, Flag.withDescription("Identity user id the key acts for")),
   json
 }, (args) =>
   Effect.gen(function*() {
@@ -54,7 +54,7 @@ const list = Command.make("list", { json }, (args) =>
     yield* emit(args.json, { items }, items.length === 0 ? "No API keys." : lines.join("\n"))
   })).pipe(Command.withDescription("List API keys (never the secrets)"))
 
-const revoke = Command.make("revoke", { id: Args.text({ name: "id" }), json }, (args) =>
+const revoke = Command.make("revoke", { id: Argument.String("id"), json }, (args) =>
   Effect.gen(function*() {
     const keys = yield* ApiKeys
     const revoked = yield* keys.revoke(args.id)

@@ -6,9 +6,9 @@
  * transaction, and running servers hear of it through the notification the claims tables send.
  * Decisions from the CLI count against no site's quota.
  */
+import { Effect, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { SqlClient } from "effect/sql"
-import { Effect, Option, Schema } from "effect"
 import { claimRules } from "../../schema/Api/ClaimsApi.js"
 import type { PrincipalShape } from "../../schema/Api/Security.js"
 import type { RouteRule } from "../../schema/Api/Writes.js"
@@ -25,7 +25,7 @@ import { Claims } from "../catalog/claims/Claims.js"
 import { bigintId } from "../catalog/shared/Lanes.js"
 import { emit, fail } from "./Output.js"
 
-const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
+const json = Flag.Boolean("json").pipe(Flag.withDescription("Print one JSON object on stdout"), Flag.withDefault(false))
 
 /** The operator: user 0 with every role and scope a decision needs, seeing every work. */
 const operator: PrincipalShape = {
@@ -47,7 +47,7 @@ const PAGE = 100
 /** A catalog work id in its canonical form: digits that fit a PostgreSQL bigint. */
 const workIdOf = (id: string) => /^[0-9]{1,20}$/.test(id) ? bigintId(id) : undefined
 
-const encodeRecord = Schema.encode(ClaimRecordSchema)
+const encodeRecord = Schema.encodeEffect(ClaimRecordSchema)
 
 const recordLine = (record: ClaimRecord) =>
   [
@@ -59,11 +59,11 @@ const recordLine = (record: ClaimRecord) =>
   ].join("  ")
 
 const claimsList = Command.make("list", {
-  state: Options.choice("state", ClaimState.literals).pipe(
-    Options.withDefault("pending" as const),
-    Options.withDescription("Claims in this state (default: pending)")
+  state: Flag.Literals("state", ClaimState.literals).pipe(
+    Flag.withDefault("pending"),
+    Flag.withDescription("Claims in this state (default: pending)")
   ),
-  site: Options.text("site").pipe(Options.optional, Options.withDescription("Only this site's claims")),
+  site: Flag.String("site").pipe(Flag.optional, Flag.withDescription("Only this site's claims")),
   json
 }, (args) =>
   Effect.gen(function*() {
@@ -90,7 +90,7 @@ const claimsList = Command.make("list", {
     )
   }).pipe(
     Effect.catchTag("InvalidCursor", (e) => fail(e.detail)),
-    Effect.catchTag("ParseError", (e) => Effect.die(e)),
+    Effect.catchTag("SchemaError", (e) => Effect.die(e)),
     Effect.provide(Claims.layer)
   )).pipe(
     Command.withDescription("List claims in a state (default pending), longest waiting first")
@@ -104,13 +104,13 @@ const decisionVerb: Record<ClaimDecision, string> = {
 }
 
 const claimDecide = Command.make("decide", {
-  workId: Args.text({ name: "work_id" }).pipe(Args.withDescription("The claimed work's catalog id")),
-  decision: Options.choice("decision", ClaimDecision.literals).pipe(
-    Options.withDescription("approve or decline a pending claim; ban any claim; unban a banned one")
+  workId: Argument.String("work_id").pipe(Argument.withDescription("The claimed work's catalog id")),
+  decision: Flag.Literals("decision", ClaimDecision.literals).pipe(
+    Flag.withDescription("approve or decline a pending claim; ban any claim; unban a banned one")
   ),
-  note: Options.text("note").pipe(
-    Options.optional,
-    Options.withDescription("The reason the site reads (required to decline; at most 2000 characters)")
+  note: Flag.String("note").pipe(
+    Flag.optional,
+    Flag.withDescription("The reason the site reads (required to decline; at most 2000 characters)")
   ),
   json
 }, (args) =>
@@ -139,7 +139,9 @@ const claimDecide = Command.make("decide", {
         SqlError: (e) => Effect.die(e)
       })
     )
-    const record = yield* Schema.decodeUnknown(Schema.parseJson(ClaimDecisionRecord))(answer.body).pipe(Effect.orDie)
+    const record = yield* Schema.decodeUnknownEffect(Schema.fromJsonString(ClaimDecisionRecord))(answer.body).pipe(
+      Effect.orDie
+    )
     yield* emit(
       args.json,
       JSON.parse(answer.body),

@@ -3,15 +3,15 @@
  * queue (`creator list [--pending]`) and the decision (`creator decide <id> --approve|--decline`).
  * An approval grants `creator` and the applicant is mailed either way, in the decision's transaction.
  */
-import { Argument, Command, HelpDoc, Flag, CliError } from "effect/cli"
 import { Effect, Layer } from "effect"
+import { Argument, CliError, Command, Flag } from "effect/cli"
 import * as Os from "node:os"
 import type { ApplicationEntry, Decision } from "../identity/creator/CreatorApplications.js"
 import { CreatorApplications } from "../identity/creator/CreatorApplications.js"
 import { Mailer } from "../identity/mail/Mailer.js"
 import { emit, fail } from "./Output.js"
 
-const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
+const json = Flag.Boolean("json").pipe(Flag.withDescription("Print one JSON object on stdout"), Flag.withDefault(false))
 
 /** Users and the SQL pool come from the CLI's own services (src/cli/main.ts). */
 const CreatorLive = CreatorApplications.layer.pipe(Layer.provide(Mailer.layer))
@@ -45,7 +45,10 @@ const entryLine = (entry: ApplicationEntry) => {
 }
 
 const creatorList = Command.make("list", {
-  pending: Options.boolean("pending").pipe(Options.withDescription("Only the applications awaiting a decision")),
+  pending: Flag.Boolean("pending").pipe(
+    Flag.withDescription("Only the applications awaiting a decision"),
+    Flag.withDefault(false)
+  ),
   json
 }, (args) =>
   Effect.gen(function*() {
@@ -63,16 +66,18 @@ const creatorList = Command.make("list", {
   )
 
 /** Exactly one of `--approve` and `--decline`; anything else is a usage error, like a bad flag. */
-const decision = Options.all({
-  approve: Options.boolean("approve").pipe(Options.withDescription("Approve: grant the creator role")),
-  decline: Options.boolean("decline").pipe(Options.withDescription("Decline: the user may apply again in 30 days"))
-}).pipe(
-  Options.mapEffect(({ approve, decline }) =>
-    approve === decline
-      ? Effect.fail(ValidationError.invalidValue(HelpDoc.p("give exactly one of --approve or --decline")))
-      : Effect.succeed<Decision>(approve ? "approve" : "decline")
+const decision = {
+  approve: Flag.Boolean("approve").pipe(
+    Flag.withDescription("Approve: grant the creator role"),
+    Flag.withDefault(false)
+  ),
+  decline: Flag.Boolean("decline").pipe(
+    Flag.withDescription("Decline: the user may apply again in 30 days"),
+    Flag.withDefault(false)
   )
-)
+}
+
+const decisionOf = (flags: { readonly approve: boolean }): Decision => flags.approve ? "approve" : "decline"
 
 /** Who decided: the operator's account on this host. */
 const operator = () => {
@@ -84,13 +89,13 @@ const operator = () => {
 }
 
 const creatorDecide = Command.make("decide", {
-  id: Args.text({ name: "application-id" }).pipe(Args.withDescription("The application's id (a UUID)")),
+  id: Argument.String("application-id").pipe(Argument.withDescription("The application's id (a UUID)")),
   decision,
   json
 }, (args) =>
   Effect.gen(function*() {
     const applications = yield* CreatorApplications
-    const entry = yield* applications.decide(args.id, args.decision, operator()).pipe(
+    const entry = yield* applications.decide(args.id, decisionOf(args.decision), operator()).pipe(
       Effect.catchTags({
         Refused: () => fail(`no such application: ${args.id}`),
         AlreadyDecided: (decided) =>
@@ -108,6 +113,11 @@ const creatorDecide = Command.make("decide", {
         `<${entry.email}>${approved ? "; they now hold the creator role" : ""}. They will be mailed.`
     )
   }).pipe(Effect.provide(CreatorLive))).pipe(
+    Command.validate(({ decision }) =>
+      decision.approve === decision.decline
+        ? Effect.fail(new CliError.ValidationError({ message: "give exactly one of --approve or --decline" }))
+        : Effect.void
+    ),
     Command.withDescription("Approve or decline a pending creator application; the applicant is mailed")
   )
 

@@ -2,8 +2,8 @@
  * Operator commands of the identity provider: accounts, roles, OAuth clients and
  * signing keys. Each prints one JSON object with `--json`.
  */
-import { Argument, Command, Flag } from "effect/cli"
 import { Effect, Option, Redacted } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
 import type { Client, ClientListing } from "../identity/clients/Clients.js"
 import { Clients } from "../identity/clients/Clients.js"
 import { SigningKeys } from "../identity/keys/SigningKeys.js"
@@ -11,9 +11,9 @@ import { DEFAULT_CLIENT_SCOPES } from "../identity/oauth/Scopes.js"
 import { isUserId, Users } from "../identity/users/Users.js"
 import { emit, fail } from "./Output.js"
 
-const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
+const json = Flag.Boolean("json").pipe(Flag.withDescription("Print one JSON object on stdout"), Flag.withDefault(false))
 
-const userIdArg = Args.text({ name: "user-id" }).pipe(Args.withDescription("The integer user id"))
+const userIdArg = Argument.String("user-id").pipe(Argument.withDescription("The integer user id"))
 
 const parseUserId = (raw: string) => isUserId(raw) ? Effect.succeed(Number(raw)) : fail(`not a user id: ${raw}`)
 
@@ -22,12 +22,12 @@ const parseUserId = (raw: string) => isUserId(raw) ? Effect.succeed(Number(raw))
 // ---------------------------------------------------------------------------------------------
 
 const userCreate = Command.make("create", {
-  email: Options.text("email").pipe(Options.withDescription("Sign-in email (unique, case-insensitive)")),
-  password: Options.redacted("password").pipe(Options.withDescription("Initial password (8 to 1024 characters)")),
-  name: Options.text("name").pipe(Options.withDescription("Display name")),
-  role: Options.text("role").pipe(
-    Options.repeated,
-    Options.withDescription("A granted role: creator, moderator, admin or ren (repeatable; user is implicit)")
+  email: Flag.String("email").pipe(Flag.withDescription("Sign-in email (unique, case-insensitive)")),
+  password: Flag.Redacted("password").pipe(Flag.withDescription("Initial password (8 to 1024 characters)")),
+  name: Flag.String("name").pipe(Flag.withDescription("Display name")),
+  role: Flag.String("role").pipe(
+    Flag.atLeast(0),
+    Flag.withDescription("A granted role: creator, moderator, admin or ren (repeatable; user is implicit)")
   ),
   json
 }, (args) =>
@@ -75,10 +75,10 @@ export const userCommand = Command.make("user").pipe(
 
 const roleOptions = {
   userId: userIdArg,
-  role: Args.text({ name: "role" }).pipe(
-    Args.withDescription("creator, moderator, admin or ren; with --site a site role (not user, admin or ren)")
+  role: Argument.String("role").pipe(
+    Argument.withDescription("creator, moderator, admin or ren; with --site a site role (not user, admin or ren)")
   ),
-  site: Options.text("site").pipe(Options.optional, Options.withDescription("Grant a site role at this site")),
+  site: Flag.String("site").pipe(Flag.optional, Flag.withDescription("Grant a site role at this site")),
   json
 }
 
@@ -121,11 +121,11 @@ export const roleCommand = Command.make("role").pipe(
 // client
 // ---------------------------------------------------------------------------------------------
 
-const clientIdOption = Options.text("client-id").pipe(Options.withDescription("Client id (^[A-Za-z0-9._~-]{1,128}$)"))
+const clientIdOption = Flag.String("client-id").pipe(Flag.withDescription("Client id (^[A-Za-z0-9._~-]{1,128}$)"))
 
-const scopeOption = Options.text("scope").pipe(
-  Options.repeated,
-  Options.withDescription(
+const scopeOption = Flag.String("scope").pipe(
+  Flag.atLeast(0),
+  Flag.withDescription(
     `A scope the client may request (repeatable; replaces the default ${DEFAULT_CLIENT_SCOPES.join(" ")}). ` +
       "Write scopes and moderation are granted only this way; a public client never gets moderation"
   )
@@ -148,28 +148,31 @@ const clientJson = (client: Client) => ({
 
 /** The application directory's fields (GET /oauth/client-info, /oauth/ecosystem), on create and update. */
 const listingOptions = {
-  name: Options.text("name").pipe(
-    Options.optional,
-    Options.withDescription("Name shown on the consent page and in the directory (1 to 128 characters)")
+  name: Flag.String("name").pipe(
+    Flag.optional,
+    Flag.withDescription("Name shown on the consent page and in the directory (1 to 128 characters)")
   ),
-  logoUrl: Options.text("logo-url").pipe(
-    Options.optional,
-    Options.withDescription("Logo: https (or http on 127.0.0.1/localhost), at most 2048 characters; \"\" clears")
+  logoUrl: Flag.String("logo-url").pipe(
+    Flag.optional,
+    Flag.withDescription("Logo: https (or http on 127.0.0.1/localhost), at most 2048 characters; \"\" clears")
   ),
-  tagline: Options.text("tagline").pipe(
-    Options.optional,
-    Options.withDescription("One line about the application (at most 200 characters)")
+  tagline: Flag.String("tagline").pipe(
+    Flag.optional,
+    Flag.withDescription("One line about the application (at most 200 characters)")
   ),
-  homepageUrl: Options.text("homepage-url").pipe(
-    Options.optional,
-    Options.withDescription("The application's homepage: https (or http on 127.0.0.1/localhost); \"\" clears")
+  homepageUrl: Flag.String("homepage-url").pipe(
+    Flag.optional,
+    Flag.withDescription("The application's homepage: https (or http on 127.0.0.1/localhost); \"\" clears")
   ),
-  displayOrder: Options.integer("display-order").pipe(
-    Options.optional,
-    Options.withDescription("Position in the directory (ascending, then client id; default 0)")
+  displayOrder: Flag.Int("display-order").pipe(
+    Flag.optional,
+    Flag.withDescription("Position in the directory (ascending, then client id; default 0)")
   ),
-  listed: Options.boolean("listed").pipe(Options.withDescription("Show it in the public directory")),
-  unlisted: Options.boolean("unlisted").pipe(Options.withDescription("Leave it out of the public directory"))
+  listed: Flag.Boolean("listed").pipe(Flag.withDescription("Show it in the public directory"), Flag.withDefault(false)),
+  unlisted: Flag.Boolean("unlisted").pipe(
+    Flag.withDescription("Leave it out of the public directory"),
+    Flag.withDefault(false)
+  )
 }
 
 const listingOf = (args: {
@@ -194,28 +197,34 @@ const listingOf = (args: {
 
 const clientCreate = Command.make("create", {
   clientId: clientIdOption,
-  secret: Options.redacted("secret").pipe(
-    Options.optional,
-    Options.withDescription("Client secret (24+ characters; stored hashed). Omit with --public")
+  secret: Flag.Redacted("secret").pipe(
+    Flag.optional,
+    Flag.withDescription("Client secret (24+ characters; stored hashed). Omit with --public")
   ),
-  redirectUri: Options.text("redirect-uri").pipe(
-    Options.repeated,
-    Options.withDescription("Registered redirect URI, matched exactly (repeatable)")
+  redirectUri: Flag.String("redirect-uri").pipe(
+    Flag.atLeast(0),
+    Flag.withDescription("Registered redirect URI, matched exactly (repeatable)")
   ),
   ...listingOptions,
-  autoConsent: Options.boolean("auto-consent").pipe(Options.withDescription("First-party: skip the consent page")),
-  site: Options.text("site").pipe(
-    Options.optional,
-    Options.withDescription("The site its tokens act for: scopes site_roles and the catalog tenant")
+  autoConsent: Flag.Boolean("auto-consent").pipe(
+    Flag.withDescription("First-party: skip the consent page"),
+    Flag.withDefault(false)
   ),
-  isPublic: Options.boolean("public").pipe(Options.withDescription("Public client: no secret, PKCE required")),
-  refreshTtl: Options.integer("refresh-ttl").pipe(
-    Options.optional,
-    Options.withDescription("Refresh token lifetime in seconds (default 90 days)")
+  site: Flag.String("site").pipe(
+    Flag.optional,
+    Flag.withDescription("The site its tokens act for: scopes site_roles and the catalog tenant")
   ),
-  contentLimit: Options.choice("content-limit", ["sfw", "nsfw"]).pipe(
-    Options.withDefault("sfw" as const),
-    Options.withDescription("Catalog content gate of its users' tokens")
+  isPublic: Flag.Boolean("public").pipe(
+    Flag.withDescription("Public client: no secret, PKCE required"),
+    Flag.withDefault(false)
+  ),
+  refreshTtl: Flag.Int("refresh-ttl").pipe(
+    Flag.optional,
+    Flag.withDescription("Refresh token lifetime in seconds (default 90 days)")
+  ),
+  contentLimit: Flag.Literals("content-limit", ["sfw", "nsfw"]).pipe(
+    Flag.withDefault("sfw"),
+    Flag.withDescription("Catalog content gate of its users' tokens")
   ),
   scope: scopeOption,
   json
@@ -291,9 +300,9 @@ export const clientCommand = Command.make("client").pipe(
 // ---------------------------------------------------------------------------------------------
 
 const keysRotate = Command.make("rotate", {
-  grace: Options.integer("grace").pipe(
-    Options.optional,
-    Options.withDescription("Seconds before the new key signs (default 120: every process and client sees it first)")
+  grace: Flag.Int("grace").pipe(
+    Flag.optional,
+    Flag.withDescription("Seconds before the new key signs (default 120: every process and client sees it first)")
   ),
   json
 }, (args) =>

@@ -1,23 +1,22 @@
 /**
  * `merge <object> <from_id> <into_id>`: merges one catalog entity into another (src/catalog/merge).
  */
-import { Argument, Command, Flag } from "effect/cli"
 import { Effect } from "effect"
-import type { TargetObject } from "../../schema/Catalog/Change.js"
+import { Argument, Command, Flag } from "effect/cli"
 import { mergeableObjects, Merges } from "../catalog/merge/Merges.js"
 import { emit, fail } from "./Output.js"
 
 export const mergeCommand = Command.make("merge", {
-  object: Args.choice(mergeableObjects.map((o) => [o, o] as const), { name: "object" }).pipe(
-    Args.withDescription(`Entity type: ${mergeableObjects.join(", ")}`)
+  object: Argument.Literals("object", mergeableObjects).pipe(
+    Argument.withDescription(`Entity type: ${mergeableObjects.join(", ")}`)
   ),
-  fromId: Args.text({ name: "from_id" }).pipe(Args.withDescription("The id that goes away (becomes a redirect)")),
-  intoId: Args.text({ name: "into_id" }).pipe(Args.withDescription("The id that survives")),
-  json: Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
+  fromId: Argument.String("from_id").pipe(Argument.withDescription("The id that goes away (becomes a redirect)")),
+  intoId: Argument.String("into_id").pipe(Argument.withDescription("The id that survives")),
+  json: Flag.Boolean("json").pipe(Flag.withDescription("Print one JSON object on stdout"), Flag.withDefault(false))
 }, (args) =>
   Effect.gen(function*() {
     const merges = yield* Merges
-    const result = yield* merges.merge(args.object as TargetObject, args.fromId, args.intoId).pipe(
+    const result = yield* merges.merge(args.object, args.fromId, args.intoId).pipe(
       Effect.catchTag("MergeRefused", (e) => fail(e.message))
     )
     const moved = Object.entries(result.moved).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`)

@@ -1,12 +1,12 @@
-import { Command, Flag } from "effect/cli"
 import { Effect } from "effect"
+import { Command, Flag } from "effect/cli"
 import { seedCatalog } from "../catalog/seed/Seed.js"
 import { emit, fail } from "./Output.js"
 
 export const seedCommand = Command.make("seed", {
-  works: Options.integer("works").pipe(Options.withDescription("How many works to generate")),
-  seed: Options.integer("seed").pipe(Options.withDefault(1), Options.withDescription("Generator seed (deterministic)")),
-  json: Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
+  works: Flag.Int("works").pipe(Flag.withDescription("How many works to generate")),
+  seed: Flag.Int("seed").pipe(Flag.withDefault(1), Flag.withDescription("Generator seed (deterministic)")),
+  json: Flag.Boolean("json").pipe(Flag.withDescription("Print one JSON object on stdout"), Flag.withDefault(false))
 }, (args) =>
   Effect.gen(function*() {
     if (args.works < 1 || args.works > 10_000_000) return yield* fail("--works must be between 1 and 10000000.")

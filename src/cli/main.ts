@@ -1,9 +1,9 @@
 /**
  * The operator CLI: `npm run --silent cli -- <command> [--json]`.
  */
-import { Command, Flag, CliError } from "effect/cli"
-import { NodeServices, NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer, Logger, LogLevel } from "effect"
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Console, Effect, Layer, Logger, References } from "effect"
+import { CliError, Command, Flag } from "effect/cli"
 import { ApiKeys } from "../catalog/auth/ApiKeys.js"
 import { Merges } from "../catalog/merge/Merges.js"
 import { Clients } from "../identity/clients/Clients.js"
@@ -17,7 +17,10 @@ import { mergeCommand } from "./MergeCommand.js"
 import { emit } from "./Output.js"
 import { seedCommand } from "./SeedCommand.js"
 
-const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
+const json = Flag.Boolean("json").pipe(
+  Flag.withDescription("Print one JSON object on stdout"),
+  Flag.withDefault(false)
+)
 
 const migrate = Command.make(
   "migrate",
@@ -44,25 +47,25 @@ const cli = Command.make("shiori").pipe(
   ])
 )
 
-const run = Command.run(cli, { name: "shiori", version: "0.1.0" })
-
 const DatabaseLive = MigratorLive.pipe(Layer.provideMerge(SqlLive), Layer.provideMerge(DatabaseUrlLive))
 
 const ServicesLive = Layer.mergeAll(ApiKeys.layer, Users.layer, Clients.layer, Merges.layer).pipe(
   Layer.provideMerge(DatabaseLive)
 )
 
-const StderrLogger = Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))
+const StderrLogger = Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])
 
-run(process.argv).pipe(
+cli.pipe(
+  Command.run({ version: "0.1.0" }),
   Effect.catchTag(
     "CliError",
     (e) => Console.error(`error: ${e.message}`).pipe(Effect.andThen(Effect.sync(() => process.exitCode = 1)))
   ),
-  // @effect/cli has already printed what was wrong with the arguments.
-  Effect.catchIf(ValidationError.isValidationError, () => Effect.sync(() => process.exitCode = 2)),
+  // effect/cli has already printed what was wrong with the arguments (with the help), or the help
+  // of a command given without its subcommand.
+  Effect.catchIf(CliError.isCliError, () => Effect.sync(() => process.exitCode = 2)),
   Effect.provide(ServicesLive),
-  Effect.provide(NodeContext.layer),
-  Effect.provide(Layer.merge(StderrLogger, Logger.minimumLogLevel(LogLevel.Warning))),
-  NodeRuntime.runMain({ disablePrettyLogger: true })
+  Effect.provide(NodeServices.layer),
+  Effect.provide(Layer.merge(StderrLogger, Layer.succeed(References.MinimumLogLevel, "Warn"))),
+  NodeRuntime.runMain
 )

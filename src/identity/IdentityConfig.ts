@@ -3,35 +3,42 @@
  * The issuer is the root of every URL the provider hands out; cookies are `Secure`, with the
  * `__Host-` prefix, and answers carry HSTS exactly when it is https.
  */
-import { Config, ConfigError, Context, Effect, Layer, Result } from "effect"
+import { Config, Context, Effect, Layer, Result, Schema, SchemaIssue } from "effect"
 import type { BackoffPolicy, BucketPolicy } from "../platform/RateLimiter.js"
 import { parseTrustedProxies } from "./http/ClientAddress.js"
 import { issuerConfig } from "./tokens/Tokens.js"
 
+/** The configuration error for the value of `name`: `message` says what is wrong with it. */
+const invalid = (name: string, message: string) =>
+  new Config.ConfigError(
+    new Schema.SchemaError(new SchemaIssue.Pointer([name], new SchemaIssue.InvalidValue({ message })))
+  )
+
 const perMinute = (name: string, fallback: number) =>
-  Config.number(name).pipe(Config.withDefault(fallback), Config.map((n) => n / 60))
+  Config.Number(name).pipe(Config.withDefault(fallback), Config.map((n) => n / 60))
 
 const positive = (name: string, fallback: number) =>
-  Config.number(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({ message: `${name} must be greater than 0`, validation: (n) => n > 0 })
-  )
+  Config.schema(Schema.Number.check(Schema.isGreaterThan(0, { message: `${name} must be greater than 0` })), name)
+    .pipe(Config.withDefault(fallback))
 
 /** A token bucket per client address: `<PREFIX>_RATE_BURST` and `<PREFIX>_RATE_PER_SECOND`. */
 const perAddress = (prefix: string, burst: number, perSecond: number) =>
   Config.all({
-    capacity: Config.integer(`${prefix}_RATE_BURST`).pipe(
-      Config.withDefault(burst),
-      Config.validate({ message: `${prefix}_RATE_BURST must be at least 1`, validation: (n) => n >= 1 })
-    ),
+    capacity: Config.schema(
+      Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: `${prefix}_RATE_BURST must be at least 1` })),
+      `${prefix}_RATE_BURST`
+    ).pipe(Config.withDefault(burst)),
     refillPerSecond: positive(`${prefix}_RATE_PER_SECOND`, perSecond)
   })
 
 /** `TRUSTED_PROXIES` (src/identity/http/ClientAddress.ts); unset or empty: no proxy is believed. */
-const trustedProxiesConfig = Config.string("TRUSTED_PROXIES").pipe(
+const trustedProxiesConfig = Config.String("TRUSTED_PROXIES").pipe(
   Config.withDefault(""),
-  Config.mapOrFail((value) =>
-    Either.mapLeft(parseTrustedProxies(value), (message) => ConfigError.InvalidData(["TRUSTED_PROXIES"], message))
+  Config.mapEffect((value) =>
+    parseTrustedProxies(value).pipe(
+      Result.mapError((message) => invalid("TRUSTED_PROXIES", message)),
+      Effect.fromResult
+    )
   )
 )
 
@@ -40,24 +47,24 @@ export class IdentityConfig extends Context.Service<IdentityConfig>()("identity/
     const issuer = yield* issuerConfig
     const url = new URL(issuer)
     const tokenEndpoint: BucketPolicy = {
-      capacity: yield* Config.integer("IDENTITY_TOKEN_RATE_BURST").pipe(Config.withDefault(300)),
-      refillPerSecond: yield* Config.number("IDENTITY_TOKEN_RATE_PER_SECOND").pipe(Config.withDefault(50))
+      capacity: yield* Config.Int("IDENTITY_TOKEN_RATE_BURST").pipe(Config.withDefault(300)),
+      refillPerSecond: yield* Config.Number("IDENTITY_TOKEN_RATE_PER_SECOND").pipe(Config.withDefault(50))
     }
     // Failed client authentications at the token endpoint per (client_id, address): a guesser is
     // refused after this many wrong secrets, the client's own servers elsewhere are not.
     const tokenAuthFailures: BucketPolicy = {
-      capacity: yield* Config.integer("IDENTITY_TOKEN_AUTH_FAILURE_BURST").pipe(Config.withDefault(10)),
+      capacity: yield* Config.Int("IDENTITY_TOKEN_AUTH_FAILURE_BURST").pipe(Config.withDefault(10)),
       refillPerSecond: yield* perMinute("IDENTITY_TOKEN_AUTH_FAILURE_PER_MINUTE", 10)
     }
     // Sign-in (src/identity/auth/Login.ts). Attempts per address, whatever the account.
     const loginPerIp: BucketPolicy = {
-      capacity: yield* Config.integer("IDENTITY_LOGIN_IP_BURST").pipe(Config.withDefault(100)),
+      capacity: yield* Config.Int("IDENTITY_LOGIN_IP_BURST").pipe(Config.withDefault(100)),
       refillPerSecond: yield* perMinute("IDENTITY_LOGIN_IP_PER_MINUTE", 60)
     }
     // Failed sign-ins per (account, address): a guesser's address is refused for that account, the
     // account's owner elsewhere is not.
     const loginFailures: BucketPolicy = {
-      capacity: yield* Config.integer("IDENTITY_LOGIN_FAILURE_BURST").pipe(Config.withDefault(5)),
+      capacity: yield* Config.Int("IDENTITY_LOGIN_FAILURE_BURST").pipe(Config.withDefault(5)),
       refillPerSecond: (yield* positive("IDENTITY_LOGIN_FAILURE_PER_MINUTE", 0.2)) / 60
     }
     // Failures per account from every address: past `free` of them each attempt waits a delay that
@@ -65,13 +72,13 @@ export class IdentityConfig extends Context.Service<IdentityConfig>()("identity/
     // address) bucket refills and `free` exceeds that bucket's burst, so one address alone never
     // delays the account; only guessing spread over several addresses does.
     const loginAccount: BackoffPolicy = {
-      free: yield* Config.integer("IDENTITY_LOGIN_ACCOUNT_FREE_FAILURES").pipe(Config.withDefault(10)),
+      free: yield* Config.Int("IDENTITY_LOGIN_ACCOUNT_FREE_FAILURES").pipe(Config.withDefault(10)),
       decayPerSecond: loginFailures.refillPerSecond,
       maxDelaySeconds: yield* positive("IDENTITY_LOGIN_ACCOUNT_MAX_DELAY_SECONDS", 300)
     }
     if (loginAccount.free <= loginFailures.capacity) {
-      return yield* Effect.fail(ConfigError.InvalidData(
-        ["IDENTITY_LOGIN_ACCOUNT_FREE_FAILURES"],
+      return yield* Effect.fail(invalid(
+        "IDENTITY_LOGIN_ACCOUNT_FREE_FAILURES",
         "IDENTITY_LOGIN_ACCOUNT_FREE_FAILURES must exceed IDENTITY_LOGIN_FAILURE_BURST"
       ))
     }
@@ -82,17 +89,16 @@ export class IdentityConfig extends Context.Service<IdentityConfig>()("identity/
     const revoke = yield* perAddress("IDENTITY_REVOKE", 100, 10)
     // A refresh token unused this long is dead even within its family's lifetime (RFC 9700 section
     // 4.14.2: refresh tokens should expire once the client has been inactive for some time); 0: off.
-    const refreshIdleTimeoutSeconds = yield* Config.integer("IDENTITY_REFRESH_IDLE_TIMEOUT_SECONDS").pipe(
-      Config.withDefault(30 * 24 * 3600),
-      Config.validate({
-        message: "IDENTITY_REFRESH_IDLE_TIMEOUT_SECONDS must not be negative",
-        validation: (n) => n >= 0
-      })
-    )
+    const refreshIdleTimeoutSeconds = yield* Config.schema(
+      Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, {
+        message: "IDENTITY_REFRESH_IDLE_TIMEOUT_SECONDS must not be negative"
+      })),
+      "IDENTITY_REFRESH_IDLE_TIMEOUT_SECONDS"
+    ).pipe(Config.withDefault(30 * 24 * 3600))
     const trustedProxies = yield* trustedProxiesConfig
     const https = url.protocol === "https:"
     const basePath = url.pathname.replace(/\/+$/, "")
-    const sessionTtlSeconds = yield* Config.integer("IDENTITY_SESSION_TTL_SECONDS").pipe(
+    const sessionTtlSeconds = yield* Config.Int("IDENTITY_SESSION_TTL_SECONDS").pipe(
       Config.withDefault(90 * 24 * 3600)
     )
     return {

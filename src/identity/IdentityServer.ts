@@ -2,9 +2,11 @@
  * The identity server stack on its own port, built fresh (`Layer.fresh`, like the catalog's), served like the
  * catalog by `listen` (graceful drain; 503 with `Retry-After` while starting, here as the envelope).
  */
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
-import { HttpEffect, HttpServer, HttpServerResponse } from "effect/http"
 import { Effect, Layer } from "effect"
+import type { Types } from "effect"
+import { HttpEffect, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import type { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"
 import { envelopeFailure } from "../../schema/Identity/Envelope.js"
 import { ServerConfig } from "../platform/Config.js"
@@ -36,7 +38,8 @@ const HttpHealthLive = HttpApiBuilder.group(
     )
 )
 
-export const IdentityApiLive = HttpApiBuilder.api(IdentityApi).pipe(
+/** The API's routes, `/api/v1/openapi.json` among them. */
+export const IdentityApiLive = HttpApiBuilder.layer(IdentityApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
   Layer.provide([
     HttpHealthLive,
     HttpDiscoveryLive,
@@ -63,8 +66,11 @@ export const IdentityApiLive = HttpApiBuilder.api(IdentityApi).pipe(
  */
 export const HSTS = "max-age=31536000; includeSubDomains"
 
-const withSecurityHeaders = (app: HttpApp.Default, hsts: boolean): HttpApp.Default =>
-  HttpApp.appendPreResponseHandler((_request, response) =>
+const withSecurityHeaders = <E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+  hsts: boolean
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
+  HttpEffect.appendPreResponseHandler((_request, response) =>
     Effect.succeed(HttpServerResponse.setHeaders(response, {
       "x-frame-options": "DENY",
       "x-content-type-options": "nosniff",
@@ -73,17 +79,31 @@ const withSecurityHeaders = (app: HttpApp.Default, hsts: boolean): HttpApp.Defau
     }))
   ).pipe(Effect.andThen(app))
 
-export const IdentityHttpLive = Layer.unwrap(
+/**
+ * What wraps every request, outermost first: the hang-up guard, the request id, the security
+ * headers. It is router middleware installed before the error middleware, which makes it the outer
+ * one; its headers go on through pre-response handlers, so the error middleware's answers (and a
+ * failure that escapes it) get them too.
+ */
+const IdentityRequestLive = HttpRouter.middleware(
   Effect.map(
     IdentityConfig,
-    (config) => HttpApiBuilder.serve((app) => completeOnHangUp(withRequestId(withSecurityHeaders(app, config.hsts))))
-  )
+    (config) => (app: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>) =>
+      completeOnHangUp(withRequestId(withSecurityHeaders(app, config.hsts)))
+  ),
+  { global: true }
+)
+
+/** Everything but the listening socket: tests put it on an ephemeral port. */
+export const IdentityHttpLive = HttpRouter.serve(
+  Layer.merge(IdentityApiLive, HttpApiScalar.layer(IdentityApi, { path: "/api/v1/docs" })).pipe(
+    Layer.provide(identityErrorMiddleware),
+    Layer.provide(IdentityRequestLive)
+  ),
+  // No log line per request, and the address is logged by `IdentityServerLive` only (tests listen too).
+  { disableLogger: true, disableListenLog: true }
 ).pipe(
   Layer.provide(IdentityConfig.layer),
-  Layer.provide(HttpApiScalar.layer({ path: "/api/v1/docs" })),
-  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/v1/openapi.json" })),
-  Layer.provide(identityErrorMiddleware),
-  Layer.provide(IdentityApiLive),
   Layer.provide(ExactSlashes)
 )
 

@@ -41,7 +41,7 @@ import { Users } from "./users/Users.js"
  */
 export const RateLimiterFromConfig = Layer.unwrap(
   Effect.map(
-    Config.literal("postgres", "memory")("IDENTITY_RATE_LIMIT_STORE").pipe(Config.withDefault("postgres")),
+    Config.Literals(["postgres", "memory"], "IDENTITY_RATE_LIMIT_STORE").pipe(Config.withDefault("postgres")),
     (store) => store === "memory" ? RateLimiterMemory : RateLimiterLive
   )
 )

@@ -3,8 +3,8 @@
  * catalog's `MAX_JSON_BODY_BYTES`, the identity server's `IDENTITY_MAX_BODY_BYTES` (Config.ts).
  *
  * The platform's own limit (`HttpIncomingMessage.MaxBodySize`, enforced by @effect/platform-node's
- * body reader) is not enough on its own: it never looks at `Content-Length`, it buffers the body
- * until the limit is passed, and then it destroys the socket, so no 413 can be written. Here:
+ * body reader) is not enough on its own: it never looks at `Content-Length` and it buffers the body
+ * until the limit is passed. Here:
  * - a declared `Content-Length` over the limit is refused before a byte of the body is read;
  * - a chunked body (no declared length) is read here, and cut off with a 413 the moment it passes
  *   the limit; a body that ends under the limit is handed to the application as read;
@@ -16,7 +16,7 @@
  */
 import { HttpIncomingMessage, HttpMethod, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, Option, Predicate, Stream } from "effect"
+import { ByteSize, Effect, Stream } from "effect"
 
 /**
  * A route that takes an upload: `multipart/form-data` is let through to it (its handler parses the
@@ -48,7 +48,8 @@ export interface BodyLimit<R> {
 
 /** The platform reader's failure once a body passes `MaxBodySize` (the backstop). */
 export const isBodyTooLarge = (error: unknown): boolean =>
-  Predicate.hasProperty(error, "cause") && error.cause instanceof Error && error.cause.message === "maxBytes exceeded"
+  HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError" &&
+  error.reason.reason === "BodyTooLarge"
 
 type Buffered =
   | { readonly _tag: "Body"; readonly bytes: Buffer }
@@ -94,8 +95,8 @@ const readChunked = (request: HttpServerRequest.HttpServerRequest, limit: number
 
 /**
  * Makes `bytes` the body of `request`. The platform's body accessors (`json`, `urlParamsBody`)
- * read through `text`, so defining `text`, `arrayBuffer` and `stream` on the request object itself
- * is enough; it is this very object, not a copy, because middleware that took the request before
+ * read through `text` and `arrayBuffer`, so defining `text`, `arrayBuffer` and `stream` on the
+ * request object itself is enough; it is this very object, not a copy, because middleware that took the request before
  * (a problem mapper re-reading the body to report its errors) must see the same body.
  */
 const setBody = (request: HttpServerRequest.HttpServerRequest, bytes: Buffer): void => {
@@ -109,8 +110,8 @@ const setBody = (request: HttpServerRequest.HttpServerRequest, bytes: Buffer): v
 }
 
 /**
- * How deep a JSON body may nest. Our bodies are a level or two deep; the platform's decode error
- * prints the rejected value recursively (effect's `Inspectable.formatUnknown`), so a document
+ * How deep a JSON body may nest. Our bodies are a level or two deep; a decode error
+ * prints the rejected value recursively (effect's `Formatter.format`), so a document
  * nested thousands deep (40 KB of `[`) overflowed the stack and answered 500.
  */
 export const MAX_JSON_DEPTH = 64
@@ -132,17 +133,43 @@ export const jsonDepth = (text: string): number => {
   return deepest
 }
 
-/** `request.json` refusing, as a malformed body, a document nested deeper than `MAX_JSON_DEPTH`. */
+/** Whether the body of `request` is read as JSON: declared so, or of no declared type. */
+const isJsonBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const contentType = request.headers["content-type"]
+  return contentType === undefined || contentType.toLowerCase().includes("json")
+}
+
+/**
+ * `request.json`, and `request.text` of a JSON body (HttpApi endpoints parse the text themselves),
+ * refusing as a malformed body a document nested deeper than `MAX_JSON_DEPTH`: the platform's own
+ * read error, `RequestParseError`, of reason `Parse`.
+ */
 const boundJsonDepth = (request: HttpServerRequest.HttpServerRequest): void => {
-  Object.defineProperty(request, "json", {
-    value: Effect.flatMap(request.text, (text) =>
-      Effect.try({
-        try: () => {
-          if (jsonDepth(text) > MAX_JSON_DEPTH) throw new Error(`JSON nested deeper than ${MAX_JSON_DEPTH} levels`)
-          return text === "" ? null : JSON.parse(text) as unknown
-        },
-        catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
-      }))
+  const text = request.text
+  const bounded = Effect.flatMap(text, (body) =>
+    jsonDepth(body) > MAX_JSON_DEPTH
+      ? Effect.fail(
+        new HttpServerError.HttpServerError({
+          reason: new HttpServerError.RequestParseError({
+            request,
+            reason: "Parse",
+            cause: new Error(`JSON nested deeper than ${MAX_JSON_DEPTH} levels`)
+          })
+        })
+      )
+      : Effect.succeed(body))
+  Object.defineProperties(request, {
+    ...(isJsonBody(request) ? { text: { value: bounded } } : {}),
+    json: {
+      value: Effect.flatMap(bounded, (body) =>
+        Effect.try({
+          try: () => body === "" ? null : JSON.parse(body) as unknown,
+          catch: (cause) =>
+            new HttpServerError.HttpServerError({
+              reason: new HttpServerError.RequestParseError({ request, reason: "Parse", cause })
+            })
+        }))
+    }
   })
 }
 
@@ -162,7 +189,7 @@ export const limitBody = <R>(limit: BodyLimit<R>) =>
       route.method === request.method && route.path === request.url.split("?", 1)[0]
     )
     const maxBytes = upload?.maxBytes ?? limit.maxBytes
-    const bounded = HttpIncomingMessage.withMaxBodySize(app, Option.some(maxBytes))
+    const bounded = Effect.provideService(app, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBytes))
     const multipart = (request.headers["content-type"] ?? "").toLowerCase().includes("multipart/")
     if (multipart && HttpMethod.hasBody(request.method) && upload === undefined) {
       return closing(yield* limit.multipart(request))

@@ -11,7 +11,7 @@
  * The identity provider does not compress: its answers are small, and a compressed body that holds
  * a secret next to reflected input is what BREACH-style attacks measure.
  */
-import { HttpEffect, HttpBody, HttpServerResponse } from "effect/http"
+import { HttpBody, HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Effect } from "effect"
 import * as Zlib from "node:zlib"
 
@@ -67,15 +67,17 @@ export const VARY = "accept-encoding"
 
 const compressible = (response: HttpServerResponse.HttpServerResponse) =>
   response.status === 200 && response.body._tag === "Uint8Array" &&
-  response.body.body.length >= MIN_COMPRESSED_BYTES && response.headers["content-encoding"] === undefined
+  response.body.contentLength >= MIN_COMPRESSED_BYTES && response.headers["content-encoding"] === undefined
 
 /**
  * Compresses what the stack answers: a 200 with a body of at least `MIN_COMPRESSED_BYTES` gets
  * `Vary: Accept-Encoding`, and is gzip-encoded when the client accepts it. A 304 for a gzip client
  * that sent the gzip representation's tag names that tag (RFC 9110 section 15.4.5).
  */
-export const withCompression = (app: HttpApp.Default): HttpApp.Default =>
-  HttpApp.appendPreResponseHandler((request, response) => {
+export const withCompression = <E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
+  HttpEffect.appendPreResponseHandler((request, response) => {
     if (response.status === 304 && response.headers.etag !== undefined) {
       const tag = gzipEtag(response.headers.etag)
       const named = acceptsGzip(request.headers["accept-encoding"]) &&

@@ -33,8 +33,8 @@ export interface Tagged {
 }
 
 /** Encodes `value` with `schema`, and its ETag. */
-export const tagged = <A, I>(schema: Schema.Schema<A, I>, value: A): Effect.Effect<Tagged> =>
-  Effect.map(Schema.encode(schema)(value).pipe(Effect.orDie), (encoded) => {
+export const tagged = <A, I>(schema: Schema.Codec<A, I>, value: A): Effect.Effect<Tagged> =>
+  Effect.map(Schema.encodeEffect(schema)(value).pipe(Effect.orDie), (encoded) => {
     const json = JSON.stringify(encoded)
     return { json, etag: etagOf(json) }
   })
@@ -50,5 +50,5 @@ export const conditional = (body: Tagged) =>
  * Encodes `value` with `schema` and answers 200 with an ETag, or 304 when the client's copy is
  * current. Handlers return this instead of the bare value.
  */
-export const conditionalJson = <A, I>(schema: Schema.Schema<A, I>, value: A) =>
+export const conditionalJson = <A, I>(schema: Schema.Codec<A, I>, value: A) =>
   Effect.flatMap(tagged(schema, value), conditional)

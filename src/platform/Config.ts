@@ -1,15 +1,13 @@
 /**
  * Process-level settings, read once through Effect `Config` (every key is in `.env.example`).
  */
-import { Config, Context, Effect, Layer, Redacted } from "effect"
+import { Config, Context, Effect, Layer, Redacted, Schema } from "effect"
 
 export type ServeMode = "catalog" | "identity" | "all"
 
 const bodyLimit = (name: string, fallback: number) =>
-  Config.integer(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({ message: "must be a positive number of bytes", validation: (n) => n > 0 })
-  )
+  Config.schema(Schema.Int.check(Schema.isGreaterThan(0, { message: "must be a positive number of bytes" })), name)
+    .pipe(Config.withDefault(fallback))
 
 /**
  * Request body limits of the two servers (src/platform/BodyLimit.ts). The catalog takes JSON writes;
@@ -23,20 +21,20 @@ export const identityMaxAvatarBytes = bodyLimit("IDENTITY_MAX_AVATAR_BYTES", 5 *
 
 export class ServerConfig extends Context.Service<ServerConfig>()("platform/ServerConfig", {
   make: Effect.gen(function*() {
-    const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
-    const catalogPort = yield* Config.port("CATALOG_PORT").pipe(Config.withDefault(8080))
-    const identityPort = yield* Config.port("IDENTITY_PORT").pipe(Config.withDefault(8081))
-    const serve = yield* Config.literal("catalog", "identity", "all")("SHIORI_SERVE").pipe(Config.withDefault("all"))
-    const catalogPublicUrl = yield* Config.string("CATALOG_PUBLIC_URL").pipe(
+    const host = yield* Config.String("HOST").pipe(Config.withDefault("127.0.0.1"))
+    const catalogPort = yield* Config.Port("CATALOG_PORT").pipe(Config.withDefault(8080))
+    const identityPort = yield* Config.Port("IDENTITY_PORT").pipe(Config.withDefault(8081))
+    const serve = yield* Config.Literals(["catalog", "identity", "all"], "SHIORI_SERVE").pipe(Config.withDefault("all"))
+    const catalogPublicUrl = yield* Config.String("CATALOG_PUBLIC_URL").pipe(
       Config.withDefault(`http://${host}:${catalogPort}`)
     )
-    const docsUrl = yield* Config.string("DOCS_URL").pipe(Config.withDefault(`${catalogPublicUrl}/v2/docs`))
+    const docsUrl = yield* Config.String("DOCS_URL").pipe(Config.withDefault(`${catalogPublicUrl}/v2/docs`))
     const maxBodyBytes = yield* catalogMaxBodyBytes
     return {
       host,
       catalogPort,
       identityPort,
-      serve: serve as ServeMode,
+      serve,
       catalogPublicUrl: catalogPublicUrl.replace(/\/+$/, ""),
       docsUrl: docsUrl.replace(/\/+$/, ""),
       maxBodyBytes
@@ -55,7 +53,7 @@ export const developmentSecret = "shiori-development-secret-change-me"
 /** The server-side secret behind cursors and CSRF tokens (HMAC keys are derived from it per use). */
 export class AppSecret extends Context.Service<AppSecret>()("platform/AppSecret", {
   make: Effect.gen(function*() {
-    const secret = yield* Config.redacted("SHIORI_SECRET").pipe(
+    const secret = yield* Config.Redacted("SHIORI_SECRET").pipe(
       Config.withDefault(Redacted.make(developmentSecret))
     )
     return { secret } as const

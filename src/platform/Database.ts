@@ -1,12 +1,15 @@
 /**
  * PostgreSQL: `DATABASE_URL` when set, otherwise a private embedded cluster under
  * `SHIORI_DATA_DIR`. The pool is provided once to both servers; migrations run at start-up.
+ *
+ * The pool is @effect/sql-pg's. The `pg` driver remains for `withPgClient`, one raw connection to
+ * any database: creating the embedded database from the `postgres` one, and the administration and
+ * neighbour connections tests open on the side.
  */
 import { NodeServices } from "@effect/platform-node"
 import { type Migrator, SqlClient, SqlError } from "effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
-import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -24,10 +27,10 @@ const embeddedDatabase = "shiori"
 export const DatabaseUrlLive = Layer.effect(
   DatabaseUrl,
   Effect.gen(function*() {
-    const url = yield* Config.option(Config.redacted("DATABASE_URL"))
+    const url = yield* Config.option(Config.Redacted("DATABASE_URL"))
     if (Option.isSome(url)) return url.value
-    const dataDir = yield* Config.string("SHIORI_DATA_DIR").pipe(Config.withDefault(".data"))
-    const port = yield* Config.integer("EMBEDDED_PG_PORT").pipe(Config.withDefault(0))
+    const dataDir = yield* Config.String("SHIORI_DATA_DIR").pipe(Config.withDefault(".data"))
+    const port = yield* Config.Int("EMBEDDED_PG_PORT").pipe(Config.withDefault(0))
     const cluster = yield* startEmbeddedPostgres({ dataDir: Path.join(dataDir, "postgres"), port })
     yield* ensureDatabase(cluster.url("postgres"), embeddedDatabase)
     yield* Effect.logInfo("embedded PostgreSQL started").pipe(
@@ -59,97 +62,69 @@ export const withPgClient = <A>(url: Redacted.Redacted, use: (client: Pg.Client)
     (client) => Effect.promise(() => client.end().catch(() => {}))
   ).pipe(Effect.orDie)
 
-/** Parameterized reads and writes, one statement per text: what may be sent as a prepared statement. */
-const PREPARABLE = /^\s*(?:SELECT|WITH|INSERT|UPDATE|DELETE)\b[^;]*;?\s*$/i
-const statementNames = new Map<string, string>()
+/** Statements each connection keeps prepared (least recently used ones are closed beyond that). */
+const PREPARED_STATEMENTS = 1_000
 
 /**
- * The name a statement text is prepared under on every connection: `s_` and 24 hex digits of its
- * SHA-256, so the same text always maps to the same name.
- */
-const statementName = (text: string): string => {
-  let name = statementNames.get(text)
-  if (name === undefined) {
-    if (statementNames.size >= 10_000) statementNames.clear()
-    name = `s_${Crypto.createHash("sha256").update(text).digest("hex").slice(0, 24)}`
-    statementNames.set(text, name)
-  }
-  return name
-}
-
-/**
- * A pool client that sends parameterized statements as named prepared statements. PostgreSQL then
- * parses each distinct text once per connection and, after a few executions, plans it once
- * (`plan_cache_mode = auto` keeps custom plans where the parameters change the plan's cost). A
- * page with includes spent more time in PostgreSQL's planner than in executing its four small
- * statements. Texts without parameters, utility statements and anything with a second statement
- * go as before.
- */
-class PreparingClient extends Pg.Client {
-  override query(...args: Array<any>): any {
-    const [text, values, callback] = args
-    if (
-      typeof text === "string" && Array.isArray(values) && values.length > 0 && typeof callback === "function" &&
-      PREPARABLE.test(text)
-    ) {
-      return super.query({ name: statementName(text), text, values }, callback)
-    }
-    return (super.query as (...a: Array<any>) => any)(...args)
-  }
-}
-
-/**
- * The shared pool. Every statement it runs is cut off after `DATABASE_STATEMENT_TIMEOUT_SECONDS`
- * (30 s; 0 for none): requests run to completion even when their client hangs up (HttpListener),
- * so without a limit a statement stuck on a hung database would hold its request, and shutdown,
- * forever. Migrations lift the limit for their own transaction (`migrationLoader`). A session left
- * idle inside a transaction for `DATABASE_IDLE_IN_TRANSACTION_SECONDS` (60 s; 0 for none) is ended
- * by PostgreSQL: an open transaction holds locks and keeps vacuum from cleaning up after it.
+ * The shared pool (@effect/sql-pg's own: it speaks the wire protocol and sends every statement as a
+ * named prepared statement). PostgreSQL then parses each distinct text once per connection and,
+ * after a few executions, plans it once (`plan_cache_mode = auto` keeps custom plans where the
+ * parameters change the plan's cost). A page with includes spent more time in PostgreSQL's planner
+ * than in executing its four small statements. Each connection keeps up to `PREPARED_STATEMENTS`
+ * of them, more than the application has distinct texts.
+ *
+ * Every statement it runs is cut off after `DATABASE_STATEMENT_TIMEOUT_SECONDS` (30 s; 0 for none):
+ * requests run to completion even when their client hangs up (HttpListener), so without a limit a
+ * statement stuck on a hung database would hold its request, and shutdown, forever. Migrations lift
+ * the limit for their own transaction (`migrationLoader`). A session left idle inside a transaction
+ * for `DATABASE_IDLE_IN_TRANSACTION_SECONDS` (60 s; 0 for none) is ended by PostgreSQL: an open
+ * transaction holds locks and keeps vacuum from cleaning up after it. Both are session settings sent
+ * when each connection starts.
  */
 export const SqlLive = Layer.unwrap(
   Effect.gen(function*() {
     const url = yield* DatabaseUrl
-    const maxConnections = yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(20))
-    const statementTimeout = yield* Config.number("DATABASE_STATEMENT_TIMEOUT_SECONDS").pipe(Config.withDefault(30))
-    const idleInTransaction = yield* Config.number("DATABASE_IDLE_IN_TRANSACTION_SECONDS").pipe(Config.withDefault(60))
+    const maxConnections = yield* Config.Int("DATABASE_POOL_SIZE").pipe(Config.withDefault(20))
+    const statementTimeout = yield* Config.Number("DATABASE_STATEMENT_TIMEOUT_SECONDS").pipe(Config.withDefault(30))
+    const idleInTransaction = yield* Config.Number("DATABASE_IDLE_IN_TRANSACTION_SECONDS").pipe(Config.withDefault(60))
     const connectTimeout = Duration.seconds(5)
-    return PgClient.layerFromPool({
-      acquire: Effect.acquireRelease(
-        Effect.gen(function*() {
-          const pool = new Pg.Pool({
-            Client: PreparingClient,
-            // Prepared statements live as long as their connection: recycling connections bounds
-            // what a long-running process accumulates in PostgreSQL.
-            maxLifetimeSeconds: 900,
-            connectionString: Redacted.value(url),
-            max: maxConnections,
-            idleTimeoutMillis: 60_000,
-            connectionTimeoutMillis: Duration.toMillis(connectTimeout),
-            application_name: "shiori",
-            ...(statementTimeout > 0 ? { statement_timeout: Math.round(statementTimeout * 1000) } : {}),
-            ...(idleInTransaction > 0
-              ? { idle_in_transaction_session_timeout: Math.round(idleInTransaction * 1000) }
-              : {})
-          })
-          pool.on("error", () => {})
-          // Fail at start-up, not at the first request, when the database cannot be reached.
-          yield* Effect.tryPromise({
-            try: () => pool.query("SELECT 1"),
-            catch: (cause) => new SqlError.SqlError({ cause, message: "PgClient: Failed to connect" })
-          }).pipe(
-            Effect.timeoutFail({
-              duration: connectTimeout,
-              onTimeout: () =>
-                new SqlError.SqlError({ cause: new Error("timed out"), message: "PgClient: Connection timed out" })
-            }),
-            Effect.tapError(() => Effect.promise(() => pool.end().catch(() => {})))
-          )
-          return pool
-        }),
-        (pool) => Effect.promise(() => pool.end().catch(() => {})).pipe(Effect.timeoutOption("1 second"))
-      ),
-      applicationName: "shiori"
+    const client = PgClient.make({
+      url,
+      maxConnections,
+      idleTimeout: Duration.seconds(60),
+      connectTimeout,
+      // Prepared statements live as long as their connection: recycling connections bounds
+      // what a long-running process accumulates in PostgreSQL.
+      connectionTTL: Duration.minutes(15),
+      preparedStatementCacheSize: PREPARED_STATEMENTS,
+      applicationName: "shiori",
+      startupParameters: {
+        ...(statementTimeout > 0 ? { statement_timeout: String(Math.round(statementTimeout * 1000)) } : {}),
+        ...(idleInTransaction > 0
+          ? { idle_in_transaction_session_timeout: String(Math.round(idleInTransaction * 1000)) }
+          : {})
+      }
     })
+    return PgClient.layerFrom(
+      Effect.tap(client, (sql) =>
+        // Fail at start-up, not at the first request, when the database cannot be reached (the pool
+        // opens connections only when asked for one).
+        sql`SELECT 1`.pipe(
+          Effect.timeoutOrElse({
+            duration: connectTimeout,
+            orElse: () =>
+              Effect.fail(
+                new SqlError.SqlError({
+                  reason: new SqlError.ConnectionError({
+                    cause: new Error("timed out"),
+                    message: "PgClient: Connection timed out",
+                    operation: "connect"
+                  })
+                })
+              )
+          })
+        ))
+    )
   })
 ).pipe(Layer.orDie)
 
@@ -178,6 +153,6 @@ export const migrationLoader: Migrator.Loader = Effect.sync(() =>
 )
 
 export const MigratorLive = PgMigrator.layer({ loader: migrationLoader }).pipe(
-  Layer.provide(NodeContext.layer),
+  Layer.provide(NodeServices.layer),
   Layer.orDie
 )

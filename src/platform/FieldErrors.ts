@@ -1,11 +1,10 @@
 /**
  * Turns Schema parse issues into field errors (docs/api-contract.md,
  * "Errors: catalog problem documents"): one entry per bad field, with the reason of the closed
- * registry and the params the reason carries (read from the failing refinement's JSON-Schema
- * annotation, so a `maxLength(512)` in a schema becomes `TOO_LONG {max_length: 512}`).
+ * registry and the params the reason carries (read from the failing check's own
+ * description of itself, so an `isMaxLength(512)` in a schema becomes `TOO_LONG {max_length: 512}`).
  */
-import { ParseResult, SchemaAST } from "effect"
-import * as Option from "effect/Option"
+import type { SchemaAST, SchemaIssue } from "effect"
 import { ProblemCodeAnnotationId } from "../../schema/Annotations.js"
 import type { FieldError, ProblemCode, Reason } from "../../schema/Problem.js"
 
@@ -70,107 +69,137 @@ const literalsOf = (ast: SchemaAST.AST): Array<string> | undefined => {
       }
       return out
     }
-    case "Refinement":
-      return literalsOf(ast.from)
-    case "Transformation":
-      return literalsOf(ast.to)
     default:
       return undefined
   }
 }
 
-const fromRefinement = (ast: SchemaAST.Refinement): { reason: Reason; params?: Params } => {
-  const json = Option.getOrUndefined(SchemaAST.getJSONSchemaAnnotation(ast)) as Record<string, unknown> | undefined
-  if (json) {
-    if (typeof json.maxLength === "number") return { reason: "TOO_LONG", params: { max_length: json.maxLength } }
-    if (typeof json.minLength === "number") return { reason: "TOO_SHORT", params: { min_length: json.minLength } }
-    if (typeof json.maxItems === "number") return { reason: "TOO_MANY_ITEMS", params: { max_items: json.maxItems } }
-    if (typeof json.minItems === "number") return { reason: "TOO_FEW_ITEMS", params: { min_items: json.minItems } }
-    const min = json.minimum ?? json.exclusiveMinimum
-    const max = json.maximum ?? json.exclusiveMaximum
-    if (typeof min === "number" || typeof max === "number") {
+/** The value a failing check saw, when the schema was run with `reportInput` (the problem middleware does). */
+const inputOf = (issue: SchemaIssue.Issue): unknown => "input" in issue ? issue.input : undefined
+
+const numberOf = (u: unknown): number | undefined =>
+  typeof u === "number" ? u : typeof u === "string" && u.trim() !== "" && !Number.isNaN(Number(u)) ? Number(u) : undefined
+
+/**
+ * The reason and params of a failing check, from the check's own description of itself (its
+ * `representation`: which built-in filter, with which numbers). Lengths are characters for a string
+ * and items for an array, so the value decides which.
+ */
+const fromFilter = (filter: SchemaAST.Filter<unknown>, input: unknown): { reason: Reason; params?: Params } => {
+  const representation = filter.annotations?.representation as
+    | { readonly id?: string; readonly payload?: Record<string, unknown> }
+    | undefined
+  const payload = representation?.payload ?? {}
+  const items = Array.isArray(input)
+  const length = (key: "maxLength" | "minLength") => numberOf(payload[key])
+  switch (representation?.id) {
+    case "effect/schema/isMaxLength": {
+      const n = length("maxLength")
+      if (n === undefined) break
+      return items ? { reason: "TOO_MANY_ITEMS", params: { max_items: n } } : { reason: "TOO_LONG", params: { max_length: n } }
+    }
+    case "effect/schema/isMinLength": {
+      const n = length("minLength")
+      if (n === undefined) break
+      return items ? { reason: "TOO_FEW_ITEMS", params: { min_items: n } } : { reason: "TOO_SHORT", params: { min_length: n } }
+    }
+    case "effect/schema/isBetweenLength": {
+      const max = numberOf(payload.maximum)
+      const min = numberOf(payload.minimum)
+      const size = items || typeof input === "string" ? (input as { length: number }).length : undefined
+      if (max !== undefined && (size === undefined || size > max)) {
+        return items ? { reason: "TOO_MANY_ITEMS", params: { max_items: max } } : { reason: "TOO_LONG", params: { max_length: max } }
+      }
+      if (min !== undefined) {
+        return items ? { reason: "TOO_FEW_ITEMS", params: { min_items: min } } : { reason: "TOO_SHORT", params: { min_length: min } }
+      }
+      break
+    }
+    case "effect/schema/isGreaterThan":
+    case "effect/schema/isGreaterThanOrEqualTo":
+    case "effect/schema/isLessThan":
+    case "effect/schema/isLessThanOrEqualTo":
+    case "effect/schema/isBetween": {
+      const min = numberOf(payload.minimum ?? payload.exclusiveMinimum)
+      const max = numberOf(payload.maximum ?? payload.exclusiveMaximum)
+      if (min === undefined && max === undefined) break
       return {
         reason: "OUT_OF_RANGE",
-        params: {
-          ...(typeof min === "number" ? { minimum: min } : {}),
-          ...(typeof max === "number" ? { maximum: max } : {})
-        }
+        params: { ...(min !== undefined ? { minimum: min } : {}), ...(max !== undefined ? { maximum: max } : {}) }
       }
     }
   }
   return { reason: "INVALID_FORMAT" }
 }
 
-const codeAnnotation = (ast: SchemaAST.AST): ProblemCode | undefined =>
-  ast.annotations[ProblemCodeAnnotationId] as ProblemCode | undefined
+const codeAnnotation = (annotations: object | undefined): ProblemCode | undefined =>
+  annotations === undefined
+    ? undefined
+    : (annotations as Record<PropertyKey, unknown>)[ProblemCodeAnnotationId] as ProblemCode | undefined
 
 export const collectFieldErrors = (
-  issue: ParseResult.ParseIssue,
+  issue: SchemaIssue.Issue,
   location: Location,
   out: Collected,
   basePath: ReadonlyArray<PropertyKey> = []
 ): void => {
-  const push = (path: ReadonlyArray<PropertyKey>, reason: Reason, params?: Params, ast?: SchemaAST.AST) => {
-    if (ast && out.code === undefined) out.code = codeAnnotation(ast)
+  const push = (path: ReadonlyArray<PropertyKey>, reason: Reason, params?: Params, annotations?: object) => {
+    if (out.code === undefined) out.code = codeAnnotation(annotations)
     const name = location === "pointer"
       ? "/" + path.map((p) => String(p).replaceAll("~", "~0").replaceAll("/", "~1")).join("/")
       : String(path[0] ?? "")
     if (location !== "pointer" && name === "") return
-    const subject = location === "pointer" ? `\`${name}\`` : `\`${name}\``
     out.errors.push({
       reason,
-      detail: `${subject} ${describe(reason, params)}.`,
+      detail: `\`${name}\` ${describe(reason, params)}.`,
       [location]: name,
       ...(params !== undefined ? { params } : {})
     } as FieldError)
   }
-  const walk = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>): void => {
+  const walk = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>): void => {
     switch (issue._tag) {
       case "Pointer":
-        return walk(issue.issue, [...path, ...(Array.isArray(issue.path) ? issue.path : [issue.path as PropertyKey])])
-      case "Composite": {
-        const inner: ReadonlyArray<ParseResult.ParseIssue> = Array.isArray(issue.issues)
-          ? issue.issues
-          : [issue.issues as ParseResult.ParseIssue]
-        if (issue.ast._tag !== "Union") {
-          for (const i of inner) walk(i, path)
-          return
-        }
+        return walk(issue.issue, [...path, ...issue.path])
+      case "Composite":
+        for (const inner of issue.issues) walk(inner, path)
+        return
+      case "Encoding":
+        // A transformation refused the value (a number that is not one, a malformed list): the
+        // inner issue says how; a leaf there means the value's format is wrong.
+        return walk(issue.issue, path)
+      case "AnyOf": {
         // A union reports one issue per member. A member that matched the value's type and then
-        // failed deeper (a refinement, a nested field) is the one to report; when every member
+        // failed deeper (a check, a nested field) is the one to report; when every member
         // merely had another type, the value gets one entry for the whole union.
-        const deep = inner.filter((i) => i._tag !== "Type")
+        const deep = issue.issues.filter((i) => i._tag !== "InvalidType")
         if (deep.length > 0) {
           for (const i of deep) walk(i, path)
           return
         }
-        const members = issue.ast.types.filter((t) => t._tag !== "UndefinedKeyword")
+        const members = issue.ast.types.filter((t) => t._tag !== "Undefined")
         const perMember = members.map(literalsOf)
         const allowed = perMember.every((l) => l !== undefined) ? perMember.flatMap((l) => l!) : undefined
-        if (allowed !== undefined) return push(path, "UNKNOWN_VALUE", { allowed }, issue.ast)
-        return push(path, "INVALID_FORMAT", undefined, issue.ast)
+        if (allowed !== undefined) return push(path, "UNKNOWN_VALUE", { allowed }, issue.ast.annotations)
+        return push(path, "INVALID_FORMAT", undefined, issue.ast.annotations)
       }
-      case "Refinement": {
-        if (issue.kind === "From") return walk(issue.issue, path)
-        const { params, reason } = fromRefinement(issue.ast)
-        return push(path, reason, params, issue.ast)
+      case "Filter": {
+        const { params, reason } = fromFilter(issue.filter, inputOf(issue) ?? inputOf(issue.issue))
+        return push(path, reason, params, issue.filter.annotations)
       }
-      case "Transformation":
-        if (issue.kind === "Transformation") {
-          return push(path, "INVALID_FORMAT", undefined, issue.ast)
-        }
-        return walk(issue.issue, path)
-      case "Missing":
-        return push(path, "REQUIRED", undefined, issue.ast as unknown as SchemaAST.AST)
-      case "Unexpected":
+      case "MissingKey":
+        return push(path, "REQUIRED", undefined, issue.annotations)
+      case "UnexpectedKey":
         return push(path, "NOT_ALLOWED_VALUE")
-      case "Forbidden":
-        return push(path, "INVALID_FORMAT", undefined, issue.ast)
-      case "Type": {
+      case "InvalidType": {
         const allowed = literalsOf(issue.ast)
-        if (allowed !== undefined) return push(path, "UNKNOWN_VALUE", { allowed }, issue.ast)
-        return push(path, "INVALID_FORMAT", undefined, issue.ast)
+        if (allowed !== undefined) return push(path, "UNKNOWN_VALUE", { allowed }, issue.ast.annotations)
+        return push(path, "INVALID_FORMAT", undefined, issue.ast.annotations)
       }
+      case "InvalidValue":
+      case "Forbidden":
+        return push(path, "INVALID_FORMAT", undefined, issue.annotations)
+      case "OneOf":
+        return push(path, "INVALID_FORMAT", undefined, issue.ast.annotations)
     }
   }
   walk(issue, basePath)

@@ -22,4 +22,4 @@ export const healthHandlers = Effect.gen(function*() {
   }
 })
 
-export type HealthGroup = HttpApiGroup.HttpApiGroup<"health", any, any, any, any>
+export type HealthGroup = HttpApiGroup.HttpApiGroup<"health", any>

@@ -8,7 +8,7 @@
  * The application may also install a `Preemption` handler: it sees each request before the
  * platform does and may answer it itself (the catalog's hot-response cache, HotResponses.ts).
  */
-import type { HttpEffect } from "effect/http"
+import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Duration, Effect, Layer } from "effect"
 import * as Http from "node:http"
@@ -17,7 +17,7 @@ import { makeRequestId } from "./RequestId.js"
 export interface ListenOptions {
   readonly port: number
   readonly host: string
-  readonly grace?: Duration.DurationInput
+  readonly grace?: Duration.Input
   /**
    * The answer to a request that arrives after the socket listens but before the application's
    * handler is attached (the platform listens first): 503 with `Retry-After`, never a hang.
@@ -42,7 +42,10 @@ export class Preemption extends Context.Service<Preemption, {
  * the read cache anyway, so running to completion costs little. Code that must stop waiting (a
  * timeout) marks its own part interruptible.
  */
-export const completeOnHangUp = (app: HttpApp.Default): HttpApp.Default => Effect.uninterruptible(app)
+export const completeOnHangUp = <E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.uninterruptible(app)
 
 /**
  * The option every route handler is registered with (`handlers.handle(name, handler, runToCompletion)`).
@@ -68,7 +71,7 @@ const drain = (server: Http.Server, inFlight: Set<Http.ServerResponse>, grace: D
     }, 10)
   })
 
-/** Serves `app` (a `HttpApiBuilder.serve` stack) on `options.port` with a graceful drain. */
+/** Serves `app` (an `HttpRouter.serve` stack) on `options.port` with a graceful drain. */
 export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptions) =>
   Layer.suspend(() => {
     const server = Http.createServer()
@@ -79,17 +82,23 @@ export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptio
     const inFlight = new Set<Http.ServerResponse>()
     let draining = false
     let preempt: PreemptHandler | undefined
-    // The platform attaches its own "request" listener; a preempted request must not reach it.
-    const emit = server.emit.bind(server)
-    server.emit = ((event: string, ...args: Array<any>) =>
-      event === "request" && preempt !== undefined && !draining && preempt(args[0], args[1])
-        ? true
-        : emit(event, ...args)) as typeof server.emit
-    server.on("request", (req, res) => {
+    const track = (res: Http.ServerResponse) => {
       inFlight.add(res)
       if (draining) res.setHeader("connection", "close")
-      res.once("close", () =>
-        inFlight.delete(res))
+      res.once("close", () => inFlight.delete(res))
+    }
+    // The platform attaches its own "request" listener; a preempted request must not reach it. It
+    // also takes "checkContinue" (a request sent with `Expect: 100-continue`), which Node then no
+    // longer turns into "request": both are in flight.
+    const emit = server.emit.bind(server)
+    server.emit = ((event: string, ...args: Array<any>) => {
+      if (event === "request" || event === "checkContinue") {
+        if (event === "request" && preempt !== undefined && !draining && preempt(args[0], args[1])) return true
+        track(args[1])
+      }
+      return emit(event, ...args)
+    }) as typeof server.emit
+    server.on("request", (req, res) => {
       if (server.listenerCount("request") === 1) {
         const requestId = makeRequestId()
         const { body, contentType } = options.starting?.(req.url ?? "/", requestId) ??
@@ -107,7 +116,7 @@ export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptio
       Effect.addFinalizer(() =>
         Effect.suspend(() => {
           draining = true
-          return drain(server, inFlight, Duration.decode(options.grace ?? Duration.seconds(10)))
+          return drain(server, inFlight, Duration.fromInputUnsafe(options.grace ?? Duration.seconds(10)))
         })
       )
     )

@@ -2,22 +2,21 @@
  * PostgreSQL LISTEN that survives its connection. A cache kept fresh by NOTIFY misses every
  * notification sent while its listener is away (a dropped connection, a restarted server, a
  * terminated backend), and nothing tells it so. `keepListening` keeps a dedicated connection with
- * LISTEN on one channel, reconnects whenever that connection is lost (the client reports an error
- * or its end, or a heartbeat goes unanswered), and runs `onConnected` each time the server has
- * acknowledged LISTEN: from then on every commit that notifies reaches the listener, so a cache
- * emptied at that moment cannot keep anything a lost notification was about. Emptying it earlier
- * (before LISTEN is in force) would leave a window where a write is neither notified nor forgotten.
+ * LISTEN on one channel, reconnects whenever that connection is lost (the connection fails, or a
+ * heartbeat goes unanswered), and runs `onConnected` each time the server has acknowledged LISTEN:
+ * from then on every commit that notifies reaches the listener, so a cache emptied at that moment
+ * cannot keep anything a lost notification was about. Emptying it earlier (before LISTEN is in
+ * force) would leave a window where a write is neither notified nor forgotten.
  *
- * Why not `PgClient.listen` (@effect/sql-pg): its stream does not end when its connection is lost
- * (the connection's errors are swallowed and the stream waits forever), and it connects lazily,
- * inside the stream, with no way to learn when LISTEN is in force.
- *
- * The connection is a raw `pg` client on `DatabaseUrl`, named `shiori listen <channel>` in
- * `pg_stat_activity.application_name`.
+ * The connection is @effect/sql-pg's `PgConnection` on `DatabaseUrl` (not one of the pool's), named
+ * `shiori listen <channel>` in `pg_stat_activity.application_name`. Its `listen` answers once the
+ * server has confirmed LISTEN, and fails its queue of notifications when the connection is lost.
+ * The pool's `PgClient.listen` would do the same on a pooled connection, but without a way to send
+ * the heartbeat on the connection that listens.
  */
-import { Cause, Deferred, Duration, Effect, Queue, Redacted, type Scope } from "effect"
-import Pg from "pg"
-import { DatabaseUrl, quoteIdentifier } from "./Database.js"
+import { PgConnection } from "@effect/sql-pg"
+import { Cause, Duration, Effect, Queue, Redacted, type Scope } from "effect"
+import { DatabaseUrl } from "./Database.js"
 
 export interface ListenHandlers {
   /**
@@ -31,9 +30,9 @@ export interface ListenHandlers {
 
 export interface ListenOptions {
   /** How often the idle connection is checked with `SELECT 1` (a silently dead link). Default 10 s. */
-  readonly heartbeat?: Duration.DurationInput
+  readonly heartbeat?: Duration.Input
   /** Longest pause between reconnection attempts; they start at 100 ms and double. Default 5 s. */
-  readonly maxRetryDelay?: Duration.DurationInput
+  readonly maxRetryDelay?: Duration.Input
 }
 
 /** `pg_stat_activity.application_name` of the connection listening on `channel`. */
@@ -44,47 +43,39 @@ class ListenerLost extends Error {}
 /** One connection: connect, LISTEN, `onConnected`, then notifications until the connection is lost. */
 const session = (url: Redacted.Redacted, channel: string, handlers: ListenHandlers, heartbeat: Duration.Duration) =>
   Effect.gen(function*() {
-    const notifications = yield* Queue.unbounded<string>()
-    const lost = yield* Deferred.make<never, ListenerLost>()
-    const client = yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const client = new Pg.Client({
-          connectionString: Redacted.value(url),
-          application_name: listenerApplicationName(channel),
-          connectionTimeoutMillis: 5_000,
-          keepAlive: true
-        })
-        client.on("error", (error) => Deferred.unsafeDone(lost, Effect.fail(new ListenerLost(error.message))))
-        client.on("end", () => Deferred.unsafeDone(lost, Effect.fail(new ListenerLost("connection ended"))))
-        client.on("notification", (message) => {
-          if (message.channel === channel) notifications.unsafeOffer(message.payload ?? "")
-        })
-        return client
-      }),
-      (client) => Effect.promise(() => client.end().catch(() => {})).pipe(Effect.timeoutOption("1 second"))
+    const { connection, notifications } = yield* Effect.gen(function*() {
+      const connection = yield* PgConnection.make({
+        url,
+        applicationName: listenerApplicationName(channel),
+        connectTimeout: Duration.seconds(5),
+        keepAlive: heartbeat
+      }).pipe(Effect.mapError((error) => new ListenerLost(`cannot connect: ${error.message}`)))
+      // The connection is this listener's alone: pinned, its LISTEN and its heartbeat share it.
+      const pinned = yield* connection.pin
+      // Answers once the server has run (and committed) LISTEN: notifications are queued from here on.
+      const notifications = yield* pinned.listen(channel).pipe(
+        Effect.mapError((error) => new ListenerLost(`LISTEN failed: ${error.message}`))
+      )
+      yield* handlers.onConnected
+      return { connection: pinned, notifications }
+    }).pipe(Effect.withSpan("Notifications.listen", { attributes: { channel } }))
+    // The queue fails with the connection's error once the connection is lost.
+    const deliver = Effect.forever(
+      Effect.flatMap(
+        Queue.take(notifications).pipe(Effect.mapError((error) => new ListenerLost(error.message))),
+        (notification) => handlers.onNotification(notification.payload)
+      )
     )
-    yield* Effect.tryPromise({
-      try: () => client.connect(),
-      catch: (cause) => new ListenerLost(`cannot connect: ${String(cause)}`)
-    }).pipe(
-      // Resolves once the server has run (and committed) LISTEN: notifications are queued from here on.
-      Effect.andThen(Effect.tryPromise({
-        try: () => client.query(`LISTEN ${quoteIdentifier(channel)}`),
-        catch: (cause) => new ListenerLost(`LISTEN failed: ${String(cause)}`)
-      })),
-      Effect.andThen(handlers.onConnected),
-      Effect.withSpan("Notifications.listen", { attributes: { channel } })
-    )
-    const deliver = Effect.forever(Effect.flatMap(Queue.take(notifications), handlers.onNotification))
-    const ping = Effect.tryPromise({
-      try: () => client.query("SELECT 1"),
-      catch: (cause) => new ListenerLost(`heartbeat failed: ${String(cause)}`)
-    }).pipe(
-      Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new ListenerLost("heartbeat timed out") })
+    const ping = connection.query("SELECT 1").pipe(
+      Effect.mapError((error) => new ListenerLost(`heartbeat failed: ${error.message}`)),
+      Effect.timeoutOrElse({
+        duration: Duration.seconds(5),
+        orElse: () => Effect.fail(new ListenerLost("heartbeat timed out"))
+      })
     )
     const pings = Effect.forever(Effect.andThen(Effect.sleep(heartbeat), ping))
     // Whichever ends first ends the connection: its loss, a failed heartbeat, a failing handler.
-    return yield* Deferred.await(lost).pipe(Effect.raceFirst(deliver), Effect.raceFirst(pings))
+    return yield* deliver.pipe(Effect.raceFirst(pings))
   })
 
 /**
@@ -98,8 +89,8 @@ export const keepListening = (
 ): Effect.Effect<void, never, DatabaseUrl | Scope.Scope> =>
   Effect.gen(function*() {
     const url = yield* DatabaseUrl
-    const heartbeat = Duration.decode(options.heartbeat ?? "10 seconds")
-    const maxDelay = Duration.toMillis(options.maxRetryDelay ?? "5 seconds")
+    const heartbeat = Duration.fromInputUnsafe(options.heartbeat ?? "10 seconds")
+    const maxDelay = Duration.toMillis(Duration.fromInputUnsafe(options.maxRetryDelay ?? "5 seconds"))
     /** Failed attempts since the last connection that reached LISTEN. */
     let failures = 0
     const connected: ListenHandlers = {

@@ -2,21 +2,31 @@
  * Every 4xx/5xx of the catalog API is an `application/problem+json` document (RFC 9457;
  * docs/api-contract.md, "Errors: catalog problem documents").
  *
- * Declared failures are problem classes; this middleware stamps the request-specific members
- * (`type`, `instance`, `request_id`) on them and adds the headers their code calls for. What the
- * router and decoder produce on their own (decode errors, unknown routes, wrong methods, malformed
- * or oversized bodies, defects, an unreachable database) is turned into the matching problem here;
- * bodies are bounded (size, JSON depth, no multipart) by src/platform/BodyLimit.ts, shared with the
- * identity server.
- * It runs inside `HttpApiBuilder.serve`, before the platform's error encoder.
+ * Declared failures are problem classes; request-specific members (`type`, `instance`,
+ * `request_id`) are stamped on them here and the headers their code calls for are added. Two
+ * pieces do it, because the platform encodes an endpoint's declared errors inside the route:
+ * - `problemResponsesLayer`, the `ProblemResponses` endpoint middleware (declared last on the API,
+ *   so it wraps the credential middleware too): a problem an endpoint fails with, and a request its
+ *   declared schemas refuse (re-decoded here to report every bad field with its location), become
+ *   the finished response before the platform's error encoder sees them;
+ * - `problemMiddleware`, the router's global middleware: what no endpoint answers (unknown routes,
+ *   wrong methods, retired paths), oversized or multipart bodies (bounded by
+ *   src/platform/BodyLimit.ts, shared with the identity server), defects and an unreachable
+ *   database.
  */
-import { HttpApiBuilder } from "effect/http-api"
-import { HttpMethod, HttpServerRequest, HttpServerResponse } from "effect/http"
-import type { HttpEffect } from "effect/http"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Effect, FiberRef, Option, ParseResult, Schema } from "effect"
+import { Cause, Effect, Layer, Option, Schema } from "effect"
+import type { SchemaIssue } from "effect"
+import { HttpMethod, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiError } from "effect/http-api"
+import type { HttpApiEndpoint } from "effect/http-api"
 import { entityCanonicalPath } from "../../schema/Api/Paths.js"
-import type { ProblemCode, QuotaExceeded } from "../../schema/Problem.js"
+import type {
+  EntityMerged,
+  MethodNotAllowed as MethodNotAllowedProblem,
+  ProblemCode,
+  QuotaExceeded
+} from "../../schema/Problem.js"
 import {
   Gone,
   InternalError,
@@ -27,6 +37,7 @@ import {
   PayloadTooLarge,
   problem,
   ProblemClasses,
+  ProblemResponses,
   problemTypeUri,
   ServiceUnavailable,
   ValidationFailed
@@ -55,21 +66,28 @@ const instanceOf = (request: HttpServerRequest.HttpServerRequest) => {
   })()
 }
 
+type ProblemConstructor = new(props: Record<string, unknown>) => Problem
+
 /** Fills the request-specific members of a problem. */
 export const stampProblem = (p: Problem, ctx: ProblemContext, instance: string, requestId: string): Problem => {
-  const cls = p.constructor as any
+  const cls = p.constructor as unknown as ProblemConstructor & { readonly fields: Record<string, unknown> }
   const props: Record<string, unknown> = {}
-  for (const key of Object.keys(cls.fields)) if (key !== "_tag") props[key] = (p as any)[key]
-  props.type = problemTypeUri(ctx.docsUrl, p.code)
+  for (const key of Object.keys(cls.fields)) if (key !== "_tag") props[key] = (p as unknown as Record<string, unknown>)[key]
+  props.type = problemTypeUri(ctx.docsUrl, p.code as ProblemCode)
   props.instance = instance
   props.request_id = requestId
   return new cls(props)
 }
 
+/** The JSON body of a problem, through its wire schema (no `_tag`, members in declaration order). */
+export const encodeProblem = (p: Problem): unknown =>
+  Schema.encodeSync(problem(p.constructor as unknown as Parameters<typeof problem>[0]) as Schema.Codec<Problem, unknown>)(
+    p
+  )
+
 /** The finished response for a problem, with the headers its code calls for. */
 export const problemResponse = (p: Problem, ctx: ProblemContext): HttpServerResponse.HttpServerResponse => {
-  const schema = problem(p.constructor as any)
-  const body = Schema.encodeSync(schema as Schema.Schema<any, any>)(p)
+  const body = encodeProblem(p)
   const headers: Record<string, string> = {}
   switch (p.code) {
     case "MISSING_CREDENTIAL":
@@ -82,7 +100,7 @@ export const problemResponse = (p: Problem, ctx: ProblemContext): HttpServerResp
       headers["www-authenticate"] = `Bearer realm="shiori", error="insufficient_scope"`
       break
     case "METHOD_NOT_ALLOWED":
-      headers["allow"] = (p as MethodNotAllowed).allow.join(", ")
+      headers["allow"] = (p as MethodNotAllowedProblem).allow.join(", ")
       break
     case "QUOTA_EXCEEDED": {
       // The quota as an IETF RateLimit policy of a day's window, spent (draft-ietf-httpapi-ratelimit-headers).
@@ -92,21 +110,22 @@ export const problemResponse = (p: Problem, ctx: ProblemContext): HttpServerResp
       break
     }
     case "ENTITY_MERGED": {
-      const merged = p as any
+      const merged = p as EntityMerged
       const path = entityCanonicalPath(merged.object, merged.current_id)
       if (path !== undefined) headers["link"] = `<${ctx.publicUrl}${path}>; rel="canonical"`
       break
     }
   }
   if ("retry_after" in p && typeof p.retry_after === "number") headers["retry-after"] = String(p.retry_after)
-  return HttpServerResponse.unsafeJson(body, {
-    status: p.status,
+  return HttpServerResponse.jsonUnsafe(body, {
+    status: p.status as number,
     contentType: "application/problem+json",
     headers
   })
 }
 
-const parseOptions = { errors: "all", onExcessProperty: "ignore" } as const
+/** Every error, every field; values kept on the issues so lengths are told apart from item counts. */
+const parseOptions = { errors: "all", onExcessProperty: "ignore", reportInput: true } as const
 
 const searchParamsRecord = (request: HttpServerRequest.HttpServerRequest) => {
   const out: Record<string, string | Array<string>> = {}
@@ -119,84 +138,78 @@ const searchParamsRecord = (request: HttpServerRequest.HttpServerRequest) => {
   return out
 }
 
-/** Wraps single values in an array where the schema declares an array (as the platform does). */
-const normalizeParams = (params: Record<string, string | Array<string>>, schema: Schema.Schema.Any) => {
-  const out: Record<string, string | Array<string>> = {}
-  const encoded = Schema.encodedSchema(schema).ast
-  for (const [key, value] of Object.entries(params)) {
-    const expectsArray = encoded._tag === "TypeLiteral" &&
-      encoded.propertySignatures.some((ps) => ps.name === key && isArrayAst(ps.type))
-    out[key] = expectsArray && !Array.isArray(value) ? [value] : value
-  }
-  return out
+interface Redecoded {
+  readonly params: Collected
+  readonly body: Collected
+  /** The body is not JSON at all. */
+  readonly malformedJson: boolean
 }
-
-const isArrayAst = (ast: import("effect").SchemaAST.AST): boolean =>
-  ast._tag === "TupleType" || (ast._tag === "Union" && ast.types.some(isArrayAst))
 
 /**
  * Re-decodes a request whose decoding failed, every part and every field, to report all bad
- * fields with their location. The platform's own decode error stops at the first failing part
- * and does not say which part it was.
+ * fields with their location. The platform's own decode error stops at the first failing part.
  */
-const redecode = (routes: RouteTable, request: HttpServerRequest.HttpServerRequest) =>
+const redecode = (endpoint: HttpApiEndpoint.Top, request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
-    const pathname = request.url.split("?")[0] ?? "/"
-    const match = routes.match(request.method, pathname)
     const params: Collected = { errors: [], code: undefined }
     const body: Collected = { errors: [], code: undefined }
-    if (match === undefined) return { params, body }
-    const endpoint = match.route.endpoint
+    let malformedJson = false
     const check = (
-      schema: Option.Option<Schema.Schema.Any>,
+      schema: Schema.Top | undefined,
       input: unknown,
       into: Collected,
       location: "pointer" | "parameter" | "header"
-    ) =>
-      Option.match(schema, {
-        onNone: () => Effect.void,
-        onSome: (s) =>
-          Schema.decodeUnknown(s as Schema.Schema<unknown, unknown, never>, parseOptions)(input).pipe(
-            Effect.catchIf(ParseResult.isParseError, (error) =>
-              Effect.sync(() => collectFieldErrors(error.issue, location, into))),
-            Effect.asVoid
-          )
-      })
-    yield* check(endpoint.pathSchema, match.params, params, "parameter")
-    yield* check(
-      endpoint.urlParamsSchema,
-      normalizeParams(
-        searchParamsRecord(request),
-        endpoint.urlParamsSchema.pipe(Option.getOrElse(() =>
-          Schema.Struct({})
-        ))
-      ),
-      params,
-      "parameter"
-    )
-    yield* check(endpoint.headersSchema, request.headers, params, "header")
-    if (HttpMethod.hasBody(request.method) && Option.isSome(endpoint.payloadSchema)) {
-      const contentType = request.headers["content-type"] ?? "application/json"
-      if (contentType.includes("json")) {
-        const json = yield* Effect.option(request.json)
-        if (Option.isSome(json)) {
-          yield* check(endpoint.payloadSchema, json.value, body, "pointer")
+    ) => {
+      if (schema === undefined) return
+      const exit = Schema.decodeUnknownExit(schema as Schema.Codec<unknown, unknown>, parseOptions)(input)
+      if (exit._tag === "Success") return
+      const error = Cause.findErrorOption(exit.cause)
+      if (Option.isSome(error)) collectFieldErrors(error.value.issue as SchemaIssue.Issue, location, into)
+    }
+    const route = yield* HttpRouter.RouteContext
+    check(endpoint.params, route.params, params, "parameter")
+    if (endpoint.query !== undefined) {
+      check(Schema.toCodecArrayFromSingle(endpoint.query), searchParamsRecord(request), params, "parameter")
+    }
+    check(endpoint.headers, request.headers, params, "header")
+    const payload = endpoint.payload.get("application/json")
+    if (HttpMethod.hasBody(request.method) && payload !== undefined && payload.encoding._tag === "Json") {
+      const text = yield* Effect.option(request.text)
+      if (Option.isSome(text) && text.value !== "") {
+        let json: unknown
+        try {
+          json = JSON.parse(text.value)
+        } catch {
+          malformedJson = true
         }
+        if (!malformedJson) check(Schema.Union(payload.schemas), json, body, "pointer")
       }
     }
-    return { params, body }
+    return { params, body, malformedJson } satisfies Redecoded
   })
 
-const isRequestError = (u: unknown): u is { _tag: "RequestError"; reason: string; cause?: unknown } =>
-  typeof u === "object" && u !== null && (u as any)._tag === "RequestError"
+/** What a request the endpoint's schemas refused gets: every bad field, with its location. */
+const refusedRequest = (endpoint: HttpApiEndpoint.Top, request: HttpServerRequest.HttpServerRequest) =>
+  Effect.map(redecode(endpoint, request), ({ body, malformedJson, params }): Problem => {
+    if (params.errors.length > 0) {
+      const code: ProblemCode = params.code ?? "INVALID_PARAMETER"
+      const cls = ProblemClasses[code] as unknown as ProblemConstructor
+      return new cls({ detail: "One or more request parameters are invalid.", errors: params.errors })
+    }
+    if (malformedJson) return new InvalidParameter({ detail: "The request body is not valid JSON." })
+    if (body.errors.length > 0) {
+      return new ValidationFailed({ detail: "The request body failed validation.", errors: body.errors })
+    }
+    return new InvalidParameter({ detail: "The request could not be read." })
+  })
 
 /**
  * Transient database failures: unreachable, shutting down, or a statement cancelled under load
  * (57014). The request was not wrong; the client should retry later.
  */
 export const isDatabaseUnavailable = (u: unknown): boolean => {
-  if (typeof u !== "object" || u === null || (u as any)._tag !== "SqlError") return false
-  let cause: any = (u as any).cause
+  if (typeof u !== "object" || u === null || (u as { _tag?: unknown })._tag !== "SqlError") return false
+  let cause: any = (u as { cause?: unknown }).cause
   for (let depth = 0; cause && depth < 4; depth++) {
     const code = String(cause.code ?? "")
     const message = String(cause.message ?? "")
@@ -205,13 +218,20 @@ export const isDatabaseUnavailable = (u: unknown): boolean => {
         code
       ) ||
       code.startsWith("08") ||
-      /timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED|pool is ended|Client has encountered a connection error/i
+      /timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED|pool is ended|Client has encountered a connection error|connection (?:was )?closed|ECONNRESET/i
         .test(message)
     ) return true
     cause = cause.cause
   }
   return false
 }
+
+const isRouteNotFound = (u: unknown): boolean =>
+  HttpServerError.isHttpServerError(u) && u.reason._tag === "RouteNotFound"
+
+/** A body that could not be read: cut off, malformed, nested too deep. */
+const isRequestParseError = (u: unknown): u is HttpServerError.HttpServerError =>
+  HttpServerError.isHttpServerError(u) && u.reason._tag === "RequestParseError"
 
 const classify = (
   routes: RouteTable,
@@ -220,23 +240,10 @@ const classify = (
   cause: Cause.Cause<unknown>
 ): Effect.Effect<Problem | undefined> =>
   Effect.gen(function*() {
-    const failure = Cause.failureOption(cause)
-    const squashed = Option.isSome(failure) ? failure.value : Cause.squash(cause)
+    const failure = Cause.findErrorOption(cause)
+    const squashed: unknown = Option.isSome(failure) ? failure.value : Cause.squash(cause)
     if (isProblem(squashed)) return squashed
-    const tag = (squashed as any)?._tag
-    if (tag === "HttpApiDecodeError") {
-      const { body, params } = yield* redecode(routes, request)
-      if (params.errors.length > 0) {
-        const code: ProblemCode = params.code ?? "INVALID_PARAMETER"
-        const cls = ProblemClasses[code] as any
-        return new cls({ detail: "One or more request parameters are invalid.", errors: params.errors })
-      }
-      if (body.errors.length > 0) {
-        return new ValidationFailed({ detail: "The request body failed validation.", errors: body.errors })
-      }
-      return new InvalidParameter({ detail: String((squashed as any).message ?? "").slice(0, 2048) })
-    }
-    if (tag === "RouteNotFound") {
+    if (isRouteNotFound(squashed)) {
       const pathname = request.url.split("?")[0] ?? "/"
       if (pathname === "/v1" || pathname.startsWith("/v1/")) {
         return new Gone({ detail: "API v1 was retired; use /v2." })
@@ -247,72 +254,116 @@ const classify = (
       }
       return new NotFound({ detail: "No resource at this path." })
     }
-    if (isRequestError(squashed)) {
-      if (isBodyTooLarge(squashed)) {
-        return new PayloadTooLarge({
-          detail: `The request body exceeds ${maxBodyBytes} bytes.`,
-          max_bytes: maxBodyBytes
-        })
-      }
-      if ((squashed as any).cause instanceof SyntaxError) {
-        return new InvalidParameter({ detail: "The request body is not valid JSON." })
-      }
-      return new InvalidParameter({ detail: "The request could not be read." })
+    if (isBodyTooLarge(squashed)) {
+      return new PayloadTooLarge({
+        detail: `The request body exceeds ${maxBodyBytes} bytes.`,
+        max_bytes: maxBodyBytes
+      })
+    }
+    if (isRequestParseError(squashed)) {
+      return new InvalidParameter({
+        detail: squashed.cause instanceof SyntaxError
+          ? "The request body is not valid JSON."
+          : "The request could not be read."
+      })
     }
     if (isDatabaseUnavailable(squashed)) {
       // A client that hangs up interrupts its request, which cancels the statement (57014): not an
       // outage, and nobody reads the answer.
-      const clientGone = Cause.isInterrupted(cause) ||
+      const clientGone = Cause.hasInterrupts(cause) ||
         NodeHttpServerRequest.toIncomingMessage(request).socket?.destroyed === true
       yield* clientGone
         ? Effect.logDebug("statement cancelled: the client went away", cause)
         : Effect.logError("database unavailable", cause)
       return new ServiceUnavailable({ detail: "The database is unreachable.", retry_after: 5 })
     }
-    if (Cause.isInterruptedOnly(cause)) return undefined
+    if (Cause.hasInterruptsOnly(cause)) return undefined
     if (Option.isSome(failure)) return undefined
     yield* Effect.logError("unhandled defect", cause)
     return new InternalError({ detail: "" })
-  }).pipe(Effect.map((p) => p === undefined ? undefined : p))
+  })
 
-/** The catalog's global problem middleware. */
+const problemContext = ServerConfig.useSync((config): ProblemContext => ({
+  docsUrl: config.docsUrl,
+  publicUrl: config.catalogPublicUrl
+}))
+
+const respondWith = (ctx: ProblemContext, request: HttpServerRequest.HttpServerRequest, p: Problem) =>
+  currentRequestId.useSync((id) => problemResponse(stampProblem(p, ctx, instanceOf(request), id), ctx))
+
+/**
+ * The platform answers a body of a media type the endpoint does not declare with a plain-text 415
+ * of its own; the catalog takes JSON only and says so in its own style.
+ */
+const isPlatformUnsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =>
+  response.status === 415 && response.headers["content-type"]?.startsWith("text/plain") === true
+
+/** A problem, or a request the endpoint's schemas refused (not an answer it failed to encode: a defect). */
+const isAnsweredHere = (error: unknown): boolean =>
+  isProblem(error) ||
+  (HttpApiError.HttpApiSchemaError.is(error) && error.kind !== "Body" && error.kind !== "ResponseHeaders")
+
+/** The implementation of the `ProblemResponses` endpoint middleware (see the module comment). */
+export const problemResponsesLayer = Layer.effect(
+  ProblemResponses,
+  Effect.map(problemContext, (ctx) => (httpEffect, { endpoint }) =>
+    Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
+      httpEffect.pipe(
+        Effect.flatMap((response) =>
+          isPlatformUnsupportedMediaType(response)
+            ? respondWith(
+              ctx,
+              request,
+              new InvalidParameter({ detail: "The request body must be application/json." })
+            )
+            : Effect.succeed(response)
+        ),
+        Effect.catchIf(isAnsweredHere, (caught) => {
+          const error: unknown = caught
+          return isProblem(error)
+            ? respondWith(ctx, request, error)
+            : Effect.flatMap(refusedRequest(endpoint, request), (p) => respondWith(ctx, request, p))
+        })
+      ))
+  )
+)
+
+/**
+ * The catalog's global router middleware (see the module comment): bounds the body, and answers
+ * whatever no endpoint answered (or answered with a defect) with its problem document.
+ */
 export const problemMiddleware = (routes: RouteTable) =>
-  HttpApiBuilder.middleware(
+  HttpRouter.middleware(
     Effect.gen(function*() {
-      const config = yield* ServerConfig
-      const ctx: ProblemContext = { docsUrl: config.docsUrl, publicUrl: config.catalogPublicUrl }
-      const limit = config.maxBodyBytes
-      const respond = (request: HttpServerRequest.HttpServerRequest, p: Problem) =>
-        Effect.map(
-          FiberRef.get(currentRequestId),
-          (id) => problemResponse(stampProblem(p, ctx, instanceOf(request), id), ctx)
-        )
+      const ctx = yield* problemContext
+      const limit = (yield* ServerConfig).maxBodyBytes
       const bounded = limitBody({
         maxBytes: limit,
         tooLarge: (request) =>
-          respond(
+          respondWith(
+            ctx,
             request,
             new PayloadTooLarge({ detail: `The request body exceeds ${limit} bytes.`, max_bytes: limit })
           ),
         multipart: (request) =>
-          respond(
+          respondWith(
+            ctx,
             request,
             new InvalidParameter({ detail: "Multipart bodies are not accepted; send application/json." })
           )
       })
-      return (app: HttpApp.Default) =>
-        Effect.gen(function*() {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          return yield* bounded(app).pipe(
+      return (app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>) =>
+        Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
+          bounded(app).pipe(
             Effect.catchCause((cause) =>
               Effect.flatMap(
                 classify(routes, limit, request, cause),
-                (p) => p === undefined ? Effect.failCause(cause) : respond(request, p)
+                (p) => p === undefined ? Effect.failCause(cause) : respondWith(ctx, request, p)
               )
             )
-          )
-        })
-    })
+          ))
+    }),
+    { global: true }
   )
 
 /**
@@ -361,6 +412,6 @@ export const startingProblem = (ctx: ProblemContext) => (url: string, requestId:
   )
   return {
     contentType: "application/problem+json",
-    body: JSON.stringify(Schema.encodeSync(problem(ServiceUnavailable) as Schema.Schema<any, any>)(p))
+    body: JSON.stringify(encodeProblem(p))
   }
 }

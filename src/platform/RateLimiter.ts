@@ -100,8 +100,8 @@ export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClien
   RateLimiter,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const decode = Schema.decodeUnknown(Schema.Array(TakeRow))
-    const decodeAdmit = Schema.decodeUnknown(Schema.Array(AdmitRow))
+    const decode = Schema.decodeUnknownEffect(Schema.Array(TakeRow))
+    const decodeAdmit = Schema.decodeUnknownEffect(Schema.Array(AdmitRow))
 
     // `rate_limit_take` (migrations/0007) locks the bucket (creating it full on first use), refills
     // it from the elapsed time on the database clock, so processes agree, and takes what it grants.
@@ -294,7 +294,7 @@ export interface LeasedBudget {
  * overdraw by at most n leases.
  */
 export const makeLeasedBudget = (
-  limiter: Context.Tag.Service<RateLimiter>,
+  limiter: Context.Service.Shape<typeof RateLimiter>,
   policy: BucketPolicy,
   leaseMax: number
 ): Effect.Effect<LeasedBudget> =>
@@ -375,7 +375,7 @@ const LEASE_MAX = 16
  * seconds of a refused request, 0 for an admitted one.
  */
 export const makeLeasedBuckets = (
-  limiter: Context.Tag.Service<RateLimiter>,
+  limiter: Context.Service.Shape<typeof RateLimiter>,
   policy: BucketPolicy
 ): Effect.Effect<(key: string) => Effect.Effect<number>> =>
   Effect.gen(function*() {

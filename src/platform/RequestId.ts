@@ -2,8 +2,8 @@
  * `X-Request-ID: req_<ULID>` on every response of both servers, equal to `request_id` in problem
  * documents, set as a span attribute and a log annotation.
  */
-import { HttpEffect, HttpServerResponse } from "effect/http"
-import { Effect, FiberRef } from "effect"
+import { HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Context, Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { monotonicFactory } from "ulid"
 
@@ -23,7 +23,8 @@ const pooledRandom = (): number => {
 
 const ulid = monotonicFactory(pooledRandom)
 
-export const currentRequestId: FiberRef.FiberRef<string> = FiberRef.unsafeMake("")
+/** The request id of the request being handled; empty outside one. */
+export const currentRequestId = Context.Reference<string>("platform/currentRequestId", { defaultValue: () => "" })
 
 export const makeRequestId = (): string => `req_${ulid()}`
 
@@ -31,15 +32,17 @@ export const makeRequestId = (): string => `req_${ulid()}`
  * The outermost middleware of a server: it runs inside the platform's request span, so the id
  * lands on that span; every response, including errors, gets the header.
  */
-export const withRequestId = (app: HttpApp.Default): HttpApp.Default =>
+export const withRequestId = <E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
   Effect.suspend(() => {
     const id = makeRequestId()
     // A pre-response handler, because the platform writes the response before an outer map runs.
-    return HttpApp.appendPreResponseHandler((_request, response) =>
+    return HttpEffect.appendPreResponseHandler((_request, response) =>
       Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", id))
     ).pipe(
       Effect.andThen(app),
-      Effect.locally(currentRequestId, id),
+      Effect.provideService(currentRequestId, id),
       Effect.annotateLogs("request_id", id),
       Effect.tap(() => Effect.annotateCurrentSpan("request_id", id))
     )

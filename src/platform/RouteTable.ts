@@ -6,7 +6,7 @@
 import type { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { HttpApi } from "effect/http-api"
 import { HttpRouter } from "effect/http"
-import type { Context } from "effect"
+import { type Context, Layer } from "effect"
 
 /**
  * The platform's router (find-my-way) collapses "//" in the whole request target before it splits
@@ -14,15 +14,15 @@ import type { Context } from "effect"
  * reached handlers as `https:/rp.example/cb` (and `q=a//b` as `a/b`). Both servers turn that off:
  * query values arrive as sent, and a path with "//" is not one of ours (404).
  */
-export const ExactSlashes = HttpRouter.setRouterConfig({ ignoreDuplicateSlashes: false })
+export const ExactSlashes = Layer.succeed(HttpRouter.RouterConfig)({ ignoreDuplicateSlashes: false })
 
 export interface RouteEntry {
   readonly method: string
   readonly path: string
   readonly pattern: RegExp
   readonly paramNames: ReadonlyArray<string>
-  readonly endpoint: HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
-  readonly group: HttpApiGroup.HttpApiGroup.AnyWithProps
+  readonly endpoint: HttpApiEndpoint.Top
+  readonly group: HttpApiGroup.Top
   readonly annotations: Context.Context<never>
 }
 
@@ -51,17 +51,19 @@ const compile = (path: string) => {
 export class RouteTable {
   constructor(readonly routes: ReadonlyArray<RouteEntry>) {}
 
-  static fromApi<Api extends HttpApi.HttpApi.Any>(api: Api): RouteTable {
+  static fromApi<Id extends string, Groups extends HttpApiGroup.Constraint>(
+    api: HttpApi.HttpApi<Id, Groups>
+  ): RouteTable {
     const routes: Array<RouteEntry> = []
-    HttpApi.reflect(api as any, {
+    HttpApi.reflect(api, {
       onGroup() {},
       onEndpoint({ endpoint, group, mergedAnnotations }) {
         routes.push({
           method: endpoint.method,
           path: endpoint.path,
           ...compile(endpoint.path),
-          endpoint: endpoint as any,
-          group: group as any,
+          endpoint,
+          group,
           annotations: mergedAnnotations
         })
       }

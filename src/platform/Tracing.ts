@@ -5,17 +5,17 @@
  * Request spans come from the platform (method, route, status) and carry `request_id`; services and
  * SQL add child spans.
  */
-import { NodeSdk } from "@effect/opentelemetry"
+import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { Config, Effect, Layer, Option } from "effect"
+import { Config, Effect, Layer, Option, References } from "effect"
 
 export const TracingLive = Layer.unwrap(
   Effect.gen(function*() {
-    const endpoint = yield* Config.option(Config.string("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    const endpoint = yield* Config.option(Config.String("OTEL_EXPORTER_OTLP_ENDPOINT"))
     // Nothing would export the spans: skip making them (each costs microseconds on every request).
-    if (Option.isNone(endpoint)) return Layer.setTracerEnabled(false)
-    const serviceName = yield* Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("shiori"))
+    if (Option.isNone(endpoint)) return Layer.succeed(References.TracerEnabled, false)
+    const serviceName = yield* Config.String("OTEL_SERVICE_NAME").pipe(Config.withDefault("shiori"))
     const base = endpoint.value.replace(/\/+$/, "")
     return NodeSdk.layer(() => ({
       resource: { serviceName },

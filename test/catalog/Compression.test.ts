@@ -58,7 +58,7 @@ describe("compression (RFC 9110 12.5.3): Accept-Encoding", () => {
 })
 
 describe("compressed catalog answers (RFC 9110 8.4, 12.5.3)", () => {
-  it.layer(SeededCatalogLive({ works: 120, seed: 23 }), serverLayerOptions("180 seconds") as any)((it) => {
+  it.layer(SeededCatalogLive({ works: 120, seed: 23 }), serverLayerOptions("180 seconds"))((it) => {
     it.effect("a large list page: gzip for a gzip client from the stack and from the hot cache, identity otherwise", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog

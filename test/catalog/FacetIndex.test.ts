@@ -143,7 +143,7 @@ const truth = (q: string, olang?: string) =>
 
 describe("the facet copy of a seeded catalog (SPEC 4.1 rule 4)", () => {
   it.layer(SeededCatalogLive({ works: 300, seed: 5 }), { timeout: "300 seconds" })((it) => {
-    it.scoped("counts what the source tables count, and follows writes committed before a count", () =>
+    it.effect("counts what the source tables count, and follows writes committed before a count", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const index = yield* makeFacetIndex

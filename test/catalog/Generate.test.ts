@@ -58,15 +58,15 @@ const liveWorks = tables.works.filter((w) => w.merged_into === null && w.withdra
 const share = (part: number, whole: number) => part / whole
 
 describe("demo catalog generator: determinism", () => {
-  it("produces the same rows for the same (works, seed)", () => {
+  it("produces the same rows for the same (works, seed)", slow, () => {
     expect(collect(4000, 7).digest).toBe(catalog.digest)
-  }, slow)
+  })
 
-  it("produces different rows for another seed", () => {
+  it("produces different rows for another seed", slow, () => {
     expect(collect(1000, 8).digest).not.toBe(collect(1000, 7).digest)
-  }, slow)
+  })
 
-  it("chunked generation (as the seeder's worker threads do it) equals the one-pass generation", () => {
+  it("chunked generation (as the seeder's worker threads do it) equals the one-pass generation", slow, () => {
     const whole = digestOf((sink) => generateCatalog({ works: 3000, seed: 11, now }, sink))
     const chunked = digestOf((sink) => {
       const prepared = prepareCatalog({ works: 3000, seed: 11, now })
@@ -77,15 +77,15 @@ describe("demo catalog generator: determinism", () => {
       generateShared(prepared, counts, sink)
     })
     expect(chunked).toBe(whole)
-  }, slow)
+  })
 
-  it("moves only dates when the reference date moves", () => {
+  it("moves only dates when the reference date moves", slow, () => {
     const later = collect(500, 7, new Date("2026-01-01T00:00:00Z"))
     const earlier = collect(500, 7)
     const names = (t: typeof earlier) => t.tables.works.map((w) => [w.id, w.display_name, w.popularity])
     expect(names(later)).toEqual(names(earlier))
     expect(later.digest).not.toBe(earlier.digest)
-  }, slow)
+  })
 })
 
 describe("demo catalog generator: distributions", () => {

@@ -30,7 +30,7 @@ const stable = (res: Response) => {
 const hits = Effect.map(Metric.value(hotResponses), (state) => state.count)
 
 describe("hot responses (issue 3, performance)", () => {
-  it.layer(SeededCatalogLive({ works: 40, seed: 11 }), serverLayerOptions("180 seconds") as any)((it) => {
+  it.layer(SeededCatalogLive({ works: 40, seed: 11 }), serverLayerOptions("180 seconds"))((it) => {
     it.effect("a repeated list, search and work answer equal the stack's, with a fresh X-Request-ID (SPEC 7.1)", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog

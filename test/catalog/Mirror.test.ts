@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Redacted, Schema } from "effect"
+import { Effect, Fiber, Layer, Redacted, Schema } from "effect"
 import { inject } from "vitest"
 import { Change, Redirect } from "../../schema/Catalog/Change.js"
 import { Merges } from "../../src/catalog/merge/Merges.js"
@@ -144,7 +144,7 @@ describe("change feed and redirects (SPEC 6, DECISIONS 8)", () => {
         // b committed: it is served at once, although an older writer is still open.
         const during = yield* drain("changes", { cursor: cold.cursor })
         expect(during.items.map((i: any) => i.id)).toEqual([b!.id])
-        yield* long.await
+        yield* Fiber.await(long)
         // a committed after b: it comes after b's position, never before the cursor the mirror holds.
         const after = yield* drain("changes", { cursor: during.cursor })
         expect(after.items.map((i: any) => i.id)).toEqual([a!.id])

@@ -42,7 +42,11 @@ const reads = [
   "/v2/catalog/stats"
 ]
 
-/** The literal tokens a query parameter's schema accepts (e.g. the members of a `tokenList`). */
+/**
+ * The literal tokens a query parameter's schema accepts (e.g. the members of a `tokenList`). A schema's
+ * AST is its decoded side, with its refinements (checks) and its transformation (encoding) on the node
+ * itself, so only literals, unions and arrays need walking.
+ */
 const literals = (ast: SchemaAST.AST, out: Set<string> = new Set()): Set<string> => {
   switch (ast._tag) {
     case "Literal":
@@ -51,15 +55,9 @@ const literals = (ast: SchemaAST.AST, out: Set<string> = new Set()): Set<string>
     case "Union":
       for (const member of ast.types) literals(member, out)
       break
-    case "Refinement":
-      literals(ast.from, out)
-      break
-    case "Transformation":
-      literals(ast.to, out)
-      break
-    case "TupleType":
-      for (const element of ast.elements) literals(element.type, out)
-      for (const rest of ast.rest) literals(rest.type, out)
+    case "Arrays":
+      for (const element of ast.elements) literals(element, out)
+      for (const rest of ast.rest) literals(rest, out)
       break
     default:
       break
@@ -70,19 +68,17 @@ const literals = (ast: SchemaAST.AST, out: Set<string> = new Set()): Set<string>
 /** Per `METHOD path` (OpenAPI spelling), the tokens its `include` parameter accepts. */
 const includeTokens = () => {
   const out = new Map<string, ReadonlyArray<string>>()
-  HttpApi.reflect(CatalogApiDocumented as any, {
+  HttpApi.reflect(CatalogApiDocumented, {
     onGroup() {},
     onEndpoint({ endpoint }) {
-      const params = (endpoint as any).urlParamsSchema
-      if (params._tag !== "Some") return
-      const ast: SchemaAST.AST = params.value.ast
-      const struct = ast._tag === "Transformation" ? ast.to : ast
-      const type = struct._tag === "TypeLiteral"
-        ? struct.propertySignatures.find((p: SchemaAST.PropertySignature) => p.name === "include")?.type
+      if (endpoint.query === undefined) return
+      const struct = endpoint.query.ast
+      const type = struct._tag === "Objects"
+        ? struct.propertySignatures.find((p) => p.name === "include")?.type
         : undefined
       if (type === undefined) return
-      const path = (endpoint as any).path.replace(/:(\w+)/g, "{$1}")
-      out.set(`${(endpoint as any).method} ${path}`, [...literals(type)].filter((t) => t !== "undefined"))
+      const path = endpoint.path.replace(/:(\w+)/g, "{$1}")
+      out.set(`${endpoint.method} ${path}`, [...literals(type)].filter((t) => t !== "undefined"))
     }
   })
   return out

@@ -7,7 +7,7 @@
  */
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Layer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { CATALOG_CHANNEL, ReadCache } from "../../src/catalog/shared/ReadCache.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 import { eventually } from "../support/Eventually.js"
@@ -17,7 +17,7 @@ import { TestSqlLive } from "../support/TestDatabase.js"
 import { serverLayerOptions, testConfig } from "../support/TestServers.js"
 
 describe("catalog read cache (issue 3, performance)", () => {
-  it.layer(SeededCatalogLive({ works: 60, seed: 5 }), serverLayerOptions("180 seconds") as any)((it) => {
+  it.layer(SeededCatalogLive({ works: 60, seed: 5 }), serverLayerOptions("180 seconds"))((it) => {
     it.effect("a list and a work are served from memory until a write touches the change feed (DECISIONS 8)", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
@@ -128,7 +128,7 @@ describe("catalog read cache (issue 3, performance)", () => {
 
   const CacheLive = ReadCache.layer.pipe(Layer.provideMerge(TestSqlLive), Layer.provide(testConfig()))
 
-  it.layer(CacheLive, serverLayerOptions("60 seconds") as any)((it) => {
+  it.layer(CacheLive, serverLayerOptions("60 seconds"))((it) => {
     it.effect("concurrent misses of one key share one computation; hits do not compute", () =>
       Effect.gen(function*() {
         const cache = yield* ReadCache
@@ -198,7 +198,7 @@ describe("catalog read cache (issue 3, performance)", () => {
         yield* Deferred.await(started)
         yield* notified
         yield* Deferred.succeed(release, undefined)
-        const first = yield* fiber.await
+        const first = yield* Fiber.await(fiber)
         expect(Exit.isSuccess(first)).toBe(true)
         const again = yield* cache.through("slow", Effect.sync(() => -1), () => 1)
         expect(again).toBe(-1)

@@ -32,7 +32,7 @@ const BASIC_FIELDS = [
 const FULL_FIELDS = ["aliases", "created_at", "development_status", "engine", "links"]
 
 /** GET that must succeed; the body must decode with `schema` (SPEC 2: the records' constraints). */
-const ok = <A, I>(path: string, schema: Schema.Schema<A, I>, key: "sfw" | "nsfw" = "nsfw") =>
+const ok = <A, I>(path: string, schema: Schema.Codec<A, I>, key: "sfw" | "nsfw" = "nsfw") =>
   Effect.gen(function*() {
     const c = yield* Catalog
     const res = yield* c.get(path, { key })

@@ -19,7 +19,7 @@ import { hashKey } from "../../src/catalog/auth/ApiKeys.js"
 import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape, writeScopes } from "../support/Claims.js"
 import { serverLayerOptions } from "../support/TestServers.js"
 
-type Reply = Effect.Effect.Success<ReturnType<ClaimsFixtureShape["call"]>>
+type Reply = Effect.Success<ReturnType<ClaimsFixtureShape["call"]>>
 
 const decodeClaim = Schema.decodeUnknownSync(ClaimRecord)
 const decodeDecision = Schema.decodeUnknownSync(ClaimDecisionRecord)

@@ -31,7 +31,7 @@ const expectFailure = (result: { code: number; stdout: string; stderr: string },
 }
 
 describe("claims CLI: claims list, claim decide", () => {
-  layer(ClaimsFixtureLive(), serverLayerOptions("180 seconds") as any)((it) => {
+  layer(ClaimsFixtureLive(), serverLayerOptions("180 seconds"))((it) => {
     it.effect("claims list shows the queue; claim decide approves, declines, bans and unbans as the operator", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture

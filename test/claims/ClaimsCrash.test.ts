@@ -102,7 +102,7 @@ interface Outcome {
 const Env = ApiKeys.layer.pipe(Layer.provideMerge(TestSqlLive))
 
 describe("claims: a killed server process (DECISIONS 9)", () => {
-  it.layer(Env, { timeout: "120 seconds", excludeTestServices: true } as any)((it) => {
+  it.layer(Env, { timeout: "120 seconds", excludeTestServices: true })((it) => {
     it.effect(
       "DECISIONS 9: SIGKILL in a burst of idempotent creations: every acknowledged write is there once with its stored answer, and retrying the burst replays or completes it",
       () =>

@@ -9,7 +9,7 @@ import { ProblemCodes } from "../../schema/Problem.js"
 import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
 import { serverLayerOptions } from "../support/TestServers.js"
 
-type Reply = Effect.Effect.Success<ReturnType<ClaimsFixtureShape["call"]>>
+type Reply = Effect.Success<ReturnType<ClaimsFixtureShape["call"]>>
 
 const expectQuotaExceeded = (res: Reply) => {
   expect(res.status, JSON.stringify(res.body)).toBe(429)

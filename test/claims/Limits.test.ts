@@ -18,7 +18,7 @@ import { RateLimiterMemory } from "../../src/platform/RateLimiter.js"
 import { ClaimsFixture, ClaimsFixtureLive, writeScopes } from "../support/Claims.js"
 import { eventually } from "../support/Eventually.js"
 import { REQUEST_ID } from "../support/Problems.js"
-import { serverLayerOptions, testConfig } from "../support/TestServers.js"
+import { serverLayerOptions, testConfigProvider } from "../support/TestServers.js"
 
 interface Answer {
   readonly status: number
@@ -94,20 +94,14 @@ const OtherCatalogLive = (config: ConfigProvider.ConfigProvider) =>
     Effect.gen(function*() {
       const context = yield* Layer.build(listen(Layer.fresh(CatalogHttpLive), { port: 0, host: "127.0.0.1" }))
       const address = Context.get(context, HttpServer.HttpServer).address
-      if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("expected a TCP address")
+      if (address._tag !== "InetAddressV4") return yield* Effect.die(new Error("expected an IPv4 address"))
       return { base: `http://127.0.0.1:${address.port}` }
-    }).pipe(Effect.withConfigProvider(config))
-  )
-
-/** The settings of `testConfig(overrides)`, as a provider. */
-const testSettings = (overrides: Record<string, string>) =>
-  Effect.runSync(
-    Effect.configProviderWith(Effect.succeed).pipe(Effect.provide(testConfig(overrides)))
+    }).pipe(Effect.provideService(ConfigProvider.ConfigProvider, config))
   )
 
 /** Only what the environment says: the catalog's own defaults for everything else. */
-const environmentOnly = ConfigProvider.fromMap(new Map([["LOG_LEVEL", "Warning"]])).pipe(
-  ConfigProvider.orElse(() => ConfigProvider.fromEnv())
+const environmentOnly = ConfigProvider.fromUnknown({ LOG_LEVEL: "Warning" }).pipe(
+  ConfigProvider.orElse(ConfigProvider.fromEnv())
 )
 
 /** Hot answers so far (the servers run in this process). */
@@ -123,8 +117,8 @@ const smallConfig = {
 
 describe("request budget: a small burst (SPEC 8, DECISIONS 20)", () => {
   layer(
-    OtherCatalogLive(testSettings(smallConfig)).pipe(Layer.provideMerge(ClaimsFixtureLive({ config: smallConfig }))),
-    serverLayerOptions("180 seconds") as any
+    OtherCatalogLive(testConfigProvider(smallConfig)).pipe(Layer.provideMerge(ClaimsFixtureLive({ config: smallConfig }))),
+    serverLayerOptions("180 seconds")
   )((it) => {
     it.effect("SPEC 8: past the burst a credential gets 429 RATE_LIMITED with Retry-After; budgets are per credential", () =>
       Effect.gen(function*() {
@@ -272,7 +266,7 @@ describe("request budget: the hot read path counts (SPEC 8)", () => {
     ClaimsFixtureLive({
       config: { CATALOG_RATE_BURST: String(HOT.burst), CATALOG_RATE_PER_SECOND: String(HOT.perSecond) }
     }),
-    serverLayerOptions("180 seconds") as any
+    serverLayerOptions("180 seconds")
   )((it) => {
     it.effect("SPEC 8: a cacheable GET repeated past the burst is refused, not served from the hot cache forever", () =>
       Effect.gen(function*() {
@@ -332,7 +326,7 @@ describe("daily site quotas (SPEC 8, DECISIONS 20)", () => {
     OtherCatalogLive(environmentOnly).pipe(
       Layer.provideMerge(ClaimsFixtureLive({ config: { CATALOG_QUOTA_CLAIMS: "2" } }))
     ),
-    serverLayerOptions("180 seconds") as any
+    serverLayerOptions("180 seconds")
   )(
     (it) => {
       it.effect("SPEC 8: the third claim of a site in a UTC day is 429 QUOTA_EXCEEDED; refusals and replays use none", () =>
@@ -448,7 +442,7 @@ describe("limits: defaults (SPEC 8)", () => {
       // A bad setting is refused rather than ignored.
       const refused = yield* Effect.exit(
         Effect.provide(CatalogLimits, CatalogLimits.layer).pipe(
-          Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["CATALOG_RATE_BURST", "0"]])))
+          Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromUnknown({ CATALOG_RATE_BURST: "0" }))
         )
       )
       expect(refused._tag).toBe("Failure")
@@ -458,6 +452,6 @@ describe("limits: defaults (SPEC 8)", () => {
           Layer.provideMerge(Layer.merge(CatalogLimits.layer, RateLimiterMemory))
         )
       ),
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromUnknown({}))
     ))
 })

@@ -67,19 +67,19 @@ const verifierFor = (provider: { url: string }, live: Set<string>, settings: Rec
     AccessTokenVerifierJwks.pipe(
       Layer.provide(Layer.succeed(
         TokenLiveness,
-        TokenLiveness.make({
+        TokenLiveness.of({
           isLive: (claims) => Effect.succeed(claims.fid !== undefined && live.has(claims.fid)),
           liveUser: () => Effect.die("the catalog's verifier never reads the user")
         })
       )),
-      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
-        new Map([
-          ["IDENTITY_ISSUER", `${provider.url}/api/v1`],
-          ["IDENTITY_JWKS_URL", `${provider.url}/api/v1/oauth/jwks`],
-          ["IDENTITY_JWKS_COOLDOWN_SECONDS", String(COOLDOWN_MS / 1000)],
-          ...Object.entries(settings)
-        ])
-      )))
+      Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({
+        env: {
+          IDENTITY_ISSUER: `${provider.url}/api/v1`,
+          IDENTITY_JWKS_URL: `${provider.url}/api/v1/oauth/jwks`,
+          IDENTITY_JWKS_COOLDOWN_SECONDS: String(COOLDOWN_MS / 1000),
+          ...settings
+        }
+      })))
     )
   )
 

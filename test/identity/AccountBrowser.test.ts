@@ -39,7 +39,7 @@ const signInAt = (page: Page, issuer: string, user: { email: string; password: s
 
 describe("Registration and account pages in Chromium", () => {
   it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
-    it.scoped("SPEC 4.2: register -> mailbox -> code -> signed in -> account page, from the keyboard", () =>
+    it.effect("SPEC 4.2: register -> mailbox -> code -> signed in -> account page, from the keyboard", () =>
       Effect.gen(function*() {
         const { issuer } = yield* IdentityServers
         const page = yield* newPage
@@ -109,7 +109,7 @@ describe("Registration and account pages in Chromium", () => {
         expect(response!.headers()["content-security-policy"]).toContain("frame-ancestors 'none'")
       }))
 
-    it.scoped("SPEC 4.2: changing the password on the account page ends the other browser's session", () =>
+    it.effect("SPEC 4.2: changing the password on the account page ends the other browser's session", () =>
       Effect.gen(function*() {
         const { issuer } = yield* IdentityServers
         const user = yield* createUser()

@@ -503,14 +503,16 @@ describe("GET /api/v1/oauth/authorize", () => {
 
 /** A clock `offsetMillis` ahead of the real one: a server whose clock differs from the database's. */
 const clockAhead = (offsetMillis: number): Clock.Clock => {
-  const real = Clock.make()
+  const real = Clock.Clock.defaultValue()
   const nanos = BigInt(offsetMillis) * 1_000_000n
   return {
-    [Clock.ClockTypeId]: Clock.ClockTypeId,
-    unsafeCurrentTimeMillis: () => real.unsafeCurrentTimeMillis() + offsetMillis,
-    currentTimeMillis: Effect.sync(() => real.unsafeCurrentTimeMillis() + offsetMillis),
-    unsafeCurrentTimeNanos: () => real.unsafeCurrentTimeNanos() + nanos,
-    currentTimeNanos: Effect.sync(() => real.unsafeCurrentTimeNanos() + nanos),
+    currentTimeMillisUnsafe: () => real.currentTimeMillisUnsafe() + offsetMillis,
+    currentTimeMillis: Effect.sync(() => real.currentTimeMillisUnsafe() + offsetMillis),
+    currentTimeNanosUnsafe: () => real.currentTimeNanosUnsafe() + nanos,
+    currentTimeNanos: Effect.sync(() => real.currentTimeNanosUnsafe() + nanos),
+    // Elapsed time is the same on both clocks.
+    monotonicTimeNanosUnsafe: () => real.monotonicTimeNanosUnsafe(),
+    monotonicTimeNanos: real.monotonicTimeNanos,
     sleep: (duration) => real.sleep(duration)
   }
 }

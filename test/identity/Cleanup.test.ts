@@ -14,9 +14,9 @@ import { TestSqlLive } from "../support/TestDatabase.js"
 const Env = IdentityCleanup.layer.pipe(
   Layer.provide(IdentityConfig.layer),
   Layer.provideMerge(TestSqlLive),
-  Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
-    new Map([["IDENTITY_CLEANUP_INTERVAL_SECONDS", "0"], ["IDENTITY_CLEANUP_BATCH_SIZE", "2"]])
-  )))
+  Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({
+    env: { IDENTITY_CLEANUP_INTERVAL_SECONDS: "0", IDENTITY_CLEANUP_BATCH_SIZE: "2" }
+  })))
 )
 
 /** `now() + <offset>` as SQL. */

@@ -26,7 +26,7 @@ import { loginFrom, requestFrom } from "../support/LocalAddress.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
-const proxies = Either.getOrThrow(parseTrustedProxies("10.0.0.1, 10.1.0.0/16, fd00::/8"))
+const proxies = Result.getOrThrow(parseTrustedProxies("10.0.0.1, 10.1.0.0/16, fd00::/8"))
 
 describe("clientAddress (unit)", () => {
   it("without trusted proxies the peer is the client, whatever X-Forwarded-For says", () => {

@@ -113,7 +113,9 @@ describe("identity discovery, JWKS and OpenAPI", () => {
 
 describe("issuer default (DECISIONS 1)", () => {
   const issuerFrom = (settings: Record<string, string>) =>
-    Effect.runSync(Effect.withConfigProvider(issuerConfig, ConfigProvider.fromMap(new Map(Object.entries(settings)))))
+    Effect.runSync(
+      Effect.provideService(issuerConfig, ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env: settings }))
+    )
 
   it("IDENTITY_ISSUER wins; unset, the issuer follows IDENTITY_PORT; neither gives the default", () => {
     expect(issuerFrom({ IDENTITY_ISSUER: "https://id.example/api/v1", IDENTITY_PORT: "9000" }))

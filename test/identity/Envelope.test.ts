@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect, Result, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import {
@@ -36,22 +36,22 @@ describe("Envelope codes (SPEC 7.2)", () => {
 
   it.effect("encodes success as {code: 0, message, data} and failure with data null (SPEC 4.2)", () =>
     Effect.gen(function*() {
-      const ok = yield* Schema.decodeUnknown(LoginResponse)(
+      const ok = yield* Schema.decodeUnknownEffect(LoginResponse)(
         envelopeOk({ access_token: "a.b.c", token_type: "Bearer", expires_in: 900 })
       )
       expect(ok.code).toBe(0)
       expect(ok.data.expires_in).toBe(900)
       const { body, status } = envelopeFailure("WRONG_PASSWORD")
       expect(status).toBe(401)
-      expect(yield* Schema.encode(EnvelopeFailure)(body)).toEqual({
+      expect(yield* Schema.encodeEffect(EnvelopeFailure)(body)).toEqual({
         code: 10011,
         message: "Wrong password",
         data: null
       })
       const notOk = yield* Effect.result(
-        Schema.decodeUnknown(Envelope(Schema.Null))({ code: 10001, message: "", data: null })
+        Schema.decodeUnknownEffect(Envelope(Schema.Null))({ code: 10001, message: "", data: null })
       )
-      expect(notOk._tag).toBe("Left")
+      expect(Result.isFailure(notOk)).toBe(true)
     }))
 
   it("DECISIONS 10: the README's identity section lists every code with its status and message", () => {

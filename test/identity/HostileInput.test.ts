@@ -8,7 +8,7 @@
  */
 import { HttpApi } from "effect/http-api"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Schema, SchemaAST } from "effect"
+import { Effect, SchemaAST } from "effect"
 import * as Crypto from "node:crypto"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"
 import { EnvelopeCodes } from "../../schema/Identity/Envelope.js"
@@ -35,22 +35,38 @@ interface Route {
   readonly body: { readonly fields: ReadonlyArray<string>; readonly form: boolean } | undefined
 }
 
-const fieldsOf = (ast: SchemaAST.AST): Array<string> =>
-  SchemaAST.getPropertySignatures(Schema.encodedSchema(Schema.make(ast)).ast).map((ps) => String(ps.name))
+/** The property names of a schema's encoded side (those common to every member of a union). */
+const fieldsOf = (ast: SchemaAST.AST): Array<string> => {
+  const names = (encoded: SchemaAST.AST): Array<string> => {
+    switch (encoded._tag) {
+      case "Objects":
+        return encoded.propertySignatures.map((ps) => String(ps.name))
+      case "Suspend":
+        return names(encoded.thunk())
+      case "Union": {
+        const [first = [], ...rest] = encoded.types.map(names)
+        return first.filter((name) => rest.every((other) => other.includes(name)))
+      }
+      default:
+        return []
+    }
+  }
+  return names(SchemaAST.toEncoded(ast))
+}
 
 /** Every route of the identity API with its query and body fields, from the API definition. */
 const routes: ReadonlyArray<Route> = (() => {
   const out: Array<Route> = []
   HttpApi.reflect(IdentityApi, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint, payloads }) => {
-      const payload = [...payloads.entries()][0]
+    onEndpoint: ({ endpoint }) => {
+      const payload = [...endpoint.payload.entries()][0]
       out.push({
         method: endpoint.method,
         path: endpoint.path,
-        query: Option.match(endpoint.urlParamsSchema, { onNone: () => [], onSome: (s) => fieldsOf(s.ast) }),
+        query: endpoint.query === undefined ? [] : fieldsOf(endpoint.query.ast),
         body: endpoint.method === "GET" || payload === undefined ? undefined : {
-          fields: fieldsOf(payload[1].ast),
+          fields: fieldsOf(payload[1].schemas[0].ast),
           form: payload[0] === "application/x-www-form-urlencoded"
         }
       })

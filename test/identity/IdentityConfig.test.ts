@@ -9,7 +9,7 @@ import { IdentityConfig } from "../../src/identity/IdentityConfig.js"
 const configWith = (settings: Record<string, string>) =>
   IdentityConfig.pipe(
     Effect.provide(IdentityConfig.layer.pipe(
-      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(settings)))))
+      Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: settings })))
     ))
   )
 

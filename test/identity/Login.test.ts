@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { ConfigProvider, Context, Effect, Layer } from "effect"
 import * as Jose from "jose"
 import { DEFAULT_LOG_N, parseHash, Passwords } from "../../src/identity/crypto/Passwords.js"
 import { Users } from "../../src/identity/users/Users.js"
@@ -139,6 +139,22 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
   })
 
   it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
+    it.effect("README Configuration, IDENTITY_LOGIN_FAILURE_BURST: a block's setting reaches its servers and no others", () =>
+      Effect.gen(function*() {
+        // These servers run this block's settings (the harness's burst of 1000); beside them, the
+        // servers of the first block's `Env` (a burst of 3), both up at once.
+        const here = yield* IdentityServers
+        const first = yield* Layer.build(Env)
+        const there = Context.get(first, IdentityServers)
+        const fourWrong = (identity: string, user: { readonly email: string }) =>
+          Effect.forEach([0, 1, 2, 3], (i) =>
+            Effect.map(postLogin(identity, { email: user.email, password: `guess-${i}` }), ({ res }) => res.status))
+        const thereUser = yield* createUser().pipe(Effect.provide(first))
+        expect(yield* fourWrong(there.identity, thereUser)).toEqual([401, 401, 401, 429])
+        const hereUser = yield* createUser()
+        expect(yield* fourWrong(here.identity, hereUser)).toEqual([401, 401, 401, 401])
+      }))
+
     it.effect("a malformed body is envelope 40001; a form-encoded body is refused (no login CSRF)", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
@@ -259,7 +275,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         const user = yield* createUser()
         const oldHash = yield* Effect.flatMap(Passwords, (passwords) => passwords.hash(user.password)).pipe(
           Effect.provide(Passwords.layer.pipe(
-            Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["IDENTITY_SCRYPT_LOG_N", "15"]]))))
+            Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: { IDENTITY_SCRYPT_LOG_N: "15" } })))
           ))
         )
         yield* sql`UPDATE users SET password_hash = ${oldHash} WHERE id = ${user.id}`

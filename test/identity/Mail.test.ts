@@ -7,7 +7,7 @@
  */
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Layer, Logger, LogLevel } from "effect"
+import { ConfigProvider, Context, Effect, Layer, References } from "effect"
 import * as Net from "node:net"
 import { SMTPServer } from "smtp-server"
 import { MailConfig } from "../../src/identity/mail/MailConfig.js"
@@ -63,8 +63,7 @@ const smtpServer = (port: number) =>
     return { received, withSubject: (subject: string) => received.filter((m) => m.raw.includes(subject)) }
   })
 
-const settings = (entries: Record<string, string>) =>
-  Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(entries))))
+const settings = (entries: Record<string, string>) => ConfigProvider.layer(ConfigProvider.fromEnv({ env: entries }))
 
 /** `Mailer` and a delivery worker sending to `smtp://127.0.0.1:<port>`, over the test's database. */
 const worker = (port: number) =>
@@ -72,7 +71,7 @@ const worker = (port: number) =>
     Layer.provideMerge(MailConfig.layer),
     Layer.provide(settings({ SMTP_URL: `smtp://127.0.0.1:${port}` })),
     // A refused connection is logged as a warning at every attempt; the test checks the rows instead.
-    Layer.provide(Logger.minimumLogLevel(LogLevel.Error)),
+    Layer.provide(Layer.succeed(References.MinimumLogLevel, "Error")),
     Layer.fresh
   )
 
@@ -95,7 +94,7 @@ const outboxRow = (subject: string) =>
 
 describe("Mail delivery over SMTP", () => {
   it.layer(Layer.fresh(TestSqlLive), serverLayerOptions)((it) => {
-    it.scoped(
+    it.effect(
       "a message queued with Mailer.send reaches the SMTP server From MAIL_FROM, as multipart/alternative with its text and HTML parts; a later one is sent within seconds (NOTIFY, not the poll)",
       () =>
         Effect.gen(function*() {
@@ -147,7 +146,7 @@ describe("Mail delivery over SMTP", () => {
         })
     )
 
-    it.scoped(
+    it.effect(
       "a message stays in the outbox while SMTP refuses connections, and is delivered exactly once after the server comes up",
       () =>
         Effect.gen(function*() {
@@ -178,7 +177,7 @@ describe("Mail delivery over SMTP", () => {
         })
     )
 
-    it.scoped(
+    it.effect(
       "two workers (two pools on one database) deliver each of 40 messages exactly once; messages queued in a rolled-back transaction are never sent",
       () =>
         Effect.gen(function*() {
@@ -222,7 +221,7 @@ describe("Development mailbox setting (MAIL config)", () => {
   const read = (entries: Record<string, string>) =>
     MailConfig.pipe(
       Effect.provide(MailConfig.layer),
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(entries))))
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env: entries }))
     )
 
   it.effect("is on by default on a loopback HOST without SMTP_URL, off with SMTP_URL, in production (NODE_ENV or a non-loopback HOST) or with SHIORI_DEV_MAILBOX=0", () =>

@@ -2,11 +2,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
 import { parseHash, Passwords } from "../../src/identity/crypto/Passwords.js"
 
-// Small costs keep the suite fast; the parameters travel in the hash string either way.
+const settings = (env: Record<string, string>) => ConfigProvider.layer(ConfigProvider.fromEnv({ env }))
+
+// Small costs keep the suite fast; the parameters travel in the hash string either way. Fresh: a
+// `Passwords` built by an enclosing `Effect.provide` (with other settings) is not reused.
 const withLogN = (logN: number) =>
-  Passwords.layer.pipe(
-    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["IDENTITY_SCRYPT_LOG_N", String(logN)]]))))
-  )
+  Layer.fresh(Passwords.layer.pipe(Layer.provide(settings({ IDENTITY_SCRYPT_LOG_N: String(logN) }))))
 
 describe("Passwords (DECISIONS 11)", () => {
   it.effect("hashes to scrypt$N$r$p$salt$hash and verifies the right password only", () =>
@@ -70,7 +71,7 @@ describe("Passwords (DECISIONS 11)", () => {
       expect(stored).toMatch(/^scrypt\$131072\$8\$1\$/)
       expect(yield* passwords.verify("correct horse battery staple", stored)).toBe(true)
     }).pipe(
-      Effect.provide(Passwords.layer.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map())))))
+      Effect.provide(Passwords.layer.pipe(Layer.provide(settings({}))))
     ))
 
   it.effect("IDENTITY_SCRYPT_CONCURRENCY=1: concurrent hashes wait their turn and all complete", () =>
@@ -82,9 +83,7 @@ describe("Passwords (DECISIONS 11)", () => {
       for (const [i, stored] of hashes.entries()) expect(yield* passwords.verify(`pw-${i}`, stored)).toBe(true)
     }).pipe(
       Effect.provide(Passwords.layer.pipe(
-        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
-          new Map([["IDENTITY_SCRYPT_LOG_N", "10"], ["IDENTITY_SCRYPT_CONCURRENCY", "1"]])
-        )))
+        Layer.provide(settings({ IDENTITY_SCRYPT_LOG_N: "10", IDENTITY_SCRYPT_CONCURRENCY: "1" }))
       ))
     ))
 })

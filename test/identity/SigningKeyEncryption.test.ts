@@ -8,7 +8,7 @@ import { NodeServices } from "@effect/platform-node"
 import { SqlClient } from "effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Result, Exit, Layer, Redacted } from "effect"
+import { ConfigProvider, Context, Effect, Exit, Layer, Redacted, Result } from "effect"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
 import { inject } from "vitest"
@@ -30,20 +30,22 @@ const CLEAR_ERROR = "cannot decrypt signing keys: SHIORI_SECRET or SIGNING_KEY_E
 /** The real clock: tokens are checked against their `exp` (see test/support/IdentityServers.ts). */
 const layerOptions = { timeout: "120 seconds", excludeTestServices: true } as const
 
-const provider = (settings: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(settings)))
+/** Only these settings; an empty value is a value (a blank key is refused, not taken as unset). */
+const provider = (settings: Record<string, string>) =>
+  ConfigProvider.fromEnv({ env: settings, preserveEmptyStrings: true })
 
 /** One process start: the key ring over the current database, with only these settings. */
 const start = (settings: Record<string, string> = { SHIORI_SECRET: SECRET }) =>
   Layer.build(SigningKeys.layer).pipe(
     Effect.map((context) => Context.get(context, SigningKeys)),
-    Effect.withConfigProvider(provider(settings))
+    Effect.provideService(ConfigProvider.ConfigProvider, provider(settings))
   )
 
 const cipherFor = (settings: Record<string, string>) =>
   Effect.scoped(
     Layer.build(SigningKeyCipher.layer).pipe(
       Effect.map((context) => Context.get(context, SigningKeyCipher)),
-      Effect.withConfigProvider(provider(settings))
+      Effect.provideService(ConfigProvider.ConfigProvider, provider(settings))
     )
   ).pipe(Effect.orDie)
 
@@ -76,11 +78,11 @@ const expectNoPrivateMaterial = (row: Row, jwk: Jose.JWK) => {
   expect(row.sealed).toMatchObject({ v: 1, alg: "A256GCM", kek: expect.any(String), iv: expect.any(String) })
 }
 
-const tokensOver = (keys: SigningKeys) =>
+const tokensOver = (keys: SigningKeys["Service"]) =>
   Tokens.layerWithoutDependencies.pipe(Layer.provide(Layer.succeed(SigningKeys, keys)))
 
 /** An access token signed with the ring's key and verified through the same ring. */
-const signAndVerify = (keys: SigningKeys) =>
+const signAndVerify = (keys: SigningKeys["Service"]) =>
   Effect.gen(function*() {
     const tokens = yield* Tokens
     const issued = yield* tokens.issueAccessToken({
@@ -228,7 +230,7 @@ describe("migrations/0011 over rows of the earlier schema", () => {
         const url = new URL(inject("pgAdminUrl"))
         url.pathname = `/${name}`
         const database = yield* Layer.build(
-          Layer.mergeAll(PgClient.layer({ url: Redacted.make(url.toString()) }), NodeContext.layer)
+          Layer.mergeAll(PgClient.layer({ url: Redacted.make(url.toString()) }), NodeServices.layer)
         )
         const migrateUpTo = (last: number) =>
           PgMigrator.run({

@@ -9,18 +9,20 @@ import { atHash, DEFAULT_ISSUER, Tokens } from "../../src/identity/tokens/Tokens
 const NOW = Date.parse("2026-03-01T12:00:00Z")
 
 const config = (issuer?: string) =>
-  Layer.setConfigProvider(
-    ConfigProvider.fromMap(new Map(issuer === undefined ? [] : [["IDENTITY_ISSUER", issuer]]))
-  )
+  ConfigProvider.layer(ConfigProvider.fromEnv({ env: issuer === undefined ? {} : { IDENTITY_ISSUER: issuer } }))
 
-/** Tokens over the given key ring, so two issuers can share one set of keys. */
-const tokensOver = (keys: SigningKeys, issuer?: string) =>
+/**
+ * Tokens over the given key ring, so two issuers can share one set of keys. Local: not the `Tokens`
+ * an enclosing `Effect.provide` already built (with the other issuer).
+ */
+const tokensOver = (keys: SigningKeys["Service"], issuer?: string) =>
   Effect.provide(
     Tokens,
     Tokens.layerWithoutDependencies.pipe(
       Layer.provide(Layer.succeed(SigningKeys, keys)),
       Layer.provide(config(issuer))
-    )
+    ),
+    { local: true }
   )
 
 // The clock is set before the key ring is built: moving a TestClock forward afterwards would run
@@ -181,7 +183,10 @@ describe("Tokens", () => {
       const error = yield* Effect.flip(tokens.verifyAccessToken(tampered))
       expect(error.reason).toBe("bad_signature")
       expect(error.envelopeCode).toBe(10002)
-      const stranger = yield* Effect.flatMap(Tokens, (t) => t.issueAccessToken(input)).pipe(Effect.provide(TestLayer))
+      // Another key ring: local, or the enclosing provide's ring would be reused.
+      const stranger = yield* Effect.flatMap(Tokens, (t) => t.issueAccessToken(input)).pipe(
+        Effect.provide(TestLayer, { local: true })
+      )
       expect(yield* rejection(tokens.verifyAccessToken(stranger.token))).toBe("unknown_key")
       expect(yield* rejection(tokens.verifyAccessToken("not.a.jwt"))).toBe("malformed")
       expect(yield* rejection(tokens.verifyAccessToken(""))).toBe("malformed")

@@ -30,7 +30,7 @@ export const SeededCatalogLive = (options: { readonly works?: number; readonly s
       const seeded = yield* seedCatalog({ works: options.works ?? 300, seed: options.seed ?? 7, workers: 0 }).pipe(
         Effect.orDie
       )
-      if (seeded.status !== "seeded") return yield* Effect.dieMessage(`catalog not seeded: ${seeded.reason}`)
+      if (seeded.status !== "seeded") return yield* Effect.die(`catalog not seeded: ${seeded.reason}`)
       const keys = yield* ApiKeys
       const make = (contentLimit: "sfw" | "nsfw") =>
         Effect.map(

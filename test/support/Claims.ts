@@ -58,7 +58,7 @@ export const ClaimsFixtureLive = (
       const { catalog } = yield* TestServers
       const sql = yield* SqlClient.SqlClient
       const seeded = yield* seedCatalog({ works: options.works ?? 60, seed: 11, workers: 0 }).pipe(Effect.orDie)
-      if (seeded.status !== "seeded") return yield* Effect.dieMessage(`catalog not seeded: ${seeded.reason}`)
+      if (seeded.status !== "seeded") return yield* Effect.die(`catalog not seeded: ${seeded.reason}`)
       const apiKeys = yield* ApiKeys
       let n = 0
       const makeUser = (roles: ReadonlyArray<string>) =>

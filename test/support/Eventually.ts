@@ -27,7 +27,7 @@ export const eventually = <A, E, R>(
     const intervalMs = options.intervalMs ?? 10
     const attempt: Effect.Effect<A, E, R> = Effect.flatMap(Effect.exit(effect), (exit) => {
       if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
-      if (Cause.isInterruptedOnly(exit.cause) || Date.now() >= deadline) return exit
+      if (Cause.hasInterruptsOnly(exit.cause) || Date.now() >= deadline) return exit
       return Effect.andThen(sleepReal(intervalMs), attempt)
     })
     return attempt

@@ -16,7 +16,7 @@ export const providerKey = Effect.gen(function*() {
     SELECT kid, private_jwk_encrypted, public_jwk FROM signing_keys WHERE retired_at IS NULL
   `.pipe(Effect.orDie)
   const row = rows[0]
-  if (row === undefined) return yield* Effect.dieMessage("no signing key yet")
+  if (row === undefined) return yield* Effect.die("no signing key yet")
   const privateJwk = yield* cipher.open(row.kid, row.private_jwk_encrypted).pipe(Effect.orDie)
   return { kid: row.kid, privateJwk, publicJwk: row.public_jwk }
 }).pipe(Effect.provide(SigningKeyCipher.layerWithoutDependencies), Effect.orDie)

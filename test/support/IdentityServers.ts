@@ -4,8 +4,7 @@
  * fetch all agree, DECISIONS 1). Also gives the tests the account and client services, and raw
  * HTTP helpers for the flows every test needs.
  */
-import type { Clock } from "effect"
-import { ConfigProvider, Context, Effect, Layer } from "effect"
+import { Clock, ConfigProvider, Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
 import * as Net from "node:net"
 import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
@@ -54,7 +53,7 @@ const baseSettings = {
 }
 
 const withSettings = (settings: Record<string, string>) =>
-  ConfigProvider.fromMap(new Map(Object.entries(settings))).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+  ConfigProvider.fromEnv({ env: settings }).pipe(ConfigProvider.orElse(ConfigProvider.fromEnv()))
 
 /**
  * `clock`: the servers' clock instead of the real one (for a process whose clock differs from the
@@ -80,8 +79,8 @@ const ServersLive = (overrides: Record<string, string>, options: ServerOptions) 
         )
         return catalogPort
       }).pipe(
-        Effect.withConfigProvider(provider),
-        (build) => options.clock === undefined ? build : Effect.withClock(build, options.clock)
+        Effect.provideService(ConfigProvider.ConfigProvider, provider),
+        (build) => options.clock === undefined ? build : Effect.provideService(build, Clock.Clock, options.clock)
       )
       return { identity, issuer, catalog: `http://127.0.0.1:${catalogPort}` }
     })
@@ -93,8 +92,8 @@ export const IdentityTestEnv = (overrides: Record<string, string> = {}, options:
     Layer.provide(Passwords.layer),
     Layer.provideMerge(Layer.mergeAll(ServerConfig.layer, AppSecret.layer)),
     Layer.provideMerge(TestSqlLive),
-    Layer.provide(Layer.setConfigProvider(withSettings({ ...baseSettings, ...overrides }))),
-    // @effect/vitest memoizes layers across the `it.layer` blocks of a file: each env stands alone.
+    Layer.provide(ConfigProvider.layer(withSettings({ ...baseSettings, ...overrides }))),
+    // Layers are memoized across the builds that share a memo map: each env stands alone.
     Layer.fresh
   )
 

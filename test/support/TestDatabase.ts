@@ -35,15 +35,9 @@ export const TestDatabaseUrlLive = Layer.effect(
 
 /**
  * The servers' pool (`SqlLive`: prepared statements, statement timeout) over a fresh database, plus its url.
- * The pool size is laid over the settings in force rather than replacing them: a config provider set
- * while layers are built stays in force for the layers built after it (the servers), so replacing it
- * here used to hide every setting a test passed with `testConfig`.
+ * The pool size is laid over the settings in force (`testConfig`'s), not in place of them.
  */
 export const TestSqlLive = Layer.fresh(SqlLive).pipe(
-  Layer.provide(Layer.unwrap(Effect.configProviderWith((current) =>
-    Effect.succeed(Layer.setConfigProvider(
-      ConfigProvider.fromMap(new Map([["DATABASE_POOL_SIZE", "10"]])).pipe(ConfigProvider.orElse(() => current))
-    ))
-  ))),
+  Layer.provide(ConfigProvider.layerAdd(ConfigProvider.fromEnv({ env: { DATABASE_POOL_SIZE: "10" } }), { asPrimary: true })),
   Layer.provideMerge(TestDatabaseUrlLive)
 )

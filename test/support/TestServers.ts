@@ -22,28 +22,29 @@ const serveOn = <E, R>(http: Layer.Layer<never, E, R>) =>
     const context = yield* Layer.build(listen(http, { port: 0, host: "127.0.0.1" }))
     const server = Context.get(context, HttpServer.HttpServer)
     const address = server.address
-    if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("expected a TCP address")
+    if (address._tag !== "InetAddressV4") return yield* Effect.die(new Error("expected an IPv4 address"))
     return `http://127.0.0.1:${address.port}`
   })
+
+/** The settings a test gives, laid over the environment's. */
+export const testConfigProvider = (overrides: Record<string, string> = {}) =>
+  ConfigProvider.fromEnv({
+    env: {
+      LOG_LEVEL: "Warning",
+      CATALOG_RATE_BURST: "1000000",
+      CATALOG_RATE_PER_SECOND: "1000000",
+      ...overrides
+    }
+  }).pipe(ConfigProvider.orElse(ConfigProvider.fromEnv()))
 
 /**
  * Settings of the test servers; anything not given here comes from the environment defaults. The
  * catalog's request budget is lifted so tests that make hundreds of requests with one key test what
- * they are about; the limit tests set their own.
+ * they are about; the limit tests set their own. A layer: provide it to the servers it configures,
+ * and each block of a test file gets the settings it gives.
  */
 export const testConfig = (overrides: Record<string, string> = {}) =>
-  Layer.setConfigProvider(
-    ConfigProvider.fromMap(
-      new Map(Object.entries({
-        LOG_LEVEL: "Warning",
-        CATALOG_RATE_BURST: "1000000",
-        CATALOG_RATE_PER_SECOND: "1000000",
-        ...overrides
-      }))
-    ).pipe(
-      ConfigProvider.orElse(() => ConfigProvider.fromEnv())
-    )
-  )
+  ConfigProvider.layer(testConfigProvider(overrides))
 
 export const TestServersLive = Layer.effect(
   TestServers,
@@ -59,10 +60,9 @@ export const TestServersLive = Layer.effect(
 
 /**
  * `it.layer` options for layers that run servers: real clock and services (the servers must not
- * live on the TestClock: they sign tokens and time out requests). The option exists at runtime;
- * `it.layer`'s type omits it, hence a non-literal object.
+ * live on the TestClock: they sign tokens and time out requests).
  */
-export const serverLayerOptions = (timeout: Duration.DurationInput = "120 seconds") => ({
+export const serverLayerOptions = (timeout: Duration.Input = "120 seconds") => ({
   timeout,
   excludeTestServices: true
 })

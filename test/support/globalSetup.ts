@@ -37,7 +37,7 @@ export default async function setup(project: TestProject) {
   } else {
     dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "shiori-test-pg-"))
     const cluster = await Effect.runPromise(
-      Scope.extend(startEmbeddedPostgres({ dataDir: Path.join(dataDir, "data"), port: 0 }), scope)
+      Scope.provide(startEmbeddedPostgres({ dataDir: Path.join(dataDir, "data"), port: 0 }), scope)
     )
     adminUrl = Redacted.value(cluster.url("postgres"))
   }
@@ -49,7 +49,7 @@ export default async function setup(project: TestProject) {
   await Effect.runPromise(
     PgMigrator.run({ loader: migrationLoader }).pipe(
       Effect.provide(
-        Layer.mergeAll(PgClient.layer({ url: Redacted.make(withDatabase(adminUrl, template)) }), NodeContext.layer)
+        Layer.mergeAll(PgClient.layer({ url: Redacted.make(withDatabase(adminUrl, template)) }), NodeServices.layer)
       ),
       Effect.scoped
     )

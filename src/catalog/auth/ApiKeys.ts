@@ -3,14 +3,14 @@
  * bits shown once as `sk_<base64url>`, stored as a sha256 hash, bound to a site, a scope set and a
  * content limit.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import type { Scope } from "../../../schema/Annotations.js"
 import { Scopes } from "../../../schema/Annotations.js"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 
-export const SiteName = Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9_]*$/), Schema.maxLength(64))
+export const SiteName = Schema.String.check(Schema.isPattern(/^[a-z][a-z0-9_]*$/), Schema.isMaxLength(64))
 
 export interface ApiKeyRecord {
   readonly id: string

@@ -7,11 +7,12 @@
  * The user's roles are read at that moment, whatever the credential carried. Tenant checks belong to
  * the operations, which know whose resource it is.
  */
-import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { HttpApiEndpoint } from "effect/http-api"
 import type { Scope } from "../../../schema/Annotations.js"
 import { RequiredScope, Scopes } from "../../../schema/Annotations.js"
-import { Authorization, WriteAuthorization } from "../../../schema/Api/Security.js"
+import { Authorization, Principal, WriteAuthorization } from "../../../schema/Api/Security.js"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
 import { holdsRole, type RouteRule, RouteRules } from "../../../schema/Api/Writes.js"
 import {
@@ -135,8 +136,9 @@ export class Credentials extends Context.Service<Credentials>()("catalog/Credent
     return { authenticate, peek } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([ApiKeys.layer, AccessTokenVerifierJwks.pipe(Layer.provide(TokenLiveness.layer))]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+  static readonly layer = Layer.effect(this, this.make).pipe(
+    Layer.provide([ApiKeys.layer, AccessTokenVerifierJwks.pipe(Layer.provide(TokenLiveness.layer))])
+  )
 }
 
 /** `Authorization: Bearer <token>` with the scheme matched case-insensitively (RFC 7235 2.1). */
@@ -158,23 +160,21 @@ const makeAuthorize = (routes: RouteTable) =>
     const standing = yield* UserStanding
     const needs = new Map<string, RouteNeeds>()
     for (const route of routes.routes) {
-      const middlewares = route.group.middlewares as ReadonlySet<unknown>
+      const middlewares = route.endpoint.middlewares as ReadonlySet<unknown>
       if (!middlewares.has(Authorization) && !middlewares.has(WriteAuthorization)) continue
       const scope = Context.getOption(route.annotations, RequiredScope)
       if (Option.isNone(scope)) {
-        return yield* Effect.dieMessage(`${route.method} ${route.path} has no RequiredScope annotation`)
+        return yield* Effect.die(new Error(`${route.method} ${route.path} has no RequiredScope annotation`))
       }
       const rule = Option.getOrUndefined(Context.getOption(route.annotations, RouteRules))
       if (rule !== undefined && !middlewares.has(WriteAuthorization)) {
-        return yield* Effect.dieMessage(`${route.method} ${route.path} has a rule but not WriteAuthorization`)
+        return yield* Effect.die(new Error(`${route.method} ${route.path} has a rule but not WriteAuthorization`))
       }
       needs.set(`${route.method} ${route.path}`, { scope: scope.value, rule })
     }
 
-    const routeNeeds = Effect.map(
-      HttpRouter.RouteContext,
-      (route) => needs.get(`${route.route.method} ${route.route.path}`)
-    )
+    /** What the endpoint being served needs (the middleware is handed the endpoint). */
+    const routeNeeds = (endpoint: HttpApiEndpoint.Top) => needs.get(`${endpoint.method} ${endpoint.path}`)
 
     /** The user the rule needs, with the roles and standing they have now. */
     const actingUser = (principal: PrincipalShape, rule: RouteRule) =>
@@ -199,41 +199,43 @@ const makeAuthorize = (routes: RouteTable) =>
       })
 
     /** Credential, budget and scope: what every route checks. */
-    const authenticate = Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const token = bearerToken(request.headers.authorization)
-      if (Option.isNone(token)) {
-        return yield* new MissingCredential({ detail: "Send `Authorization: Bearer <token>`." })
-      }
-      if (token.value === "") {
-        return yield* new InvalidCredential({ detail: "The Authorization header is not a Bearer credential." })
-      }
-      const principal = yield* credentials.authenticate(token.value)
-      const admission = yield* budget.take(principal.owner)
-      const limitHeaders = budget.headers(admission)
-      // Listed after any policy the answer already names (a spent quota), as one list per field.
-      yield* HttpApp.appendPreResponseHandler((_request, response) =>
-        Effect.succeed(HttpServerResponse.setHeaders(response, mergeLimitHeaders(response.headers, limitHeaders)))
-      )
-      if (admission.retryAfterSeconds > 0) {
-        return yield* new RateLimited({
-          detail: "This credential's request budget is spent; wait `Retry-After` seconds.",
-          retry_after: admission.retryAfterSeconds
-        })
-      }
-      const need = yield* routeNeeds
-      if (need !== undefined && need.scope !== "any" && !principal.scopes.has(need.scope)) {
-        return yield* new ScopeRequired({ detail: `This operation needs the \`${need.scope}\` scope.` })
-      }
-      return principal
-    })
+    const authenticate = (endpoint: HttpApiEndpoint.Top) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const token = bearerToken(request.headers.authorization)
+        if (Option.isNone(token)) {
+          return yield* new MissingCredential({ detail: "Send `Authorization: Bearer <token>`." })
+        }
+        if (token.value === "") {
+          return yield* new InvalidCredential({ detail: "The Authorization header is not a Bearer credential." })
+        }
+        const principal = yield* credentials.authenticate(token.value)
+        const admission = yield* budget.take(principal.owner)
+        const limitHeaders = budget.headers(admission)
+        // Listed after any policy the answer already names (a spent quota), as one list per field.
+        yield* HttpEffect.appendPreResponseHandler((_request, response) =>
+          Effect.succeed(HttpServerResponse.setHeaders(response, mergeLimitHeaders(response.headers, limitHeaders)))
+        )
+        if (admission.retryAfterSeconds > 0) {
+          return yield* new RateLimited({
+            detail: "This credential's request budget is spent; wait `Retry-After` seconds.",
+            retry_after: admission.retryAfterSeconds
+          })
+        }
+        const need = routeNeeds(endpoint)
+        if (need !== undefined && need.scope !== "any" && !principal.scopes.has(need.scope)) {
+          return yield* new ScopeRequired({ detail: `This operation needs the \`${need.scope}\` scope.` })
+        }
+        return principal
+      })
 
     /** Then the route's rule. */
-    const authenticateForRule = Effect.gen(function*() {
-      const principal = yield* authenticate
-      const need = yield* routeNeeds
-      return need?.rule?.user === true ? yield* actingUser(principal, need.rule) : principal
-    })
+    const authenticateForRule = (endpoint: HttpApiEndpoint.Top) =>
+      Effect.gen(function*() {
+        const principal = yield* authenticate(endpoint)
+        const need = routeNeeds(endpoint)
+        return need?.rule?.user === true ? yield* actingUser(principal, need.rule) : principal
+      })
 
     return { authenticate, authenticateForRule } as const
   })
@@ -249,17 +251,32 @@ const mergeLimitHeaders = (
     ) => [name, existing[name] === undefined ? value : `${existing[name]}, ${value}`])
   )
 
+/**
+ * The middleware reads the `Authorization` header itself (`bearerToken`): the decoded bearer
+ * credential cannot tell a missing header from one of another scheme.
+ */
 export const AuthorizationLive = (routes: RouteTable) =>
   Layer.effect(
     Authorization,
-    Effect.map(makeAuthorize(routes), (a) => Authorization.of({ bearer: (_: Redacted.Redacted) => a.authenticate }))
+    Effect.map(makeAuthorize(routes), (a) =>
+      Authorization.of({
+        bearer: (httpEffect, { endpoint }) =>
+          Effect.flatMap(
+            a.authenticate(endpoint),
+            (principal) => Effect.provideService(httpEffect, Principal, principal)
+          )
+      }))
   )
 
 export const WriteAuthorizationLive = (routes: RouteTable) =>
   Layer.effect(
     WriteAuthorization,
-    Effect.map(
-      makeAuthorize(routes),
-      (a) => WriteAuthorization.of({ bearer: (_: Redacted.Redacted) => a.authenticateForRule })
-    )
+    Effect.map(makeAuthorize(routes), (a) =>
+      WriteAuthorization.of({
+        bearer: (httpEffect, { endpoint }) =>
+          Effect.flatMap(
+            a.authenticateForRule(endpoint),
+            (principal) => Effect.provideService(httpEffect, Principal, principal)
+          )
+      }))
   )

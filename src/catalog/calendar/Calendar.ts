@@ -18,7 +18,7 @@ export const CALENDAR_ZONE = "Asia/Tokyo"
 /** Today's date (`YYYY-MM-DD`) in the calendar's timezone. */
 export const calendarToday = Effect.map(
   DateTime.now,
-  (now) => DateTime.formatIsoDate(DateTime.unsafeMakeZoned(now, { timeZone: CALENDAR_ZONE }))
+  (now) => DateTime.formatIsoDate(DateTime.makeZonedUnsafe(now, { timeZone: CALENDAR_ZONE }))
 )
 
 /** `YYYY-MM` of a released_key (YYYYMMDD). */
@@ -98,5 +98,4 @@ export class Calendar extends Context.Service<Calendar>()("catalog/Calendar", {
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([CalendarRepo.layer, Cursors.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
 }

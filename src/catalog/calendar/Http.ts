@@ -11,7 +11,7 @@ export const HttpCalendarLive = HttpApiBuilder.group(
   (handlers) =>
     Effect.gen(function*() {
       const calendar = yield* Calendar
-      return handlers.handle("listCalendar", ({ urlParams }) =>
-        Effect.flatMap(Principal, (p) => calendar.list(urlParams, p.contentLimit)), runToCompletion)
+      return handlers.handle("listCalendar", ({ query }) =>
+        Effect.flatMap(Principal, (p) => calendar.list(query, p.contentLimit)), runToCompletion)
     })
 ).pipe(Layer.provide(Calendar.layer))

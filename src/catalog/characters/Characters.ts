@@ -164,6 +164,7 @@ export class Characters extends Context.Service<Characters>()("catalog/Character
     return { list, get, appearances } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([CharactersRepo.layer, CreditNamesRepo.layer, EntityParts.layer, Cursors.layer, Gone.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+  static readonly layer = Layer.effect(this, this.make).pipe(
+    Layer.provide([CharactersRepo.layer, CreditNamesRepo.layer, EntityParts.layer, Cursors.layer, Gone.layer])
+  )
 }

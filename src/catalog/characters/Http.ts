@@ -20,16 +20,16 @@ export const HttpCharactersLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const characters = yield* Characters
       return handlers
-        .handle("listCharacters", ({ urlParams }) =>
-          Effect.flatMap(nsfw, (n) => characters.list(urlParams, n)), runToCompletion)
-        .handle("getCharacter", ({ path, urlParams }) =>
+        .handle("listCharacters", ({ query }) =>
+          Effect.flatMap(nsfw, (n) => characters.list(query, n)), runToCompletion)
+        .handle("getCharacter", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
-            characters.get(path.id, urlParams.view ?? "basic", urlParams.include ?? [], n))
+            characters.get(params.id, query.view ?? "basic", query.include ?? [], n))
             .pipe(Effect.flatMap((character) =>
               conditionalJson(Character, character)
             )), runToCompletion)
-        .handle("listCharacterAppearances", ({ path, urlParams }) =>
+        .handle("listCharacterAppearances", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
-            characters.appearances(path.id, urlParams, n)), runToCompletion)
+            characters.appearances(params.id, query, n)), runToCompletion)
     })
 ).pipe(Layer.provide(Characters.layer))

@@ -521,5 +521,4 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([ClaimsRepo.layer, Cursors.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
 }

@@ -2,9 +2,9 @@
  * The claim tables (migrations/0021): statements only, run inside the transaction of the write
  * runner (src/catalog/writes/Writes.ts) for writes. Rules live in Claims.ts.
  */
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Statement } from "effect/sql/Statement"
-import { Context, Effect, Layer, Schema } from "effect"
 import { ClaimState } from "../../../schema/Catalog/Claim.js"
 import { searchDocument } from "../search/SearchKey.js"
 import { bigintId } from "../shared/Lanes.js"
@@ -87,10 +87,10 @@ export interface Bearer {
 export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRepo", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const decodeLocked = Schema.decodeUnknown(Schema.Array(LockedClaim))
-    const decodeRecords = Schema.decodeUnknown(Schema.Array(RecordRow))
-    const decodeEvents = Schema.decodeUnknown(Schema.Array(EventRow))
-    const decodeAppended = Schema.decodeUnknown(Schema.Array(Appended))
+    const decodeLocked = Schema.decodeUnknownEffect(Schema.Array(LockedClaim))
+    const decodeRecords = Schema.decodeUnknownEffect(Schema.Array(RecordRow))
+    const decodeEvents = Schema.decodeUnknownEffect(Schema.Array(EventRow))
+    const decodeAppended = Schema.decodeUnknownEffect(Schema.Array(Appended))
 
     /** The content gate of a credential (`nsfw`: sees nsfw works too). */
     const gate = (nsfw: boolean) => nsfw ? sql`TRUE` : sql`NOT w.nsfw`

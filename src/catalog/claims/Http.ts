@@ -2,8 +2,8 @@
  * Handlers of the claims, moderation and claim-event groups (schema/Api/ClaimsApi.ts). Every write
  * goes through the write runner with the rule its route declares.
  */
-import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer, Schema } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { claimRules } from "../../../schema/Api/ClaimsApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
@@ -30,32 +30,32 @@ export const HttpClaimsLive = HttpApiBuilder.group(
               payload,
               write: claims.create(principal, payload)
             })), runToCompletion)
-        .handle("listClaims", ({ urlParams }) => Effect.flatMap(Principal, (p) => claims.list(p, urlParams)))
-        .handle("getClaim", ({ path }) =>
+        .handle("listClaims", ({ query }) => Effect.flatMap(Principal, (p) => claims.list(p, query)))
+        .handle("getClaim", ({ params }) =>
           Effect.flatMap(Principal, (p) =>
-            Effect.flatMap(claims.get(p, path.work_id), ({ etag, record }) =>
+            Effect.flatMap(claims.get(p, params.work_id), ({ etag, record }) =>
               Effect.flatMap(
-                Schema.encode(ClaimRecord)(record).pipe(Effect.orDie),
+                Schema.encodeEffect(ClaimRecord)(record).pipe(Effect.orDie),
                 (encoded) =>
                   conditional({ json: JSON.stringify(encoded), etag })
               ))))
-        .handle("submitClaim", ({ headers, path }) =>
+        .handle("submitClaim", ({ headers, params }) =>
           Effect.flatMap(Principal, (principal) =>
             writes.run({
               principal,
               rule: claimRules.submitClaim,
               idempotencyKey: headers["idempotency-key"],
               payload: null,
-              write: claims.submit(principal, claimRules.submitClaim, path.work_id, headers["if-match"])
+              write: claims.submit(principal, claimRules.submitClaim, params.work_id, headers["if-match"])
             })), runToCompletion)
-        .handle("releaseClaim", ({ headers, path }) =>
+        .handle("releaseClaim", ({ headers, params }) =>
           Effect.flatMap(Principal, (principal) =>
             writes.run({
               principal,
               rule: claimRules.releaseClaim,
               idempotencyKey: undefined,
               payload: null,
-              write: claims.release(principal, claimRules.releaseClaim, path.work_id, headers["if-match"])
+              write: claims.release(principal, claimRules.releaseClaim, params.work_id, headers["if-match"])
             })), runToCompletion)
     })
 )
@@ -68,17 +68,18 @@ export const HttpModerationLive = HttpApiBuilder.group(
       const claims = yield* Claims
       const writes = yield* Writes
       return handlers
-        .handle("moderationQueue", ({ urlParams }) => Effect.flatMap(Principal, (p) => claims.queue(p, urlParams)))
-        .handle("decideClaim", ({ headers, path, payload }) =>
+        .handle("moderationQueue", ({ query }) => Effect.flatMap(Principal, (p) => claims.queue(p, query)))
+        .handle("decideClaim", ({ headers, params, payload }) =>
           Effect.flatMap(Principal, (principal) =>
             writes.run({
               principal,
               rule: claimRules.decideClaim,
               idempotencyKey: headers["idempotency-key"],
               payload,
-              write: claims.decide(principal, claimRules.decideClaim, path.work_id, payload, headers["if-match"])
+              write: claims.decide(principal, claimRules.decideClaim, params.work_id, payload, headers["if-match"])
             })), runToCompletion)
-        .handle("snapshot", ({ path }) => Effect.flatMap(Principal, (p) => claims.snapshot(p, path.object, path.id)))
+        .handle("snapshot", ({ params }) =>
+          Effect.flatMap(Principal, (p) => claims.snapshot(p, params.object, params.id)))
     })
 )
 
@@ -88,8 +89,8 @@ export const HttpClaimEventsLive = HttpApiBuilder.group(
   (handlers) =>
     Effect.gen(function*() {
       const claims = yield* Claims
-      return handlers.handle("listClaimEvents", ({ urlParams }) =>
-        Effect.flatMap(Principal, (p) => claims.events(p.contentLimit, urlParams)))
+      return handlers.handle("listClaimEvents", ({ query }) =>
+        Effect.flatMap(Principal, (p) => claims.events(p.contentLimit, query)))
     })
 )
 

@@ -3,7 +3,7 @@
  * record, each with the schema of its value. One registry for both directions: minting a work
  * from `field_values` checks against it, and a snapshot reads the same keys back.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Result, Schema } from "effect"
 import { LangTag } from "../../../schema/Catalog/Common.js"
 import { DevelopmentStatus } from "../../../schema/Catalog/Work.js"
 import type { FieldError } from "../../../schema/Problem.js"
@@ -11,10 +11,12 @@ import { ValidationFailed } from "../../../schema/Problem.js"
 import { type Collected, collectFieldErrors } from "../../platform/FieldErrors.js"
 
 export const WorkFieldSchemas = {
-  "catalog.work.display_name": Schema.String.pipe(Schema.minLength(1), Schema.maxLength(512)),
-  "catalog.work.latin": Schema.NullOr(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(512))),
+  "catalog.work.display_name": Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(512)),
+  "catalog.work.latin": Schema.NullOr(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(512))),
   "catalog.work.olang": Schema.NullOr(LangTag),
-  "catalog.work.length_minutes": Schema.NullOr(Schema.Int.pipe(Schema.between(0, 1_000_000))),
+  "catalog.work.length_minutes": Schema.NullOr(
+    Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 1_000_000 }))
+  ),
   "catalog.work.development_status": DevelopmentStatus
 } as const
 
@@ -48,12 +50,12 @@ export const decodeWorkFields = (values: Readonly<Record<string, unknown>>) =>
         } as FieldError)
         continue
       }
-      const schema = WorkFieldSchemas[key as WorkFieldKey] as Schema.Schema<unknown, unknown>
-      const decoded = Schema.decodeUnknownEither(schema)(value)
-      if (decoded._tag === "Left") {
-        collectFieldErrors(decoded.left.issue, "pointer", collected, ["field_values", key])
+      const schema: Schema.Decoder<unknown> = WorkFieldSchemas[key as WorkFieldKey]
+      const decoded = Schema.decodeUnknownResult(schema)(value)
+      if (Result.isFailure(decoded)) {
+        collectFieldErrors(decoded.failure.issue, "pointer", collected, ["field_values", key])
       } else {
-        out[key as WorkFieldKey] = decoded.right
+        out[key as WorkFieldKey] = decoded.success
       }
     }
     if (collected.errors.length > 0) {

@@ -115,6 +115,7 @@ export class Companies extends Context.Service<Companies>()("catalog/Companies",
     return { list, get, graph } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([CompaniesRepo.layer, EntityParts.layer, Gone.layer, Cursors.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+  static readonly layer = Layer.effect(this, this.make).pipe(
+    Layer.provide([CompaniesRepo.layer, EntityParts.layer, Gone.layer, Cursors.layer])
+  )
 }

@@ -14,18 +14,18 @@ export const HttpCompaniesLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const companies = yield* Companies
       return handlers
-        .handle("listCompanies", ({ urlParams }) =>
-          Effect.flatMap(Principal, (p) => companies.list(urlParams, p.contentLimit)), runToCompletion)
-        .handle("getCompany", ({ path, urlParams }) =>
+        .handle("listCompanies", ({ query }) =>
+          Effect.flatMap(Principal, (p) => companies.list(query, p.contentLimit)), runToCompletion)
+        .handle("getCompany", ({ params, query }) =>
           Effect.flatMap(Principal, (p) =>
-            companies.get(path.id, urlParams.include ?? [], p.contentLimit)).pipe(
+            companies.get(params.id, query.include ?? [], p.contentLimit)).pipe(
               Effect.flatMap((company) =>
                 conditionalJson(Company, company)
               )
             ), runToCompletion)
-        .handle("getCompanyGraph", ({ path, urlParams }) =>
+        .handle("getCompanyGraph", ({ params, query }) =>
           Effect.flatMap(Principal, (p) =>
-            companies.graph(path.id, urlParams.include ?? [], p.contentLimit)).pipe(
+            companies.graph(params.id, query.include ?? [], p.contentLimit)).pipe(
               Effect.flatMap((graph) =>
                 conditionalJson(CompanyGraph, graph)
               )

@@ -148,6 +148,7 @@ export class CreditNames extends Context.Service<CreditNames>()("catalog/CreditN
     return { list, get, credits } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([CreditNamesRepo.layer, EntityParts.layer, Cursors.layer, Gone.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+  static readonly layer = Layer.effect(this, this.make).pipe(
+    Layer.provide([CreditNamesRepo.layer, EntityParts.layer, Cursors.layer, Gone.layer])
+  )
 }

@@ -20,17 +20,17 @@ export const HttpCreditNamesLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const names = yield* CreditNames
       return handlers
-        .handle("listCreditNames", ({ urlParams }) =>
-          Effect.flatMap(nsfw, (n) => names.list(urlParams, n)), runToCompletion)
-        .handle("getCreditName", ({ path, urlParams }) =>
+        .handle("listCreditNames", ({ query }) =>
+          Effect.flatMap(nsfw, (n) => names.list(query, n)), runToCompletion)
+        .handle("getCreditName", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
-            names.get(path.id, urlParams.include ?? [], n)).pipe(
+            names.get(params.id, query.include ?? [], n)).pipe(
               Effect.flatMap((name) =>
                 conditionalJson(CreditName, name)
               )
             ), runToCompletion)
-        .handle("listNameCredits", ({ path, urlParams }) =>
+        .handle("listNameCredits", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
-            names.credits(path.id, urlParams, n)), runToCompletion)
+            names.credits(params.id, query, n)), runToCompletion)
     })
 ).pipe(Layer.provide(CreditNames.layer))

@@ -47,6 +47,7 @@ export class Engines extends Context.Service<Engines>()("catalog/Engines", {
     return { list, get } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([EnginesRepo.layer, Gone.layer, Cursors.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+  static readonly layer = Layer.effect(this, this.make).pipe(
+    Layer.provide([EnginesRepo.layer, Gone.layer, Cursors.layer])
+  )
 }

@@ -14,11 +14,11 @@ export const HttpEnginesLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const engines = yield* Engines
       return handlers
-        .handle("listEngines", ({ urlParams }) =>
-          Effect.flatMap(Principal, (p) => engines.list(urlParams, p.contentLimit)), runToCompletion)
-        .handle("getEngine", ({ path }) =>
+        .handle("listEngines", ({ query }) =>
+          Effect.flatMap(Principal, (p) => engines.list(query, p.contentLimit)), runToCompletion)
+        .handle("getEngine", ({ params }) =>
           Effect.flatMap(Principal, (p) =>
-            engines.get(path.id, p.contentLimit)).pipe(
+            engines.get(params.id, p.contentLimit)).pipe(
               Effect.flatMap((engine) =>
                 conditionalJson(Engine, engine)
               )

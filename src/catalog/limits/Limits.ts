@@ -3,7 +3,7 @@
  * bucket shared by every process, and every site's daily write quotas per kind. All are
  * configuration; the defaults are ones a public deployment can keep.
  */
-import { Config, Context, Effect, Layer } from "effect"
+import { Config, Context, Effect, Layer, Schema } from "effect"
 import type { QuotaKind } from "../../../schema/Api/Writes.js"
 import type { BucketPolicy } from "../../platform/RateLimiter.js"
 
@@ -19,10 +19,11 @@ export interface CatalogLimitsShape {
 export class CatalogLimits extends Context.Service<CatalogLimits>()("catalog/CatalogLimits", {
   make: Effect.gen(function*() {
     const positive = (name: string, fallback: number) =>
-      Config.number(name).pipe(
-        Config.validate({ message: `${name} must be a positive number`, validation: (n) => n > 0 }),
-        Config.withDefault(fallback)
+      Config.schema(
+        Schema.Number.check(Schema.isGreaterThan(0, { message: `${name} must be a positive number` })),
+        name
       )
+        .pipe(Config.withDefault(fallback))
     const requests: BucketPolicy = {
       capacity: yield* positive("CATALOG_RATE_BURST", 600),
       refillPerSecond: yield* positive("CATALOG_RATE_PER_SECOND", 20)

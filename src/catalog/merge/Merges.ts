@@ -233,5 +233,4 @@ export class Merges extends Context.Service<Merges>()("catalog/Merges", {
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([MergeRepo.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
 }

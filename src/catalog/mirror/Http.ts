@@ -22,16 +22,16 @@ export const HttpMirrorLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const mirror = yield* Mirror
       return handlers
-        .handle("listChanges", ({ urlParams }) =>
+        .handle("listChanges", ({ query }) =>
           Effect.flatMap(Principal, ({ contentLimit }) =>
-            mirror.changes({ ...urlParams, contentLimit })).pipe(
-              Effect.map((page) => HttpServerResponse.unsafeJson(page))
+            mirror.changes({ ...query, contentLimit })).pipe(
+              Effect.map((page) => HttpServerResponse.jsonUnsafe(page))
             ), runToCompletion)
-        .handle("listRedirects", ({ urlParams }) =>
+        .handle("listRedirects", ({ query }) =>
           Effect.flatMap(Principal, ({ contentLimit }) =>
-            mirror.redirects({ ...urlParams, contentLimit })).pipe(
+            mirror.redirects({ ...query, contentLimit })).pipe(
               Effect.map((page) =>
-                HttpServerResponse.unsafeJson(page)
+                HttpServerResponse.jsonUnsafe(page)
               )
             ), runToCompletion)
     })

@@ -106,5 +106,6 @@ export class Mirror extends Context.Service<Mirror>()("catalog/Mirror", {
     return { changes, redirects } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make)
+  // ReadCache comes from the server (CatalogServer.ts), shared with the works reads.
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([MirrorRepo.layer, Cursors.layer]))
 }

@@ -82,7 +82,6 @@ export class Cursors extends Context.Service<Cursors>()("catalog/Cursors", {
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([AppSecret.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
 }
 
 /**

@@ -20,11 +20,11 @@ export const HttpPersonsLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const persons = yield* Persons
       return handlers
-        .handle("listPersons", ({ urlParams }) =>
-          Effect.flatMap(nsfw, (n) => persons.list(urlParams, n)), runToCompletion)
-        .handle("getPerson", ({ path, urlParams }) =>
+        .handle("listPersons", ({ query }) =>
+          Effect.flatMap(nsfw, (n) => persons.list(query, n)), runToCompletion)
+        .handle("getPerson", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
-            persons.get(path.id, urlParams.include ?? [], n)).pipe(
+            persons.get(params.id, query.include ?? [], n)).pipe(
               Effect.flatMap((person) =>
                 conditionalJson(Person, person)
               )

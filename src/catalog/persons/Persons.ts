@@ -103,6 +103,7 @@ export class Persons extends Context.Service<Persons>()("catalog/Persons", {
     return { list, get } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([PersonsRepo.layer, CreditNamesRepo.layer, EntityParts.layer, Cursors.layer, Gone.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+  static readonly layer = Layer.effect(this, this.make).pipe(
+    Layer.provide([PersonsRepo.layer, CreditNamesRepo.layer, EntityParts.layer, Cursors.layer, Gone.layer])
+  )
 }

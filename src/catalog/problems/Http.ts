@@ -1,5 +1,5 @@
-import { HttpApiBuilder } from "effect/http-api"
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { NotFound, problemCodeList, ProblemCodes, problemSlug, reasonList, Reasons } from "../../../schema/Problem.js"
 import type { ProblemCode } from "../../../schema/Problem.js"
@@ -34,8 +34,8 @@ Field-level reasons are listed at <a href="/v2/problems/reasons">/v2/problems/re
 export const HttpProblemsLive = HttpApiBuilder.group(CatalogApi, "problems", (handlers) =>
   handlers
     .handle("listReasons", () => Effect.succeed({ object: "list", items: reasonItems } as const), runToCompletion)
-    .handle("problemType", ({ path }) => {
-      const code = bySlug.get(`${path.domain}/${path.slug}`)
+    .handle("problemType", ({ params }) => {
+      const code = bySlug.get(`${params.domain}/${params.slug}`)
       return code === undefined
         ? Effect.fail(new NotFound({ detail: "No problem type with this name." }))
         : Effect.succeed(page(code))

@@ -14,11 +14,11 @@ export const HttpReleasesLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const releases = yield* Releases
       return handlers
-        .handle("listReleases", ({ urlParams }) =>
-          Effect.flatMap(Principal, (p) => releases.list(urlParams, p.contentLimit)), runToCompletion)
-        .handle("getRelease", ({ path, urlParams }) =>
+        .handle("listReleases", ({ query }) =>
+          Effect.flatMap(Principal, (p) => releases.list(query, p.contentLimit)), runToCompletion)
+        .handle("getRelease", ({ params, query }) =>
           Effect.flatMap(Principal, (p) =>
-            releases.get(path.id, urlParams.include ?? [], p.contentLimit)).pipe(
+            releases.get(params.id, query.include ?? [], p.contentLimit)).pipe(
               Effect.flatMap((release) =>
                 conditionalJson(Release, release)
               )

@@ -82,6 +82,7 @@ export class Releases extends Context.Service<Releases>()("catalog/Releases", {
     return { list, get } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([ReleasesRepo.layer, EntityParts.layer, Gone.layer, Cursors.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+  static readonly layer = Layer.effect(this, this.make).pipe(
+    Layer.provide([ReleasesRepo.layer, EntityParts.layer, Gone.layer, Cursors.layer])
+  )
 }

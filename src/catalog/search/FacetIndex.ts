@@ -16,8 +16,8 @@
  * - Before each count it catches up with one indexed read of the rows written since its last read
  *   (`work_facets.txid`, migrations/0009): a count sees every write committed before it began.
  */
+import { Config, Duration, Effect, Schedule, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
-import { Config, Duration, Effect, Schedule } from "effect"
 
 /** The facets counted here (`content_rating` is counted from the database's two id lists). */
 export type CountedFacet = "tag_id" | "company_id" | "olang" | "medium" | "platform"
@@ -253,7 +253,7 @@ export interface FacetIndex {
  */
 export const makeFacetIndex = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const enabled = yield* Config.boolean("CATALOG_FACET_INDEX").pipe(Config.withDefault(true), Effect.orDie)
+  const enabled = yield* Config.Boolean("CATALOG_FACET_INDEX").pipe(Config.withDefault(true), Effect.orDie)
   let table = new FacetTable()
   let loaded = false
   /** The horizon of the last read: every row written by a transaction below it has been read. */
@@ -282,7 +282,7 @@ export const makeFacetIndex = Effect.gen(function*() {
     )
   }).pipe(Effect.withSpan("FacetIndex.load"))
 
-  const lock = yield* Effect.makeSemaphore(1)
+  const lock = yield* Semaphore.make(1)
   const catchUp = lock.withPermits(1)(
     Effect.gen(function*() {
       const [read] = yield* sql<{ h: string; rows: ReadonlyArray<FacetRow> }>`

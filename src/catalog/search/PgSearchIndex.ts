@@ -16,9 +16,9 @@
  *   about a minute. A query's matches are listed by the database and counted in memory
  *   (FacetIndex.ts); a filter without a query counts in SQL.
  */
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
-import { Effect, Layer } from "effect"
 import type { WorkFacet } from "../../../schema/Api/WorksApi.js"
 import { workFacets } from "../../../schema/Api/WorksApi.js"
 import type { FacetValue } from "../../../schema/Catalog/Common.js"

@@ -12,10 +12,10 @@ const defaultWorks = 2000
 
 export const DemoCatalogLive = Layer.effectDiscard(
   Effect.gen(function*() {
-    const explicitWorks = yield* Config.option(Config.integer("SHIORI_DEMO_WORKS"))
-    const asked = yield* Config.boolean("SHIORI_DEMO").pipe(Config.withDefault(false))
+    const explicitWorks = yield* Config.option(Config.Int("SHIORI_DEMO_WORKS"))
+    const asked = yield* Config.Boolean("SHIORI_DEMO").pipe(Config.withDefault(false))
     // The same test src/platform/Database.ts makes: no DATABASE_URL means the embedded cluster.
-    const embedded = Option.isNone(yield* Config.option(Config.redacted("DATABASE_URL")))
+    const embedded = Option.isNone(yield* Config.option(Config.Redacted("DATABASE_URL")))
 
     const works = Option.getOrElse(explicitWorks, () => defaultWorks)
     const because = Option.isSome(explicitWorks)

@@ -1,6 +1,10 @@
 /**
  * Loads the demo catalog (Generate.ts) into an empty catalog with PostgreSQL COPY.
  *
+ * It talks to PostgreSQL through its own `pg` client (with `pg-copy-streams`), not through
+ * `effect/sql`'s `SqlClient`: COPY ... FROM STDIN streams are not part of the SqlClient interface,
+ * and the generator runs on worker threads that hand over raw COPY text. `pg` stays here.
+ *
  * One transaction, so a failed or interrupted seed leaves nothing behind:
  * 1. lock (advisory), and refuse unless every seeded table is empty;
  * 2. drop the seeded tables' foreign keys, checks, keys and indexes (remembering their definitions)

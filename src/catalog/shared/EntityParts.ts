@@ -3,8 +3,8 @@
  * links, refs, images), loaded for a whole page at once: one `= ANY($ids)` query per include,
  * never one per row. Rows come back grouped by entity id, in their stored order.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { EntityName, Image, Intro, Ref, WorkLink } from "../../../schema/Catalog/Common.js"
 
 export type EntityType = "work" | "release" | "character" | "credit_name" | "person" | "company" | "tag" | "engine"

@@ -3,8 +3,8 @@
  * anything else that is not visible is 404 NOT_FOUND (docs/api-contract.md,
  * "Errors: catalog problem documents").
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { EntityObject } from "../../../schema/Api/Paths.js"
 import { EntityMerged, NotFound } from "../../../schema/Problem.js"
 import { bigintId } from "./Lanes.js"

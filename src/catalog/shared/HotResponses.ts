@@ -21,8 +21,8 @@
  * Hot answers skip the stack's spans and logs; they are counted by the `catalog_hot_responses`
  * metric.
  */
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Context, Effect, Layer, Metric, Option } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { RequiredScope, type Scope } from "../../../schema/Annotations.js"
 import { Principal, type PrincipalShape } from "../../../schema/Api/Security.js"
 import { acceptsGzip, gzip, gzipEtag, MIN_COMPRESSED_BYTES, VARY } from "../../platform/Compression.js"
@@ -104,6 +104,8 @@ export const HotResponsesLive = (routes: RouteTable) =>
       const credentials = yield* Credentials
       const budget = yield* RequestBudget
       const preemption = yield* Preemption
+      // The hook runs outside any fiber: the metric is counted in the services the server was built with.
+      const services = yield* Effect.context<never>()
       const scopes = new Map<string, Scope | "any">()
       for (const route of routes.routes) {
         const scope = Context.getOption(route.annotations, RequiredScope)
@@ -144,7 +146,7 @@ export const HotResponsesLive = (routes: RouteTable) =>
           const admission = budget.takeNow(principal.owner)
           if (admission === undefined) return false
           const limits = budget.headers(admission)
-          hotResponses.unsafeUpdate(1, [])
+          hotResponses.updateUnsafe(1, services)
           const etag = entry.answer.etag === undefined
             ? undefined
             : gzipped

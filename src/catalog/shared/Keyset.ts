@@ -11,7 +11,7 @@ import { type Cursors, filterDigest, pageOf, type Position } from "../pagination
  * Decodes `cursor` (bound to `collection`, `sort` and `filters`, so a cursor of another list or
  * another parent is INVALID_CURSOR), fetches `limit + 1` rows after its position, and cuts the page.
  */
-export const keysetPage = <Row>(cursors: Cursors, options: {
+export const keysetPage = <Row>(cursors: Cursors["Service"], options: {
   /** The list (`works/covers`): a cursor of one list is INVALID_CURSOR on every other. */
   readonly collection: string
   readonly sort: string

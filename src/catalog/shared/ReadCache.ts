@@ -27,7 +27,7 @@
  * Size. Least recently used entries go beyond `CATALOG_CACHE_MB` (default 32, counted as string
  * length); `0` turns the cache off (every read computes). Per process: instances do not share it.
  */
-import { Config, Context, Deferred, Effect, Exit, FiberId, Layer } from "effect"
+import { Config, Context, Deferred, Effect, Exit, Layer } from "effect"
 import { keepListening } from "../../platform/Notifications.js"
 import { makeByteLru } from "./ByteLru.js"
 
@@ -35,8 +35,8 @@ export const CATALOG_CHANNEL = "catalog_changed"
 
 export class ReadCache extends Context.Service<ReadCache>()("catalog/ReadCache", {
   make: Effect.gen(function*() {
-    const maxWeight = (yield* Config.number("CATALOG_CACHE_MB").pipe(Config.withDefault(32))) * 1024 * 1024
-    const ttlMs = (yield* Config.number("CATALOG_CACHE_SECONDS").pipe(Config.withDefault(60))) * 1000
+    const maxWeight = (yield* Config.Finite("CATALOG_CACHE_MB").pipe(Config.withDefault(32))) * 1024 * 1024
+    const ttlMs = (yield* Config.Finite("CATALOG_CACHE_SECONDS").pipe(Config.withDefault(60))) * 1000
 
     const entries = makeByteLru<unknown>({ maxWeight, ttlMs })
     const pending = new Map<string, Deferred.Deferred<unknown, unknown>>()
@@ -80,7 +80,7 @@ export class ReadCache extends Context.Service<ReadCache>()("catalog/ReadCache",
         const running = pending.get(key) as Deferred.Deferred<A, E> | undefined
         if (running !== undefined) return Deferred.await(running)
         const started = generation
-        const deferred = Deferred.unsafeMake<A, E>(FiberId.none)
+        const deferred = Deferred.makeUnsafe<A, E>()
         pending.set(key, deferred as Deferred.Deferred<unknown, unknown>)
         return compute.pipe(
           Effect.exit,

@@ -13,15 +13,13 @@ export const STATS_TTL = Duration.seconds(10)
 export class Stats extends Context.Service<Stats>()("catalog/Stats", {
   make: Effect.gen(function*() {
     const repo = yield* StatsRepo
-    const cache = yield* Cache.makeWith({
+    const cache = yield* Cache.makeWith((limit: ContentLimit) => repo.counts(limit === "nsfw"), {
       capacity: 2,
-      lookup: (limit: ContentLimit) => repo.counts(limit === "nsfw"),
       timeToLive: (exit) => (Exit.isSuccess(exit) ? STATS_TTL : Duration.zero)
     })
-    const get = (limit: ContentLimit) => cache.get(limit).pipe(Effect.withSpan("Stats.get"))
+    const get = (limit: ContentLimit) => Cache.get(cache, limit).pipe(Effect.withSpan("Stats.get"))
     return { get } as const
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([StatsRepo.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
 }

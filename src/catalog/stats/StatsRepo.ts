@@ -3,8 +3,8 @@
  * the content gate (docs/api-contract.md, "Credentials, scopes and the content limit");
  * `characters.nsfw` marks characters that appear only in nsfw works.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { CatalogStats } from "../../../schema/Catalog/Stats.js"
 
 export class StatsRepo extends Context.Service<StatsRepo>()("catalog/StatsRepo", {

@@ -14,11 +14,11 @@ export const HttpTagsLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const tags = yield* Tags
       return handlers
-        .handle("listTags", ({ urlParams }) =>
-          Effect.flatMap(Principal, (p) => tags.list(urlParams, p.contentLimit)), runToCompletion)
-        .handle("getTag", ({ path }) =>
+        .handle("listTags", ({ query }) =>
+          Effect.flatMap(Principal, (p) => tags.list(query, p.contentLimit)), runToCompletion)
+        .handle("getTag", ({ params }) =>
           Effect.flatMap(Principal, (p) =>
-            tags.get(path.id, p.contentLimit)).pipe(
+            tags.get(params.id, p.contentLimit)).pipe(
               Effect.flatMap((tag) =>
                 conditionalJson(Tag, tag)
               )

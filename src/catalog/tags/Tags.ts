@@ -50,5 +50,4 @@ export class Tags extends Context.Service<Tags>()("catalog/Tags", {
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([TagsRepo.layer, Gone.layer, Cursors.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
 }

@@ -1,5 +1,5 @@
-import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal, type PrincipalShape } from "../../../schema/Api/Security.js"
 import { etagOf } from "../../platform/Conditional.js"
@@ -25,34 +25,32 @@ export const HttpWorksLive = HttpApiBuilder.group(
       const hot = yield* HotResponses
       return handlers
         // Lists are JSON text written by the service (items come from PostgreSQL as JSON).
-        .handle("listWorks", ({ urlParams }) =>
+        .handle("listWorks", ({ query }) =>
+          hot.respond((p) => Effect.map(works.list(query, "works", nsfwOf(p)), (json) => ({ json }))), runToCompletion)
+        .handle("searchWorks", ({ query }) =>
           hot.respond((p) =>
-            Effect.map(works.list(urlParams, "works", nsfwOf(p)), (json) => ({ json }))
+            Effect.map(works.list(query, "search", nsfwOf(p)), (json) => ({ json }))
           ), runToCompletion)
-        .handle("searchWorks", ({ urlParams }) =>
-          hot.respond((p) =>
-            Effect.map(works.list(urlParams, "search", nsfwOf(p)), (json) => ({ json }))
-          ), runToCompletion)
-        .handle("getWork", ({ path, urlParams }) =>
+        .handle("getWork", ({ params, query }) =>
           hot.respond((p) =>
             cache.through(
-              JSON.stringify(["works.get", nsfwOf(p), path.id, urlParams]),
-              Effect.map(works.get(path.id, urlParams, nsfwOf(p)), (json) => ({ json, etag: etagOf(json) })),
+              JSON.stringify(["works.get", nsfwOf(p), params.id, query]),
+              Effect.map(works.get(params.id, query, nsfwOf(p)), (json) => ({ json, etag: etagOf(json) })),
               (body) =>
                 body.json.length
             )
           ), runToCompletion)
-        .handle("listWorkCharacters", ({ path, urlParams }) =>
+        .handle("listWorkCharacters", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
-            works.characters(path.id, urlParams, n)), runToCompletion)
-        .handle("listWorkCredits", ({ path, urlParams }) =>
+            works.characters(params.id, query, n)), runToCompletion)
+        .handle("listWorkCredits", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
-            works.credits(path.id, urlParams, n)), runToCompletion)
-        .handle("listWorkCovers", ({ path, urlParams }) =>
+            works.credits(params.id, query, n)), runToCompletion)
+        .handle("listWorkCovers", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
-            works.covers(path.id, urlParams, n)), runToCompletion)
-        .handle("listWorkIntros", ({ path, urlParams }) =>
+            works.covers(params.id, query, n)), runToCompletion)
+        .handle("listWorkIntros", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
-            works.intros(path.id, urlParams, n)), runToCompletion)
+            works.intros(params.id, query, n)), runToCompletion)
     })
 ).pipe(Layer.provide(Works.layer))

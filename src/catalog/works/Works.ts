@@ -445,5 +445,8 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
     return { list, get, characters, credits, covers, intros } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make)
+  // ReadCache comes from the server (CatalogServer.ts): one per server, shared with HotResponses.
+  static readonly layer = Layer.effect(this, this.make).pipe(
+    Layer.provide([WorksRepo.layer, Cursors.layer, Gone.layer, PgSearchIndexLive])
+  )
 }

@@ -4,8 +4,8 @@
  * credit groups, covers and intros. SQL failures die here (docs/life-of-a-request.md, "Handlers,
  * services and SQL").
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { WorkSort } from "../../../schema/Api/WorksApi.js"
 import {
   afterSql,

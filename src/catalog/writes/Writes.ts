@@ -20,10 +20,10 @@
  * judged afresh. After the commit this process's read caches are emptied at once; other processes
  * hear the catalog notification the write's tables send.
  */
+import { Context, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
-import { Context, Duration, Effect, Layer, Option, Predicate, Schedule, Schema } from "effect"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
 import { idempotencyKeyValue, type RouteRule } from "../../../schema/Api/Writes.js"
@@ -48,11 +48,11 @@ export interface WriteAnswer {
 
 /** A JSON answer encoded through its schema. */
 export const jsonAnswer = <A, I>(
-  schema: Schema.Schema<A, I>,
+  schema: Schema.Codec<A, I>,
   value: A,
   options: { readonly status?: number; readonly headers?: Record<string, string> } = {}
 ): Effect.Effect<WriteAnswer> =>
-  Effect.map(Schema.encode(schema)(value).pipe(Effect.orDie), (encoded) => ({
+  Effect.map(Schema.encodeEffect(schema)(value).pipe(Effect.orDie), (encoded) => ({
     status: options.status ?? 200,
     headers: { "content-type": "application/json", ...options.headers },
     body: JSON.stringify(encoded)
@@ -70,9 +70,9 @@ const canonical = (value: unknown): string => {
 }
 
 const StoredRow = Schema.Struct({
-  fingerprint: Schema.Uint8ArrayFromSelf,
+  fingerprint: Schema.Uint8Array,
   status: Schema.Number,
-  headers: Schema.Record({ key: Schema.String, value: Schema.String }),
+  headers: Schema.Record(Schema.String, Schema.String),
   body: Schema.String
 })
 
@@ -83,8 +83,7 @@ const secondsToUtcMidnight = (now: Date): number => {
 }
 
 /** A statement failure after which the whole transaction can simply run again. */
-const retryable = (u: unknown): u is SqlError =>
-  Predicate.isTagged(u, "SqlError") && isRetryableTransaction(u as SqlError)
+const retryable = (u: unknown): u is SqlError => isSqlError(u) && isRetryableTransaction(u)
 
 /** How long answers are kept under their key. */
 const KEEP = "24 hours"
@@ -129,7 +128,7 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
     const sql = yield* SqlClient.SqlClient
     const cache = yield* ReadCache
     const limits = yield* CatalogLimits
-    const decodeStored = Schema.decodeUnknown(Schema.Array(StoredRow))
+    const decodeStored = Schema.decodeUnknownEffect(Schema.Array(StoredRow))
 
     // Expired answers, past quota days and request budgets untouched for a day (full again, so equal to
     // none), swept by every catalog process now and then (cheap, indexed); a deployment that runs no
@@ -291,5 +290,4 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([CatalogLimits.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
 }

@@ -13,8 +13,8 @@
  * meets the same limits and does the same work either way; a known address gets a mail saying
  * someone tried to register it instead of the code.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { AccountSession, AccountSessions, CodeSent, Me, ProfileLength } from "../../../schema/Identity/Me.js"
 import { GrantedRole, Subject, UserId } from "../../../schema/Identity/User.js"
 import type { BucketPolicy } from "../../platform/RateLimiter.js"
@@ -37,7 +37,7 @@ const currentPasswordGuesses: BucketPolicy = { capacity: 5, refillPerSecond: 1 /
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000)
 
 const MeRow = Schema.Struct({
-  id: Schema.Union(Schema.Number, Schema.NumberFromString),
+  id: Schema.Union([Schema.Number, Schema.NumberFromString]),
   sub: Schema.String,
   email: Schema.String,
   email_verified: Schema.Boolean,
@@ -45,22 +45,22 @@ const MeRow = Schema.Struct({
   picture: Schema.String,
   bio: Schema.String,
   roles: Schema.Array(GrantedRole),
-  created_at: Schema.DateFromSelf,
-  updated_at: Schema.DateFromSelf,
+  created_at: Schema.Date,
+  updated_at: Schema.Date,
   two_factor: Schema.Boolean
 })
-const decodeMe = Schema.decodeUnknown(Schema.Array(MeRow))
+const decodeMe = Schema.decodeUnknownEffect(Schema.Array(MeRow))
 
 const SessionRow = Schema.Struct({
   sid: Schema.String,
   current: Schema.Boolean,
-  created_at: Schema.DateFromSelf,
-  auth_time: Schema.DateFromSelf,
-  expires_at: Schema.DateFromSelf,
+  created_at: Schema.Date,
+  auth_time: Schema.Date,
+  expires_at: Schema.Date,
   user_agent: Schema.String,
   ip: Schema.String
 })
-const decodeSessions = Schema.decodeUnknown(Schema.Array(SessionRow))
+const decodeSessions = Schema.decodeUnknownEffect(Schema.Array(SessionRow))
 
 /** Where the request came from, recorded on a new session. */
 export interface ClientInfo {
@@ -302,7 +302,7 @@ export class Account extends Context.Service<Account>()("identity/Account", {
         })
       )
       const user = yield* users.findById(created.id)
-      if (Option.isNone(user)) return yield* Effect.dieMessage("Account.register: the new user is gone")
+      if (Option.isNone(user)) return yield* Effect.die(new Error("Account.register: the new user is gone"))
       // Signed in like a password sign-in: the password is the method that proved the account.
       const { access, cookie } = yield* login.start(user.value, client, ["pwd"])
       return { cookie, access }

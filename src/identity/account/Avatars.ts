@@ -5,8 +5,8 @@
  * The body was read and bounded before (`IDENTITY_MAX_AVATAR_BYTES`, src/platform/BodyLimit.ts);
  * it is parsed here, in memory, so a malformed body is a 400 and never a temporary file.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Multipasta from "multipasta"
 import { ImagePresets, processImage } from "../../platform/Images.js"
 import { IdentityConfig } from "../IdentityConfig.js"
@@ -55,8 +55,8 @@ export const parseUpload = (contentType: string, body: Uint8Array) =>
       : refused("INVALID_REQUEST")
   })
 
-const AvatarRow = Schema.Struct({ content_type: Schema.String, bytes: Schema.Uint8ArrayFromSelf })
-const decodeAvatar = Schema.decodeUnknown(Schema.Array(AvatarRow))
+const AvatarRow = Schema.Struct({ content_type: Schema.String, bytes: Schema.Uint8Array })
+const decodeAvatar = Schema.decodeUnknownEffect(Schema.Array(AvatarRow))
 
 export class Avatars extends Context.Service<Avatars>()("identity/Avatars", {
   make: Effect.gen(function*() {
@@ -92,7 +92,7 @@ export class Avatars extends Context.Service<Avatars>()("identity/Avatars", {
         Effect.flatMap(decodeAvatar),
         Effect.orDie
       )
-      return Option.fromNullable(rows[0])
+      return Option.fromNullishOr(rows[0])
     })
 
     /** `upload` from a whole `multipart/form-data` body. */

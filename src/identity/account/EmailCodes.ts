@@ -15,8 +15,8 @@
  *   what it proves (a new account, a changed address) is committed, and two requests racing with
  *   the same code cannot both succeed.
  */
-import { SqlClient } from "effect/sql"
 import { Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { AppSecret } from "../../platform/Config.js"
 import type { BucketPolicy } from "../../platform/RateLimiter.js"
@@ -39,7 +39,7 @@ const CodeRow = Schema.Struct({
   code_hash: Schema.String,
   attempts: Schema.Number
 })
-const decodeCodes = Schema.decodeUnknown(Schema.Array(CodeRow))
+const decodeCodes = Schema.decodeUnknownEffect(Schema.Array(CodeRow))
 
 export class EmailCodes extends Context.Service<EmailCodes>()("identity/EmailCodes", {
   make: Effect.gen(function*() {
@@ -47,8 +47,8 @@ export class EmailCodes extends Context.Service<EmailCodes>()("identity/EmailCod
     const limiter = yield* RateLimiter
     const { secret } = yield* AppSecret
     const perClientAddress: BucketPolicy = {
-      capacity: yield* Config.integer("IDENTITY_CODE_IP_BURST").pipe(Config.withDefault(10)),
-      refillPerSecond: (yield* Config.number("IDENTITY_CODE_IP_PER_MINUTE").pipe(Config.withDefault(1))) / 60
+      capacity: yield* Config.Int("IDENTITY_CODE_IP_BURST").pipe(Config.withDefault(10)),
+      refillPerSecond: (yield* Config.Number("IDENTITY_CODE_IP_PER_MINUTE").pipe(Config.withDefault(1))) / 60
     }
     const key = Crypto.createHmac("sha256", Redacted.value(secret)).update("shiori/email-code/v1").digest()
     const hashOf = (purpose: CodePurpose, email: string, code: string) =>
@@ -112,7 +112,7 @@ export class EmailCodes extends Context.Service<EmailCodes>()("identity/EmailCod
           AND consumed_at IS NULL AND expires_at > now() AND attempts < ${CODE_MAX_ATTEMPTS}
         RETURNING id, code_hash, attempts
       `.pipe(Effect.flatMap(decodeCodes), Effect.orDie)
-      const row = Option.fromNullable(tried[0])
+      const row = Option.fromNullishOr(tried[0])
       if (Option.isNone(row)) {
         const spent = yield* sql`
           SELECT 1 FROM email_codes

@@ -4,8 +4,8 @@
  * cookie. Tokens issued to relying parties are not accepted here: a client holding a user's token
  * must not be able to mint codes for other clients with it.
  */
-import type { HttpServerRequest } from "effect/http"
 import { Context, Data, Effect, Layer, Option } from "effect"
+import type { HttpServerRequest } from "effect/http"
 import { FIRST_PARTY_CLIENT_ID } from "../clients/Clients.js"
 import type { Session } from "../sessions/Sessions.js"
 import { Sessions } from "../sessions/Sessions.js"

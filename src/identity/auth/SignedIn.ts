@@ -4,8 +4,8 @@
  * (10001 missing, 10002 invalid or its session ended, 10003 expired; 401 with a Bearer challenge,
  * RFC 6750 section 3), or 403 40302 when its account was banned. Sensitive changes also need a recent sign-in (RFC 9470 step-up).
  */
-import { HttpServerRequest } from "effect/http"
 import { Effect, Option } from "effect"
+import { HttpServerRequest } from "effect/http"
 import { refused } from "../Refused.js"
 import { Sessions } from "../sessions/Sessions.js"
 import type { EndUser } from "./EndUsers.js"

@@ -25,9 +25,9 @@
  * Access tokens of a deleted family or session are refused like those of a revoked one
  * (src/identity/tokens/Liveness.ts finds no live row).
  */
+import { Config, Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Statement } from "effect/sql"
-import { Config, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { IdentityConfig } from "../IdentityConfig.js"
 
 /** How long a dead row is kept. */
@@ -50,17 +50,16 @@ export class IdentityCleanup extends Context.Service<IdentityCleanup>()("identit
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* IdentityConfig
-    const intervalSeconds = yield* Config.integer("IDENTITY_CLEANUP_INTERVAL_SECONDS").pipe(
-      Config.withDefault(600),
-      Config.validate({
-        message: "IDENTITY_CLEANUP_INTERVAL_SECONDS must not be negative",
-        validation: (n) => n >= 0
-      })
-    )
-    const batchSize = yield* Config.integer("IDENTITY_CLEANUP_BATCH_SIZE").pipe(
-      Config.withDefault(1000),
-      Config.validate({ message: "IDENTITY_CLEANUP_BATCH_SIZE must be at least 1", validation: (n) => n >= 1 })
-    )
+    const intervalSeconds = yield* Config.schema(
+      Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, {
+        message: "IDENTITY_CLEANUP_INTERVAL_SECONDS must not be negative"
+      })),
+      "IDENTITY_CLEANUP_INTERVAL_SECONDS"
+    ).pipe(Config.withDefault(600))
+    const batchSize = yield* Config.schema(
+      Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: "IDENTITY_CLEANUP_BATCH_SIZE must be at least 1" })),
+      "IDENTITY_CLEANUP_BATCH_SIZE"
+    ).pipe(Config.withDefault(1000))
     const retention = sql`now() - make_interval(secs => ${RETENTION_SECONDS}::float8)`
     const idleTimeout = config.refreshIdleTimeoutSeconds
 

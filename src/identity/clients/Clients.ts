@@ -9,8 +9,8 @@
  * (src/identity/oauth/TokenService.ts), so a flood of requests for one client costs no database
  * round trip here.
  */
-import { SqlClient } from "effect/sql"
 import { Cache, Context, Data, Duration, Effect, Exit, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import { matchesHash, sha256Hex } from "../crypto/Secrets.js"
 import { CONFIDENTIAL_ONLY_SCOPES, DEFAULT_CLIENT_SCOPES, isSupportedScope } from "../oauth/Scopes.js"
@@ -194,7 +194,7 @@ const CACHE_TTL = Duration.seconds(30)
 export class Clients extends Context.Service<Clients>()("identity/Clients", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const decodeRows = Schema.decodeUnknown(Schema.Array(ClientRow))
+    const decodeRows = Schema.decodeUnknownEffect(Schema.Array(ClientRow))
 
     const create = Effect.fn("Clients.create")(function*(input: {
       readonly clientId: string
@@ -259,20 +259,22 @@ export class Clients extends Context.Service<Clients>()("identity/Clients", {
 
     // Concurrent lookups of one id share one query; a found client is kept for a while, an unknown
     // id is not (a client registered a moment later must work at once).
-    const cache = yield* Cache.makeWith({
-      capacity: 10_000,
-      lookup: (clientId: string) =>
+    const cache = yield* Cache.makeWith(
+      (clientId: string) =>
         sql`SELECT * FROM oauth_clients WHERE client_id = ${clientId}`.pipe(
           Effect.flatMap(decodeRows),
-          Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toClient)),
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toClient)),
           Effect.orDie
         ),
-      timeToLive: (exit) => Exit.isSuccess(exit) && Option.isSome(exit.value) ? CACHE_TTL : Duration.zero
-    })
+      {
+        capacity: 10_000,
+        timeToLive: (exit) => Exit.isSuccess(exit) && Option.isSome(exit.value) ? CACHE_TTL : Duration.zero
+      }
+    )
 
     const find = Effect.fn("Clients.find")(function*(clientId: string) {
       if (!/^[A-Za-z0-9._~-]{1,128}$/.test(clientId)) return Option.none<Client>()
-      return yield* cache.get(clientId)
+      return yield* Cache.get(cache, clientId)
     })
 
     /**
@@ -309,7 +311,7 @@ export class Clients extends Context.Service<Clients>()("identity/Clients", {
         RETURNING *
       `.pipe(Effect.flatMap(decodeRows), Effect.orDie)
       if (rows.length === 0) return yield* new ClientInputError({ message: `no client ${clientId}` })
-      yield* cache.invalidate(clientId)
+      yield* Cache.invalidate(cache, clientId)
       return toClient(rows[0]!)
     })
 

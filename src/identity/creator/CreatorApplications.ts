@@ -13,9 +13,9 @@
  *   `creator` to `users.roles`, and the applicant's mail is queued (src/identity/mail/Mailer.ts), so
  *   a decision is mailed exactly when it is committed.
  */
-import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
 import { Context, Data, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql"
 import {
   CreatorApplication,
   CreatorApplicationRequest,
@@ -47,18 +47,18 @@ export class AlreadyDecided extends Data.TaggedError("AlreadyDecided")<{
 
 const Row = Schema.Struct({
   id: Schema.String,
-  user_id: Schema.Union(Schema.Number, Schema.NumberFromString),
+  user_id: Schema.Union([Schema.Number, Schema.NumberFromString]),
   status: CreatorApplicationStatus,
   statement: Schema.String,
   portfolio_url: Schema.NullOr(Schema.String),
-  created_at: Schema.DateFromSelf,
-  decided_at: Schema.NullOr(Schema.DateFromSelf),
+  created_at: Schema.Date,
+  decided_at: Schema.NullOr(Schema.Date),
   decided_by: Schema.NullOr(Schema.String)
 })
-const decodeRows = Schema.decodeUnknown(Schema.Array(Row))
+const decodeRows = Schema.decodeUnknownEffect(Schema.Array(Row))
 
 const EntryRow = Schema.Struct({ ...Row.fields, email: Schema.String, name: Schema.String })
-const decodeEntries = Schema.decodeUnknown(Schema.Array(EntryRow))
+const decodeEntries = Schema.decodeUnknownEffect(Schema.Array(EntryRow))
 
 const StandingRow = Schema.Struct({
   creator: Schema.Boolean,
@@ -66,12 +66,12 @@ const StandingRow = Schema.Struct({
   /** Seconds until a declined application's wait is over (negative once it is). */
   wait_seconds: Schema.NullOr(Schema.Number)
 })
-const decodeStanding = Schema.decodeUnknown(Schema.Array(StandingRow))
+const decodeStanding = Schema.decodeUnknownEffect(Schema.Array(StandingRow))
 
-const StatusRow = Schema.Struct({ status: CreatorApplicationStatus, decided_at: Schema.NullOr(Schema.DateFromSelf) })
-const decodeStatus = Schema.decodeUnknown(Schema.Array(StatusRow))
+const StatusRow = Schema.Struct({ status: CreatorApplicationStatus, decided_at: Schema.NullOr(Schema.Date) })
+const decodeStatus = Schema.decodeUnknownEffect(Schema.Array(StatusRow))
 
-const decodeRequest = Schema.decodeUnknown(CreatorApplicationRequest)
+const decodeRequest = Schema.decodeUnknownEffect(CreatorApplicationRequest)
 
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000)
 
@@ -93,10 +93,11 @@ const toEntry = (row: typeof EntryRow.Type): ApplicationEntry => ({
   decidedBy: row.decided_by
 })
 
-const isUuid = Schema.is(Schema.UUID)
+// v3's `Schema.UUID` checked the dashed hexadecimal shape only, which is `isGUID` (not `isUUID`'s version bits).
+const isUuid = Schema.is(Schema.String.check(Schema.isGUID()))
 
 /** The one pending application a user may have (migrations/0017). */
-const isPendingConflict = (error: SqlError) => isUniqueViolation(error, "creator_applications_pending_key")
+const isPendingConflict = (error: SqlError.SqlError) => isUniqueViolation(error, "creator_applications_pending_key")
 
 /** The applicant's mail: plain text and the same as HTML (values escaped). */
 const decisionMail = (entry: ApplicationEntry) => {
@@ -177,7 +178,7 @@ export class CreatorApplications extends Context.Service<CreatorApplications>()(
       const rows = yield* sql`
         SELECT * FROM creator_applications WHERE user_id = ${userId} ORDER BY created_at DESC LIMIT 1
       `.pipe(Effect.flatMap(decodeRows), Effect.orDie)
-      return Option.map(Option.fromNullable(rows[0]), toApplication)
+      return Option.map(Option.fromNullishOr(rows[0]), toApplication)
     })
 
     /** Every application (or only the pending ones), oldest first: the order they are to be decided in. */

@@ -11,7 +11,7 @@
  * At most `IDENTITY_SCRYPT_CONCURRENCY` (2) run at once per process, so a burst of sign-ins waits in
  * line as cheap fibers instead of holding 128 MiB each or taking every thread of the pool.
  */
-import { Config, Context, Effect, Layer } from "effect"
+import { Config, Context, Effect, Layer, Schema, Semaphore } from "effect"
 import * as Crypto from "node:crypto"
 
 /** N = 2^17: the OWASP Password Storage Cheat Sheet's minimum for scrypt (r = 8, p = 1). */
@@ -72,18 +72,17 @@ const scrypt = (password: string, salt: Buffer, keyLength: number, params: Scryp
 export class Passwords extends Context.Service<Passwords>()("identity/Passwords", {
   make: Effect.gen(function*() {
     // Below 17 only for tests, which hash many passwords (test/identity/Passwords.test.ts checks the default).
-    const logN = yield* Config.integer("IDENTITY_SCRYPT_LOG_N").pipe(
-      Config.withDefault(DEFAULT_LOG_N),
-      Config.validate({
-        message: "IDENTITY_SCRYPT_LOG_N must be between 10 and 20",
-        validation: (n) => n >= 10 && n <= 20
-      })
-    )
-    const concurrency = yield* Config.integer("IDENTITY_SCRYPT_CONCURRENCY").pipe(
-      Config.withDefault(2),
-      Config.validate({ message: "IDENTITY_SCRYPT_CONCURRENCY must be at least 1", validation: (n) => n >= 1 })
-    )
-    const permits = yield* Effect.makeSemaphore(concurrency)
+    const logN = yield* Config.schema(
+      Schema.Int.check(Schema.isBetween({ minimum: 10, maximum: 20 }, {
+        message: "IDENTITY_SCRYPT_LOG_N must be between 10 and 20"
+      })),
+      "IDENTITY_SCRYPT_LOG_N"
+    ).pipe(Config.withDefault(DEFAULT_LOG_N))
+    const concurrency = yield* Config.schema(
+      Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: "IDENTITY_SCRYPT_CONCURRENCY must be at least 1" })),
+      "IDENTITY_SCRYPT_CONCURRENCY"
+    ).pipe(Config.withDefault(2))
+    const permits = yield* Semaphore.make(concurrency)
     const params: ScryptParams = { N: 2 ** logN, r: BLOCK_SIZE, p: PARALLELISM }
     const bounded = (password: string, salt: Buffer, keyLength: number, cost: ScryptParams) =>
       permits.withPermits(1)(scrypt(password, salt, keyLength, cost))

@@ -68,7 +68,7 @@ export class Directory extends Context.Service<Directory>()("identity/Directory"
     })
 
     const ecosystem = Effect.fn("Directory.ecosystem")(function*() {
-      return new Ecosystem({ items: (yield* listing.get("listed")).map(clientInfoOf) })
+      return new Ecosystem({ items: (yield* Cache.get(listing, "listed")).map(clientInfoOf) })
     })
 
     /** The calling client, or the 401 (with its Basic challenge, RFC 7617 section 2) or 403. */

@@ -3,14 +3,15 @@
  * checks a recent sign-in where the change is sensitive, calls one `Account` method and answers
  * the envelope; a refusal becomes its envelope code.
  */
-import { HttpApiBuilder } from "effect/http-api"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Effect, Option } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { AvatarUploaded } from "../../../schema/Identity/Me.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Account } from "../account/Account.js"
 import { Avatars } from "../account/Avatars.js"
+import { EndUsers } from "../auth/EndUsers.js"
 import { requireRecentSignIn, signedInUser } from "../auth/SignedIn.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 import { Sessions } from "../sessions/Sessions.js"
@@ -23,27 +24,32 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
     const account = yield* Account
     const avatars = yield* Avatars
     const sessions = yield* Sessions
+    const endUsers = yield* EndUsers
     const address = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
       clientAddress(request, config.trustedProxies))
-    const recentUser = Effect.tap(signedInUser, requireRecentSignIn)
+    // The services the checks use per request, taken from this stack once.
+    const signedIn = Effect.provideService(signedInUser, EndUsers, endUsers)
+    const recentUser = Effect.tap(
+      signedIn,
+      (endUser) =>
+        Effect.provideService(requireRecentSignIn(endUser), Sessions, sessions)
+    )
 
     return handlers
       .handle("me", () =>
-        signedInUser.pipe(
-          Effect.flatMap((endUser) =>
-            account.me(endUser.user.id)
-          ),
+        signedIn.pipe(
+          Effect.flatMap((endUser) => account.me(endUser.user.id)),
           Effect.map((me) => envelopeSuccess(me)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("updateMe", ({ payload }) =>
-        signedInUser.pipe(
+        signedIn.pipe(
           Effect.flatMap((endUser) => account.updateProfile(endUser, payload)),
           Effect.map((me) => envelopeSuccess(me)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handleRaw("uploadAvatar", ({ request }) =>
-        signedInUser.pipe(
+        signedIn.pipe(
           Effect.flatMap((endUser) =>
             Effect.flatMap(
               request.arrayBuffer,
@@ -52,10 +58,10 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
           ),
           Effect.map((picture) => envelopeSuccess(new AvatarUploaded({ picture }))),
           Effect.catchTag("Refused", refusal),
-          Effect.catchTag("RequestError", () => Effect.succeed(envelopeError("INVALID_REQUEST")))
+          Effect.catchTag("HttpServerError", () => Effect.succeed(envelopeError("INVALID_REQUEST")))
         ), runToCompletion)
-      .handle("avatar", ({ path }) =>
-        avatars.find(path.file.slice(0, 64)).pipe(
+      .handle("avatar", ({ params }) =>
+        avatars.find(params.file.slice(0, 64)).pipe(
           Effect.map(Option.match({
             onNone: () => envelopeError("NOT_FOUND"),
             onSome: (avatar) =>
@@ -88,14 +94,14 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("sessions", () =>
-        signedInUser.pipe(
+        signedIn.pipe(
           Effect.flatMap(account.listSessions),
           Effect.map((list) => envelopeSuccess(list)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
-      .handle("endSession", ({ path }) =>
-        signedInUser.pipe(
-          Effect.flatMap((endUser) => account.endSession(endUser, path.id)),
+      .handle("endSession", ({ params }) =>
+        signedIn.pipe(
+          Effect.flatMap((endUser) => account.endSession(endUser, params.id)),
           Effect.as(envelopeSuccess(null)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)

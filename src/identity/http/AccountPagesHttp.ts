@@ -5,10 +5,10 @@
  * next to its field and the code's HTTP status. Forms carry CSRF tokens (src/identity/http/PageForms.ts);
  * a successful post redirects (303), so reloading never posts twice.
  */
-import { HttpApiBuilder } from "effect/http-api"
+import { Effect, Option } from "effect"
 import { HttpServerRequest } from "effect/http"
 import type { HttpServerResponse } from "effect/http"
-import { Effect, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
@@ -160,6 +160,8 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
           if (Option.isNone(endUser)) return toSignIn
           if (!(yield* forms.verifyToken(request, token, "account", endUser))) return forms.formExpired()
           return yield* act(endUser.value, request).pipe(
+            // `requireRecentSignIn` reads the session per request: this stack's `Sessions`.
+            Effect.provideService(Sessions, sessions),
             Effect.map((location): HttpServerResponse.HttpServerResponse => redirectTo(location, 303)),
             Effect.catchTag("Refused", (refused) => {
               const context = onRefused(endUser.value, refused)
@@ -176,13 +178,13 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
       const missing = (value: string | undefined): value is undefined => value === undefined || value.trim() === ""
 
       return handlers
-        .handle("registerPage", ({ urlParams }) =>
+        .handle("registerPage", ({ query }) =>
           Effect.gen(function*() {
             const request = yield* HttpServerRequest.HttpServerRequest
-            const returnTo = Option.getOrElse(forms.safeReturnTo(urlParams.return_to), () => "")
+            const returnTo = Option.getOrElse(forms.safeReturnTo(query.return_to), () => "")
             return yield* renderRegister(request, {
-              email: urlParams.email ?? "",
-              step: urlParams.email === undefined || urlParams.email === "" ? "email" : "code",
+              email: query.email ?? "",
+              step: query.email === undefined || query.email === "" ? "email" : "code",
               returnTo
             })
           }), runToCompletion)
@@ -259,14 +261,14 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
                 }))
             )
           }), runToCompletion)
-        .handle("accountPage", ({ urlParams }) =>
+        .handle("accountPage", ({ query }) =>
           Effect.gen(function*() {
             const request = yield* HttpServerRequest.HttpServerRequest
             const endUser = yield* endUsers.fromCookie(request)
             if (Option.isNone(endUser)) return toSignIn
             return yield* renderAccount(request, endUser.value, {
-              done: urlParams.done,
-              pendingEmail: urlParams.email === "" ? undefined : urlParams.email
+              done: query.done,
+              pendingEmail: query.email === "" ? undefined : query.email
             })
           }), runToCompletion)
         .handle("saveProfile", ({ payload }) =>
@@ -290,8 +292,10 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
               )
             const token = Option.getOrUndefined(Option.map(parsed, ({ fields }) => fields.csrf))
             if (!(yield* forms.verifyToken(request, token, "account", endUser))) return forms.formExpired()
-            return yield* Effect.flatMap(parsed, ({ file }) => avatars.upload(endUser.value.user.id, file)).pipe(
-              Effect.catchTag("NoSuchElementException", () => refused("INVALID_REQUEST")),
+            return yield* Option.match(parsed, {
+              onNone: () => refused("INVALID_REQUEST"),
+              onSome: ({ file }) => avatars.upload(endUser.value.user.id, file)
+            }).pipe(
               Effect.as(redirectTo(`${accountPath}?done=avatar`, 303)),
               Effect.catchTag("Refused", (refusal) =>
                 renderAccount(request, endUser.value, {

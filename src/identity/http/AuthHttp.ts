@@ -1,9 +1,9 @@
 /**
  * Handler of the `auth` group: password sign-in, an envelope endpoint.
  */
-import { HttpApiBuilder } from "effect/http-api"
-import { HttpServerRequest } from "effect/http"
 import { Effect } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Login } from "../auth/Login.js"

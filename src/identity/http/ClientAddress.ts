@@ -13,8 +13,8 @@
  * A malformed entry ends the walk at the last proxy that passed it on, so made-up text never becomes
  * a bucket key.
  */
+import { Option, Result } from "effect"
 import type { HttpServerRequest } from "effect/http"
-import { Result, Option } from "effect"
 import * as Net from "node:net"
 
 export interface TrustedProxies {
@@ -33,7 +33,7 @@ const normalize = (address: string): string => {
 }
 
 /**
- * Parses `TRUSTED_PROXIES`: `10.0.0.1, 10.1.0.0/16, fd00::/8`. Left: what is wrong with it.
+ * Parses `TRUSTED_PROXIES`: `10.0.0.1, 10.1.0.0/16, fd00::/8`. A failure: what is wrong with it.
  */
 export const parseTrustedProxies = (value: string): Result.Result<TrustedProxies, string> => {
   const list = new Net.BlockList()

@@ -5,12 +5,13 @@
  * `apply` reads its body itself (`handleRaw`): the declared payload documents the request, but a body
  * outside its bounds is 17004, not the decoder's generic 40001. What is not JSON at all stays 40001.
  */
-import { HttpApiBuilder } from "effect/http-api"
-import { HttpServerResponse } from "effect/http"
 import { Effect, Option } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { MyCreatorApplicationResponse } from "../../../schema/Identity/Creator.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
+import { EndUsers } from "../auth/EndUsers.js"
 import { signedInUser } from "../auth/SignedIn.js"
 import { CreatorApplications } from "../creator/CreatorApplications.js"
 import { envelopeError, envelopeSuccess, refusal } from "./Responses.js"
@@ -21,11 +22,13 @@ const mineResponse = HttpServerResponse.schemaJson(MyCreatorApplicationResponse)
 export const HttpCreatorLive = HttpApiBuilder.group(IdentityApi, "creator", (handlers) =>
   Effect.gen(function*() {
     const applications = yield* CreatorApplications
+    // The service the check uses per request, taken from this stack once.
+    const signedIn = Effect.provideService(signedInUser, EndUsers, yield* EndUsers)
 
     return handlers
       .handleRaw("apply", ({ request }) =>
         Effect.gen(function*() {
-          const { user } = yield* signedInUser
+          const { user } = yield* signedIn
           if (!(request.headers["content-type"] ?? "").toLowerCase().includes("application/json")) {
             return envelopeError("INVALID_REQUEST")
           }
@@ -35,7 +38,7 @@ export const HttpCreatorLive = HttpApiBuilder.group(IdentityApi, "creator", (han
           return envelopeSuccess(yield* applications.apply(user.id, body))
         }).pipe(Effect.catchTag("Refused", refusal)), runToCompletion)
       .handle("mine", () =>
-        Effect.flatMap(signedInUser, ({ user }) => applications.mine(user.id)).pipe(
+        Effect.flatMap(signedIn, ({ user }) => applications.mine(user.id)).pipe(
           Effect.flatMap((application) =>
             mineResponse(
               Option.match(application, {

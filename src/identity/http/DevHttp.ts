@@ -3,9 +3,9 @@
  * read back (src/identity/mail/Mailer.ts) as the envelope and as a page. Where it is not enabled
  * (src/identity/mail/MailConfig.ts) both answer exactly what an unknown path answers.
  */
-import { HttpApiBuilder } from "effect/http-api"
-import { HttpServerRequest } from "effect/http"
 import { Effect } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { DevMailboxMessage } from "../../../schema/Identity/DevMailbox.js"
 import type { DevMailboxParams } from "../../../schema/Identity/DevMailbox.js"
@@ -29,8 +29,8 @@ export const HttpDevLive = HttpApiBuilder.group(IdentityApi, "dev", (handlers) =
       mail.devMailbox ? answer : Effect.map(HttpServerRequest.HttpServerRequest, routeNotFound)
 
     return handlers
-      .handle("mailbox", ({ urlParams }: { readonly urlParams: DevMailboxParams }) =>
-        enabled(Effect.map(mailer.mailbox(urlParams.to), (messages) =>
+      .handle("mailbox", ({ query }: { readonly query: DevMailboxParams }) =>
+        enabled(Effect.map(mailer.mailbox(query.to), (messages) =>
           envelopeSuccess({
             items: messages.map((message) =>
               new DevMailboxMessage({
@@ -42,10 +42,10 @@ export const HttpDevLive = HttpApiBuilder.group(IdentityApi, "dev", (handlers) =
               })
             )
           }))), runToCompletion)
-      .handle("mailboxPage", ({ urlParams }: { readonly urlParams: DevMailboxParams }) =>
-        enabled(Effect.map(mailer.mailbox(urlParams.to), (messages) =>
+      .handle("mailboxPage", ({ query }: { readonly query: DevMailboxParams }) =>
+        enabled(Effect.map(mailer.mailbox(query.to), (messages) =>
           page(devMailboxPage(ctx, {
-            to: urlParams.to ?? "",
+            to: query.to ?? "",
             messages: messages.map((message) => ({
               to: message.to,
               subject: message.subject,

@@ -2,9 +2,9 @@
  * Handlers of the `directory` group: each calls one `Directory` method and answers the envelope.
  * The public answers may be cached briefly (RFC 9111 section 5.2.2.9); the user lookup never.
  */
-import { HttpApiBuilder } from "effect/http-api"
-import { HttpServerRequest } from "effect/http"
 import { Effect } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Directory } from "../directory/Directory.js"
@@ -18,24 +18,24 @@ export const HttpDirectoryLive = HttpApiBuilder.group(IdentityApi, "directory", 
     const authorization = Effect.map(HttpServerRequest.HttpServerRequest, (request) => request.headers.authorization)
 
     return handlers
-      .handle("clientInfo", ({ urlParams }) =>
-        directory.clientInfo(urlParams.client_id).pipe(
+      .handle("clientInfo", ({ query }) =>
+        directory.clientInfo(query.client_id).pipe(
           Effect.map((info) => envelopeSuccess(info, PUBLIC_CACHE)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("ecosystem", () =>
         Effect.map(directory.ecosystem(), (listing) => envelopeSuccess(listing, PUBLIC_CACHE)), runToCompletion)
-      .handle("usersBatch", ({ urlParams }) =>
+      .handle("usersBatch", ({ query }) =>
         Effect.flatMap(authorization, (header) =>
-          directory.usersBatch(header, urlParams.ids)).pipe(
+          directory.usersBatch(header, query.ids)).pipe(
             Effect.map((batch) =>
               envelopeSuccess(batch)
             ),
             Effect.catchTag("Refused", refusal)
           ), runToCompletion)
-      .handle("usersSearch", ({ urlParams }) =>
+      .handle("usersSearch", ({ query }) =>
         Effect.flatMap(authorization, (header) =>
-          directory.usersSearch(header, urlParams.q, urlParams.limit)).pipe(
+          directory.usersSearch(header, query.q, query.limit)).pipe(
             Effect.map((found) =>
               envelopeSuccess(found)
             ),

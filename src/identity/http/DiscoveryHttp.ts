@@ -1,6 +1,6 @@
-import { HttpApiBuilder } from "effect/http-api"
-import { HttpServerResponse } from "effect/http"
 import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { IdentityConfig } from "../IdentityConfig.js"
@@ -10,7 +10,7 @@ import { makeDiscoveryDocument } from "../oauth/Discovery.js"
 export const HttpDiscoveryLive = HttpApiBuilder.group(IdentityApi, "discovery", (handlers) =>
   Effect.gen(function*() {
     const { issuer } = yield* IdentityConfig
-    const response = HttpServerResponse.unsafeJson(makeDiscoveryDocument(issuer), {
+    const response = HttpServerResponse.jsonUnsafe(makeDiscoveryDocument(issuer), {
       headers: { "cache-control": "public, max-age=300" }
     })
     return handlers

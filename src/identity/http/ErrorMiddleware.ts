@@ -9,10 +9,10 @@
  * schemas. Request bodies are bounded here too (src/platform/BodyLimit.ts, `IDENTITY_MAX_BODY_BYTES`):
  * a larger one is answered 413 in the same three shapes, before it is read.
  */
-import { HttpApiBuilder } from "effect/http-api"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import type { HttpEffect } from "effect/http"
-import { Cause, Effect, Option, Predicate } from "effect"
+import { Cause, Effect, Option } from "effect"
+import type { Types } from "effect"
+import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiError } from "effect/http-api"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
@@ -36,7 +36,7 @@ const shapeOf = (path: string): Shape => {
 }
 
 const oauthError = (status: number, error: OAuthErrorCode, description: string, headers: Record<string, string> = {}) =>
-  HttpServerResponse.unsafeJson({ error, error_description: description }, {
+  HttpServerResponse.jsonUnsafe({ error, error_description: description }, {
     status,
     headers: { ...NO_STORE, ...headers }
   })
@@ -74,15 +74,69 @@ const isAuthorizationRequest = (path: string) =>
 /** The avatar uploads (the API's and the account page's): multipart bodies let through, up to their own limit. */
 const AVATAR_PATHS = [`${BASE_PATH}/auth/me/avatar`, `${BASE_PATH}/ui/account/avatar`]
 
-export const identityErrorMiddleware = HttpApiBuilder.middleware(Effect.map(
-  Effect.all([identityMaxBodyBytes, identityMaxAvatarBytes]),
-  ([maxBytes, avatarBytes]) => {
+/** A request part the decoder refused (not the encoding of a response, which is a defect of ours). */
+const isRequestDecodeError = (u: unknown): u is HttpApiError.HttpApiSchemaError =>
+  HttpApiError.HttpApiSchemaError.is(u) && u.kind !== "Body" && u.kind !== "ResponseHeaders"
+
+/** The body is sent as JSON (no `Content-Type` is JSON too, as the decoder reads it). */
+const isJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
+  (request.headers["content-type"] || "application/json").toLowerCase().includes("application/json")
+
+/**
+ * A JSON body that is not JSON at all. The decoder reports it as a payload it could not decode; it is
+ * answered as a body that cannot be read (the body is cached: reading it again costs nothing).
+ */
+const isUnparsableJson = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.map(Effect.option(request.text), (text) => {
+    if (Option.isNone(text)) return true
+    if (text.value === "") return false
+    try {
+      JSON.parse(text.value)
+      return false
+    } catch {
+      return true
+    }
+  })
+
+/**
+ * A global router middleware (`HttpRouter.middleware(..., { global: true })`): it wraps the route
+ * lookup too, so an unknown path comes through it.
+ */
+export const identityErrorMiddleware = HttpRouter.middleware(
+  Effect.gen(function*() {
+    const maxBytes = yield* identityMaxBodyBytes
+    const avatarBytes = yield* identityMaxAvatarBytes
     // RFC 9110 section 15.5.14; RFC 6749 has no error code of its own for it, so `invalid_request`.
     const tooLarge = (request: HttpServerRequest.HttpServerRequest) =>
       answer(
         request,
         { status: 413, oauth: "invalid_request", envelope: "PAYLOAD_TOO_LARGE" },
         `The request body is larger than ${maxBytes} bytes.`
+      )
+    const invalidRequest = (request: HttpServerRequest.HttpServerRequest) => {
+      const invalid = {
+        status: 400,
+        oauth: "invalid_request",
+        envelope: isAuthorizationRequest(new URL(request.url, "http://localhost").pathname)
+          ? "INVALID_AUTHORIZATION_REQUEST"
+          : "INVALID_REQUEST"
+      } as const
+      return answer(request, invalid, "A parameter is missing, repeated, malformed or too long.")
+    }
+    const malformedBody = (request: HttpServerRequest.HttpServerRequest) =>
+      answer(
+        request,
+        { status: 400, oauth: "invalid_request", envelope: "INVALID_REQUEST" },
+        "The request body is malformed."
+      )
+    /**
+     * A body the decoder refused: malformed when it is JSON that does not even parse (the body
+     * reader itself refused those), otherwise a parameter that is wrong.
+     */
+    const refusedBody = (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.map(
+        isJsonBody(request) ? isUnparsableJson(request) : Effect.succeed(false),
+        (malformed) => malformed ? malformedBody(request) : invalidRequest(request)
       )
     const bounded = limitBody({
       maxBytes,
@@ -95,34 +149,33 @@ export const identityErrorMiddleware = HttpApiBuilder.middleware(Effect.map(
           "Send the body as application/x-www-form-urlencoded or application/json."
         ))
     })
-    return (app: HttpApp.Default) =>
+    return (app: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>) =>
       bounded(app).pipe(
+        // The decoder answers a body whose type the endpoint does not declare with its own bare 415
+        // (no handler answers 415): a body it refused, answered as such.
+        Effect.flatMap((response) =>
+          response.status === 415
+            ? Effect.flatMap(HttpServerRequest.HttpServerRequest, refusedBody)
+            : Effect.succeed(response)
+        ),
         Effect.catchCause((cause) =>
           Effect.gen(function*() {
             const request = yield* HttpServerRequest.HttpServerRequest
-            const failure = Cause.failureOption(cause)
+            const failure = Cause.findErrorOption(cause)
+            // The decoder's refusals (`HttpApiSchemaError`) and the failures of reading a body it
+            // asked for are defects, the router's unknown path a failure: both are looked at.
             const squashed = Option.isSome(failure) ? failure.value : Cause.squash(cause)
-            const tag = Predicate.hasProperty(squashed, "_tag") ? squashed._tag : undefined
-            if (tag === "HttpApiDecodeError") {
-              const invalid = {
-                status: 400,
-                oauth: "invalid_request",
-                envelope: isAuthorizationRequest(new URL(request.url, "http://localhost").pathname)
-                  ? "INVALID_AUTHORIZATION_REQUEST"
-                  : "INVALID_REQUEST"
-              } as const
-              return answer(request, invalid, "A parameter is missing, repeated, malformed or too long.")
+            if (isRequestDecodeError(squashed)) {
+              return squashed.kind === "Payload" ? yield* refusedBody(request) : invalidRequest(request)
             }
-            if (tag === "RouteNotFound") return routeNotFound(request)
-            if (tag === "RequestError") {
-              if (isBodyTooLarge(squashed)) return tooLarge(request)
-              return answer(
-                request,
-                { status: 400, oauth: "invalid_request", envelope: "INVALID_REQUEST" },
-                "The request body is malformed."
-              )
+            if (HttpServerError.isHttpServerError(squashed)) {
+              if (squashed.reason._tag === "RouteNotFound") return routeNotFound(request)
+              if (squashed.reason._tag === "RequestParseError") {
+                if (isBodyTooLarge(squashed)) return tooLarge(request)
+                return malformedBody(request)
+              }
             }
-            if (Option.isSome(failure) || Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
+            if (Option.isSome(failure) || Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
             if (isDatabaseUnavailable(squashed)) {
               yield* Effect.logError("database unavailable", cause)
               return answer(
@@ -141,5 +194,6 @@ export const identityErrorMiddleware = HttpApiBuilder.middleware(Effect.map(
           })
         )
       )
-  }
-))
+  }),
+  { global: true }
+)

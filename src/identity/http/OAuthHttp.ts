@@ -6,9 +6,9 @@
  * refusal in its endpoint's style with `Retry-After`: the error page (the envelope for a JSON caller)
  * at authorize, bare `temporarily_unavailable` JSON at the others, as at the token endpoint.
  */
-import { HttpApiBuilder } from "effect/http-api"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Effect } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
@@ -64,7 +64,7 @@ const protocolLimited = (retryAfter: number) =>
     headers: { "retry-after": String(retryAfter) }
   }))
 
-const unsupportedBody = HttpServerResponse.unsafeJson({
+const unsupportedBody = HttpServerResponse.jsonUnsafe({
   error: "invalid_request",
   error_description: "send the parameters as application/x-www-form-urlencoded or application/json"
 }, { status: 400, headers: NO_STORE })
@@ -91,24 +91,24 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
         const wait = yield* limited("userinfo", request)
         if (wait > 0) return protocolLimited(wait)
         return yield* userinfo.userinfo(request).pipe(
-          Effect.map((info) => HttpServerResponse.unsafeJson(info, { headers: NO_STORE })),
+          Effect.map((info) => HttpServerResponse.jsonUnsafe(info, { headers: NO_STORE })),
           Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
         )
       })
 
     return handlers
-      .handle("authorize", ({ urlParams }) =>
+      .handle("authorize", ({ query }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           const wait = yield* limited("authorize", request)
           if (wait > 0) return authorizeLimited(request, wait)
-          return yield* authorize.authorize(urlParams, request).pipe(
+          return yield* authorize.authorize(query, request).pipe(
             Effect.map((outcome) => outcomeResponse(request, outcome)),
             Effect.catchTag("BearerRejected", (rejected) => {
               const description = rejected.reason === "expired"
                 ? "the access token has expired"
                 : "the Bearer token is not a valid sign-in token"
-              return Effect.succeed(HttpServerResponse.unsafeJson(
+              return Effect.succeed(HttpServerResponse.jsonUnsafe(
                 { error: "invalid_token", error_description: description },
                 {
                   status: 401,
@@ -127,7 +127,7 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
           if (!isJsonOrForm(request)) return unsupportedBody
           const address = addressBucket(addressOf(request))
           return yield* tokenService.exchange(payload, request.headers.authorization, address).pipe(
-            Effect.map((body) => HttpServerResponse.unsafeJson(body, { headers: NO_STORE })),
+            Effect.map((body) => HttpServerResponse.jsonUnsafe(body, { headers: NO_STORE })),
             Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
           )
         }), runToCompletion)
@@ -144,9 +144,9 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
             Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
           )
         }), runToCompletion)
-      .handle("logout", ({ urlParams }) => Effect.succeed(redirectTo(logout.entryLocation(urlParams))), runToCompletion)
-      .handle("postLogoutRedirect", ({ urlParams }) =>
-        Effect.map(logout.postLogoutRedirect(urlParams), (outcome) =>
+      .handle("logout", ({ query }) => Effect.succeed(redirectTo(logout.entryLocation(query))), runToCompletion)
+      .handle("postLogoutRedirect", ({ query }) =>
+        Effect.map(logout.postLogoutRedirect(query), (outcome) =>
           outcome._tag === "Redirect" ? redirectTo(outcome.location) : envelopeError(outcome.code, {}).pipe(
             (response) =>
               outcome.code === "LOGOUT_TARGET_NOT_ALLOWED" || outcome.code === "INVALID_AUTHORIZATION_REQUEST"
@@ -155,7 +155,7 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
           )), runToCompletion)
       .handle("jwks", () =>
         Effect.map(keys.jwks, (jwks) =>
-          HttpServerResponse.unsafeJson(jwks, {
+          HttpServerResponse.jsonUnsafe(jwks, {
             // Short enough that a rotated-in key (published two reload intervals before it signs) is seen.
             headers: { "cache-control": "public, max-age=60" }
           })), runToCompletion)

@@ -4,9 +4,9 @@
  * and, once signed in, to the session; and `return_to` followed only when it is a path on this
  * server under the issuer's path, so no page can be used as an open redirect.
  */
+import { Context, Effect, Layer, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpServerResponse } from "effect/http"
-import { Context, Effect, Layer, Option } from "effect"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import type { CsrfPurpose } from "../frontend/Csrf.js"
@@ -55,7 +55,7 @@ export class PageForms extends Context.Service<PageForms>()("identity/PageForms"
 
     const withCsrfCookie = (response: HttpServerResponse.HttpServerResponse, cookie: CsrfCookie) =>
       cookie.fresh
-        ? HttpServerResponse.unsafeSetCookie(response, cookieName, cookie.value, {
+        ? HttpServerResponse.setCookieUnsafe(response, cookieName, cookie.value, {
           path: config.cookies.path,
           httpOnly: true,
           secure: config.secureCookies,

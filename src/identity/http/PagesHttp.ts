@@ -12,9 +12,9 @@
  * (src/identity/frontend/PendingSignIn.ts) instead of a session; the code form posts back here with
  * it, and only a right code starts the session.
  */
-import { HttpApiBuilder } from "effect/http-api"
+import { Effect, Option, Result } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { Effect, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import type { AuthorizeParams } from "../../../schema/Identity/Authorize.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
@@ -139,13 +139,13 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
           headers: { "cache-control": "public, max-age=3600" }
         })
       )
-    const loginPageHandler = ({ urlParams }: { readonly urlParams: LoginPageParams }): Response =>
+    const loginPageHandler = ({ query }: { readonly query: LoginPageParams }): Response =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         return yield* renderLogin(request, {
-          email: urlParams.login_hint ?? "",
-          returnTo: safeReturnTo(urlParams.return_to),
-          selectAccount: urlParams.select_account === "1"
+          email: query.login_hint ?? "",
+          returnTo: safeReturnTo(query.return_to),
+          selectAccount: query.select_account === "1"
         })
       })
     const submitLoginHandler = ({ payload }: { readonly payload: LoginForm }): Response =>
@@ -258,18 +258,18 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
               }))
         )
       })
-    const consentPageHandler = ({ urlParams }: { readonly urlParams: AuthorizeParams }): Response =>
+    const consentPageHandler = ({ query: params }: { readonly query: AuthorizeParams }): Response =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const endUser = yield* endUsers.fromCookie(request)
-        const query = authorizeQuery(urlParams)
+        const query = authorizeQuery(params)
         if (Option.isNone(endUser)) {
           const back = new URLSearchParams({ return_to: `${config.basePath}/ui/consent?${query}` })
           return redirectTo(`${config.issuer}/ui/login?${back.toString()}`)
         }
-        const valid = yield* Effect.result(authorize.consentView(urlParams))
-        if (valid._tag === "Left") return outcomeResponse(request, valid.left)
-        const { client, scopes } = valid.right
+        const valid = yield* Effect.result(authorize.consentView(params))
+        if (Result.isFailure(valid)) return outcomeResponse(request, valid.failure)
+        const { client, scopes } = valid.success
         const cookie = csrfCookie(request)
         const token = yield* csrf.issue("consent", binding(cookie.value, endUser))
         return withCsrfCookie(
@@ -313,14 +313,14 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
         )
         return outcome._tag === "Redirect" ? redirectTo(outcome.location, 303) : outcomeResponse(request, outcome)
       })
-    const logoutPageHandler = ({ urlParams }: { readonly urlParams: LogoutParams }): Response =>
+    const logoutPageHandler = ({ query }: { readonly query: LogoutParams }): Response =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const redirect = urlParams.redirect ?? urlParams.post_logout_redirect_uri
-        const target = yield* logout.target({ clientId: urlParams.client_id, redirect, state: urlParams.state })
+        const redirect = query.redirect ?? query.post_logout_redirect_uri
+        const target = yield* logout.target({ clientId: query.client_id, redirect, state: query.state })
         const endUser = yield* endUsers.fromCookie(request)
         if (Option.isNone(endUser)) return signedOut(target.location)
-        if (yield* logout.hintConfirms(urlParams.id_token_hint, endUser.value, urlParams.client_id)) {
+        if (yield* logout.hintConfirms(query.id_token_hint, endUser.value, query.client_id)) {
           yield* sessions.end(endUser.value.session.id)
           return sessions.clearCookie(signedOut(target.location))
         }
@@ -331,9 +331,9 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
             csrf: token,
             userEmail: endUser.value.user.email,
             clientName: Option.getOrUndefined(Option.map(target.client, (c) => c.name === "" ? c.clientId : c.name)),
-            clientId: urlParams.client_id ?? "",
+            clientId: query.client_id ?? "",
             redirect: redirect ?? "",
-            state: urlParams.state ?? ""
+            state: query.state ?? ""
           })),
           cookie
         )

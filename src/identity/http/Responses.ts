@@ -2,9 +2,9 @@
  * Response helpers of the identity server: the envelope and HTML pages with their security headers.
  * The caller's address is `clientAddress` (ClientAddress.ts).
  */
+import { Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpServerResponse } from "effect/http"
-import { Effect } from "effect"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { envelopeFailure, envelopeOk } from "../../../schema/Identity/Envelope.js"
 import type { Refused } from "../Refused.js"
@@ -17,14 +17,14 @@ export const envelopeError = (
   headers: Readonly<Record<string, string>> = {}
 ): HttpServerResponse.HttpServerResponse => {
   const { body, status } = envelopeFailure(name)
-  return HttpServerResponse.unsafeJson(body, { status, headers: { "cache-control": "no-store", ...headers } })
+  return HttpServerResponse.jsonUnsafe(body, { status, headers: { "cache-control": "no-store", ...headers } })
 }
 
 /** The envelope answer to a service's refusal. */
 export const refusal = (refused: Refused) => Effect.succeed(envelopeError(refused.code, refused.headers))
 
 export const envelopeSuccess = <A>(data: A, headers: Readonly<Record<string, string>> = {}) =>
-  HttpServerResponse.unsafeJson(envelopeOk(data), { headers: { "cache-control": "no-store", ...headers } })
+  HttpServerResponse.jsonUnsafe(envelopeOk(data), { headers: { "cache-control": "no-store", ...headers } })
 
 /**
  * The pages' policy: nothing but our stylesheet and images (client logos), no framing anywhere

@@ -7,9 +7,9 @@
  *   than 10 minutes is sent to the sign-in page, which brings it back here. Its forms carry a CSRF
  *   token bound to the browser's CSRF cookie and the session (src/identity/http/PageForms.ts).
  */
-import { HttpApiBuilder } from "effect/http-api"
+import { Effect, Option, Result } from "effect"
 import { HttpServerRequest } from "effect/http"
-import { Effect, Result, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { TwoFactorForm } from "../../../schema/Identity/TwoFactor.js"
@@ -23,6 +23,7 @@ import type { TwoFactorFormName } from "../frontend/TwoFactorPages.js"
 import { twoFactorEnabledPage, twoFactorOffPage, twoFactorSetupPage } from "../frontend/TwoFactorPages.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 import type { Refused } from "../Refused.js"
+import { Sessions } from "../sessions/Sessions.js"
 import { TwoFactor } from "../twofactor/TwoFactor.js"
 import { clientAddress } from "./ClientAddress.js"
 import { PageForms } from "./PageForms.js"
@@ -32,7 +33,13 @@ export const HttpTwoFactorLive = HttpApiBuilder.group(IdentityApi, "twoFactor", 
   Effect.gen(function*() {
     const config = yield* IdentityConfig
     const twoFactor = yield* TwoFactor
-    const recentUser = Effect.tap(signedInUser, requireRecentSignIn)
+    const endUsers = yield* EndUsers
+    const sessions = yield* Sessions
+    // The services the checks use per request, taken from this stack once.
+    const recentUser = Effect.tap(
+      Effect.provideService(signedInUser, EndUsers, endUsers),
+      (endUser) => Effect.provideService(requireRecentSignIn(endUser), Sessions, sessions)
+    )
     const withAddress = Effect.all([
       recentUser,
       Effect.map(HttpServerRequest.HttpServerRequest, (request) => clientAddress(request, config.trustedProxies))
@@ -81,6 +88,7 @@ export const HttpTwoFactorPagesLive = HttpApiBuilder.group(
       const forms = yield* PageForms
       const endUsers = yield* EndUsers
       const twoFactor = yield* TwoFactor
+      const sessions = yield* Sessions
       const ctx = { basePath: config.basePath }
       const pagePath = `${config.basePath}/ui/account/two-factor`
 
@@ -97,7 +105,9 @@ export const HttpTwoFactorPagesLive = HttpApiBuilder.group(
             return Result.fail(redirectTo(`${config.issuer}/ui/login?${query.toString()}`, status))
           }
           if (Option.isNone(endUser)) return toSignIn(undefined)
-          const recent = yield* Effect.result(requireRecentSignIn(endUser.value))
+          const recent = yield* Effect.result(
+            Effect.provideService(requireRecentSignIn(endUser.value), Sessions, sessions)
+          )
           return Result.isFailure(recent) ? toSignIn(endUser.value.user.email) : Result.succeed(endUser.value)
         })
 
@@ -150,16 +160,16 @@ export const HttpTwoFactorPagesLive = HttpApiBuilder.group(
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           const endUser = yield* recentCookieUser(request, 302)
-          if (Result.isFailure(endUser)) return endUser.left
-          return yield* render(request, endUser.right)
+          if (Result.isFailure(endUser)) return endUser.failure
+          return yield* render(request, endUser.success)
         })
 
       const submitHandler = ({ payload }: { readonly payload: TwoFactorForm }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           const signedIn = yield* recentCookieUser(request, 303)
-          if (Result.isFailure(signedIn)) return signedIn.left
-          const endUser = signedIn.right
+          if (Result.isFailure(signedIn)) return signedIn.failure
+          const endUser = signedIn.success
           if (!(yield* forms.verifyToken(request, payload.csrf, "two-factor", Option.some(endUser)))) {
             return forms.formExpired()
           }

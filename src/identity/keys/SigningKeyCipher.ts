@@ -17,7 +17,7 @@
  * `SIGNING_KEY_ENCRYPTION_KEY` is introduced, and `SigningKeys` re-seals it under the new KEK; any
  * other KEK is an error, never a reason to make a new key.
  */
-import { Config, ConfigError, Context, Data, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { Config, Context, Data, Effect, Layer, Option, Redacted, Result, Schema, SchemaIssue } from "effect"
 import type * as Jose from "jose"
 import * as Crypto from "node:crypto"
 import { AppSecret } from "../../platform/Config.js"
@@ -66,9 +66,15 @@ export const parseEncryptionKey = (text: string): Result.Result<Buffer, string> 
   )
 }
 
-const encryptionKeyConfig = Config.redacted("SIGNING_KEY_ENCRYPTION_KEY").pipe(
-  Config.mapOrFail((value) =>
-    Either.mapLeft(parseEncryptionKey(Redacted.value(value)), (message) => ConfigError.InvalidData([], message))
+const encryptionKeyConfig = Config.Redacted("SIGNING_KEY_ENCRYPTION_KEY").pipe(
+  Config.mapEffect((value) =>
+    parseEncryptionKey(Redacted.value(value)).pipe(
+      // The key itself is not reported, only what is wrong with it.
+      Result.mapError((message) =>
+        new Config.ConfigError(new Schema.SchemaError(new SchemaIssue.InvalidValue({ message })))
+      ),
+      Effect.fromResult
+    )
   ),
   Config.option
 )
@@ -132,7 +138,7 @@ export const gcmOpen = (key: Buffer, aad: string, sealed: GcmSealed): string | u
 export const makeCipher = (current: Buffer, previous: ReadonlyArray<Buffer> = []) => {
   const kek = kekOf(current)
   const known = new Map([...previous.map(kekOf), kek].map((k) => [k.id, k]))
-  const decodeSealed = Schema.decodeUnknownEither(SealedKey)
+  const decodeSealed = Schema.decodeUnknownResult(SealedKey)
 
   const seal = (kid: string, jwk: Jose.JWK): SealedKey => ({
     v: ENVELOPE_VERSION,
@@ -145,11 +151,11 @@ export const makeCipher = (current: Buffer, previous: ReadonlyArray<Buffer> = []
     const fail = (detail: string) => Effect.fail(new SigningKeysUndecryptable({ kid, detail }))
     const sealed = decodeSealed(stored)
     if (Result.isFailure(sealed)) return fail("not a version 1 A256GCM envelope")
-    const by = known.get(sealed.right.kek)
+    const by = known.get(sealed.success.kek)
     if (by === undefined) {
-      return fail(`sealed under key-encryption key ${sealed.right.kek}, the configured one is ${kek.id}`)
+      return fail(`sealed under key-encryption key ${sealed.success.kek}, the configured one is ${kek.id}`)
     }
-    const plain = gcmOpen(by.key, kid, sealed.right)
+    const plain = gcmOpen(by.key, kid, sealed.success)
     // GCM authentication failed: another KEK with a colliding fingerprint, a tampered envelope, or
     // a ciphertext moved from another row (the kid is authenticated).
     if (plain === undefined) return fail("authentication failed")

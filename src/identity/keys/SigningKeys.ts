@@ -20,8 +20,8 @@
  * key-encryption key), so once a process has started no plaintext private key is left. A key that
  * does not decrypt stops start-up with `SigningKeysUndecryptable`; it never leads to a new key.
  */
-import { SqlClient } from "effect/sql"
 import { Clock, Context, Duration, Effect, Layer, Option, Ref, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import { Jwk, Jwks } from "../../../schema/Identity/Discovery.js"
 import { CLOCK_SKEW_SECONDS, MAX_SIGNED_TOKEN_TTL_SECONDS } from "../tokens/Lifetimes.js"
@@ -87,16 +87,16 @@ export const generateKey: Effect.Effect<NewKey> = Effect.promise(async () => {
 // Stores
 // ---------------------------------------------------------------------------------------------
 
-const JwkJson = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const JwkJson = Schema.Record(Schema.String, Schema.Unknown)
 
 const KeyRow = Schema.Struct({
   kid: Schema.String,
   sealed: Schema.Unknown,
   publicJwk: JwkJson,
-  createdAt: Schema.DateFromSelf,
-  activatesAt: Schema.DateFromSelf,
-  retiredAt: Schema.NullOr(Schema.DateFromSelf),
-  notAfter: Schema.NullOr(Schema.DateFromSelf)
+  createdAt: Schema.Date,
+  activatesAt: Schema.Date,
+  retiredAt: Schema.NullOr(Schema.Date),
+  notAfter: Schema.NullOr(Schema.Date)
 })
 
 const StateRow = Schema.Struct({ hasKey: Schema.Boolean, unsealed: Schema.Boolean })
@@ -107,12 +107,12 @@ const UnsealedRow = Schema.Struct({ kid: Schema.String, plaintext: Schema.NullOr
  * The PostgreSQL store over `signing_keys`, private keys sealed by `cipher`. SQL and decode failures
  * are defects; only `SigningKeysUndecryptable` is an error.
  */
-export const makePgKeyStore = (cipher: SigningKeyCipher) =>
+export const makePgKeyStore = (cipher: SigningKeyCipher["Service"]) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const decodeRows = Schema.decodeUnknown(Schema.Array(KeyRow))
-    const decodeState = Schema.decodeUnknown(Schema.Array(StateRow))
-    const decodeUnsealed = Schema.decodeUnknown(Schema.Array(UnsealedRow))
+    const decodeRows = Schema.decodeUnknownEffect(Schema.Array(KeyRow))
+    const decodeState = Schema.decodeUnknownEffect(Schema.Array(StateRow))
+    const decodeUnsealed = Schema.decodeUnknownEffect(Schema.Array(UnsealedRow))
     // Serialises key creation, sealing and rotation across processes for the duration of one transaction.
     const lock = sql`SELECT pg_advisory_xact_lock(hashtext('shiori.signing_keys'))`
     // One read on every reload: is there a signing key, and is any private key not sealed under the
@@ -171,7 +171,7 @@ export const makePgKeyStore = (cipher: SigningKeyCipher) =>
               notAfter: row.notAfter
             })))
         ),
-        Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+        Effect.catchTags({ SqlError: Effect.die, SchemaError: Effect.die })
       ),
       ensureKey: (generate) =>
         Effect.gen(function*() {
@@ -185,7 +185,7 @@ export const makePgKeyStore = (cipher: SigningKeyCipher) =>
             const now = yield* state
             if (!now.hasKey) yield* insert(candidate ?? (yield* generate), 0)
           }).pipe(sql.withTransaction)
-        }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })),
+        }).pipe(Effect.catchTags({ SqlError: Effect.die, SchemaError: Effect.die })),
       rotate: (next, graceSeconds, retentionSeconds) =>
         Effect.gen(function*() {
           yield* lock
@@ -275,7 +275,7 @@ interface KeyRing {
 const importKey = (jwk: Jose.JWK) =>
   Effect.promise(() => Jose.importJWK(jwk, SIGNING_ALG)).pipe(
     Effect.flatMap((key) =>
-      key instanceof Uint8Array ? Effect.dieMessage("signing key is not an asymmetric key") : Effect.succeed(key)
+      key instanceof Uint8Array ? Effect.die(new Error("signing key is not an asymmetric key")) : Effect.succeed(key)
     )
   )
 
@@ -363,7 +363,7 @@ export const makeSigningKeys = (store: KeyStore) =>
       yield* reload.pipe(
         Effect.catchTag("SigningKeysUndecryptable", (error) => Effect.logWarning("signing key reload failed", error))
       )
-      return Option.map(Option.fromNullable((yield* Ref.get(ring)).byKid.get(kid)), (found) => found.publicKey)
+      return Option.map(Option.fromNullishOr((yield* Ref.get(ring)).byKid.get(kid)), (found) => found.publicKey)
     })
 
     /** The public JWK Set served at `{issuer}/oauth/jwks`: every published key, newest first. */
@@ -389,11 +389,10 @@ export class SigningKeys extends Context.Service<SigningKeys>()("identity/Signin
   make: SigningKeyCipher.pipe(Effect.flatMap(makePgKeyStore), Effect.flatMap(makeSigningKeys))
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([SigningKeyCipher.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
 }
 
 /** Keys in memory: a fresh key per layer build, no database. */
 export const SigningKeysTest: Layer.Layer<SigningKeys> = Layer.effect(
   SigningKeys,
-  Effect.flatMap(makeMemoryKeyStore, makeSigningKeys).pipe(Effect.orDie, Effect.map(SigningKeys.make))
+  Effect.flatMap(makeMemoryKeyStore, makeSigningKeys).pipe(Effect.orDie)
 )

@@ -19,14 +19,14 @@ export const DEFAULT_MAIL_FROM = "shiori <no-reply@localhost>"
 
 export class MailConfig extends Context.Service<MailConfig>()("identity/MailConfig", {
   make: Effect.gen(function*() {
-    const smtpUrl = yield* Config.option(Config.redacted("SMTP_URL")).pipe(
+    const smtpUrl = yield* Config.option(Config.Redacted("SMTP_URL")).pipe(
       // An empty value (a blank line of an env file) is no server.
       Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
     )
-    const from = yield* Config.string("MAIL_FROM").pipe(Config.withDefault(DEFAULT_MAIL_FROM))
-    const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
-    const nodeEnv = yield* Config.string("NODE_ENV").pipe(Config.withDefault(""))
-    const explicit = yield* Config.option(Config.boolean("SHIORI_DEV_MAILBOX"))
+    const from = yield* Config.String("MAIL_FROM").pipe(Config.withDefault(DEFAULT_MAIL_FROM))
+    const host = yield* Config.String("HOST").pipe(Config.withDefault("127.0.0.1"))
+    const nodeEnv = yield* Config.String("NODE_ENV").pipe(Config.withDefault(""))
+    const explicit = yield* Config.option(Config.Boolean("SHIORI_DEV_MAILBOX"))
     const production = nodeEnv === "production" || !isLoopbackHost(host)
     const devMailbox = Option.getOrElse(explicit, () => Option.isNone(smtpUrl) && !production)
     return { smtpUrl, from, production, devMailbox } as const

@@ -17,8 +17,8 @@
  *
  * Logs name the outbox row and the SMTP error code, never a body, a recipient or `SMTP_URL`.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Duration, Effect, Layer, Option, Queue, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import Nodemailer from "nodemailer"
 import { keepListening } from "../../platform/Notifications.js"
 import { MailConfig } from "./MailConfig.js"
@@ -51,7 +51,7 @@ const ClaimedRow = Schema.Struct({
   attempts: Schema.Number
 })
 type ClaimedRow = typeof ClaimedRow.Type
-const decodeClaimed = Schema.decodeUnknown(Schema.Array(ClaimedRow))
+const decodeClaimed = Schema.decodeUnknownEffect(Schema.Array(ClaimedRow))
 
 /** What nodemailer's errors carry besides their message. */
 interface SmtpError {
@@ -115,7 +115,10 @@ export class MailDelivery extends Context.Service<MailDelivery>()("identity/Mail
           }),
         catch: (error): SmtpError => typeof error === "object" && error !== null ? error : { message: String(error) }
       }).pipe(
-        Effect.timeoutFail({ duration: SEND_TIMEOUT, onTimeout: (): SmtpError => ({ code: "ETIMEDOUT" }) }),
+        Effect.timeoutOrElse({
+          duration: SEND_TIMEOUT,
+          orElse: () => Effect.fail<SmtpError>({ code: "ETIMEDOUT" })
+        }),
         Effect.matchEffect({
           onSuccess: () => sql`UPDATE mail_outbox SET sent_at = now(), last_error = NULL WHERE id = ${row.id}`,
           onFailure: (error) => {
@@ -166,7 +169,8 @@ export class MailDelivery extends Context.Service<MailDelivery>()("identity/Mail
       }
       const wait = yield* untilNextDue
       if (wait > 0) yield* Effect.timeoutOption(Queue.take(wake), Duration.seconds(wait))
-      yield* Queue.takeAll(wake)
+      // Drop a wake-up that arrived meanwhile (without waiting for one).
+      yield* Queue.clear(wake)
     })
 
     yield* round.pipe(

@@ -9,8 +9,8 @@
  * `mailbox` reads the outbox back for the development mailbox (src/identity/http/DevHttp.ts).
  * Message bodies carry codes: they are never logged.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { MaxLength } from "../../../schema/Identity/Limits.js"
 
 export interface MailMessage {
@@ -38,9 +38,9 @@ const OutboxRow = Schema.Struct({
   subject: Schema.String,
   text_body: Schema.String,
   html_body: Schema.NullOr(Schema.String),
-  created_at: Schema.DateFromSelf
+  created_at: Schema.Date
 })
-const decodeRows = Schema.decodeUnknown(Schema.Array(OutboxRow))
+const decodeRows = Schema.decodeUnknownEffect(Schema.Array(OutboxRow))
 
 /**
  * A header line break would let a caller's value add headers of its own (nodemailer folds and
@@ -56,7 +56,7 @@ export class Mailer extends Context.Service<Mailer>()("identity/Mailer", {
     const send = Effect.fn("Mailer.send")(function*(message: MailMessage) {
       const to = message.to.trim()
       if (!singleLine(to) || !to.includes("@") || to.length > MaxLength.email || !singleLine(message.subject)) {
-        return yield* Effect.dieMessage("Mailer.send: the recipient or subject is not a single-line value")
+        return yield* Effect.die(new Error("Mailer.send: the recipient or subject is not a single-line value"))
       }
       yield* sql`
         INSERT INTO mail_outbox (to_address, subject, text_body, html_body)

@@ -24,9 +24,9 @@
  * state. A sign-in at or after it satisfies both `max_age` (even `max_age=0`) and `prompt=login`, so
  * the fresh sign-in is never judged too old and the browser never loops back to the sign-in page.
  */
+import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import type { AuthorizeParams } from "../../../schema/Identity/Authorize.js"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
@@ -265,8 +265,8 @@ export class Authorize extends Context.Service<Authorize>()("identity/Authorize"
     const authorize = Effect.fn("Authorize.authorize")(
       function*(params: AuthorizeParams, httpRequest: HttpServerRequest.HttpServerRequest) {
         const valid = yield* Effect.result(validate(params))
-        if (valid._tag === "Left") return valid.left
-        const request = valid.right
+        if (Result.isFailure(valid)) return valid.failure
+        const request = valid.success
         const back = (error: OAuthErrorCode, description: string) =>
           redirect(errorLocation(request.redirectUri, error, description, request.state))
 
@@ -324,8 +324,8 @@ export class Authorize extends Context.Service<Authorize>()("identity/Authorize"
         const params = parseAuthorizeQuery(query)
         if (Option.isNone(params)) return errorPage("INVALID_AUTHORIZATION_REQUEST", "A parameter is repeated.")
         const valid = yield* Effect.result(validate(params.value))
-        if (valid._tag === "Left") return valid.left
-        const request = valid.right
+        if (Result.isFailure(valid)) return valid.failure
+        const request = valid.success
         if (!approve) {
           return redirect(
             errorLocation(request.redirectUri, "access_denied", "the user denied the request", request.state)

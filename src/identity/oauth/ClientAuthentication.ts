@@ -6,7 +6,7 @@
  * The back-channel envelope endpoints (the user lookup, src/identity/directory/Directory.ts) take
  * `client_secret_basic` only, through `authenticateBasic`.
  */
-import { Data, Effect, Result, Option } from "effect"
+import { Data, Effect, Option, Result } from "effect"
 import type { Client } from "../clients/Clients.js"
 import type { Clients } from "../clients/Clients.js"
 import { isPublicClient, secretMatches } from "../clients/Clients.js"
@@ -68,7 +68,10 @@ export const presentedClient = (
   })
 
 /** The registered client behind a claimed id, before any secret is checked. */
-export const findClient = (clients: Clients, presented: PresentedClient): Effect.Effect<Client, OAuthFailure> =>
+export const findClient = (
+  clients: Clients["Service"],
+  presented: PresentedClient
+): Effect.Effect<Client, OAuthFailure> =>
   clients.find(presented.clientId).pipe(
     Effect.flatMap(Option.match({
       onNone: () => Effect.fail(invalidClient("unknown client")),
@@ -99,14 +102,14 @@ export class ClientRefused extends Data.TaggedError("ClientRefused")<{
  * constant-time secret check. A public client is refused whatever it sends.
  */
 export const authenticateBasic = (
-  clients: Clients,
+  clients: Clients["Service"],
   authorization: string | undefined
 ): Effect.Effect<Client, ClientRefused> =>
   Effect.gen(function*() {
     const unauthenticated = new ClientRefused({ reason: "unauthenticated" })
-    const presented = yield* Effect.orElseFail(presentedClient(authorization, {}), () => unauthenticated)
+    const presented = yield* Effect.mapError(presentedClient(authorization, {}), () => unauthenticated)
     if (Option.isNone(presented) || presented.value.method !== "client_secret_basic") return yield* unauthenticated
-    const client = yield* Effect.orElseFail(findClient(clients, presented.value), () => unauthenticated)
+    const client = yield* Effect.mapError(findClient(clients, presented.value), () => unauthenticated)
     if (isPublicClient(client)) return yield* new ClientRefused({ reason: "public_client" })
     if (Result.isFailure(yield* Effect.result(checkSecret(client, presented.value)))) return yield* unauthenticated
     return client

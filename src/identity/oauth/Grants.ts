@@ -4,12 +4,12 @@
  * Every secret is looked up by its SHA-256; single use and rotation are conditional UPDATEs, so
  * concurrent redemptions of one code or one refresh token have exactly one winner.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import type { PkceMethod } from "../crypto/Secrets.js"
 import { userAlongside } from "../users/Users.js"
 
-const Id = Schema.Union(Schema.Number, Schema.NumberFromString)
+const Id = Schema.Union([Schema.Number, Schema.NumberFromString])
 
 const CodeRow = Schema.Struct({
   client_id: Schema.String,
@@ -20,7 +20,7 @@ const CodeRow = Schema.Struct({
   nonce: Schema.NullOr(Schema.String),
   code_challenge: Schema.NullOr(Schema.String),
   code_challenge_method: Schema.NullOr(Schema.Literals(["S256", "plain"])),
-  auth_time: Schema.DateFromSelf,
+  auth_time: Schema.Date,
   amr: Schema.Array(Schema.String),
   fresh: Schema.Boolean
 })
@@ -31,7 +31,7 @@ const RefreshRow = Schema.Struct({
   client_id: Schema.String,
   user_id: Id,
   scopes: Schema.Array(Schema.String),
-  auth_time: Schema.DateFromSelf,
+  auth_time: Schema.Date,
   /** The sign-in's methods, kept by the family (RFC 8176). */
   amr: Schema.Array(Schema.String),
   expired: Schema.Boolean,
@@ -61,7 +61,7 @@ export interface NewCode {
 export class Grants extends Context.Service<Grants>()("identity/Grants", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const decodeRefresh = Schema.decodeUnknown(Schema.Array(RefreshRow))
+    const decodeRefresh = Schema.decodeUnknownEffect(Schema.Array(RefreshRow))
     const withUser = userAlongside(sql)
     const firstRedeemed = withUser.first(CodeRow.fields)
     const firstRotated = withUser.first(RefreshRow.fields)
@@ -154,7 +154,7 @@ export class Grants extends Context.Service<Grants>()("identity/Grants", {
           FROM family
         )
         SELECT id::text AS id FROM family
-      `.pipe(Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.id)), Effect.orDie)
+      `.pipe(Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => row.id)), Effect.orDie)
 
     /** The token and its state; `idleTimeoutSeconds` as for `rotate` (0: `idle` is always false). */
     const findRefreshToken = (tokenHash: string, idleTimeoutSeconds = 0) =>
@@ -168,7 +168,7 @@ export class Grants extends Context.Service<Grants>()("identity/Grants", {
         WHERE t.token_hash = ${tokenHash}
       `.pipe(
         Effect.flatMap(decodeRefresh),
-        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.map((rows) => Option.fromNullishOr(rows[0])),
         Effect.orDie
       )
 
@@ -224,7 +224,7 @@ export class Grants extends Context.Service<Grants>()("identity/Grants", {
 
     const familyClient = (familyId: string) =>
       sql<{ client_id: string }>`SELECT client_id FROM refresh_families WHERE id = ${familyId}::uuid`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.client_id)),
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => row.client_id)),
         Effect.orDie
       )
 
@@ -232,7 +232,7 @@ export class Grants extends Context.Service<Grants>()("identity/Grants", {
     const consentedScopes = (userId: number, clientId: string) =>
       sql<{ scopes: ReadonlyArray<string> }>`
         SELECT scopes FROM consents WHERE user_id = ${userId} AND client_id = ${clientId}
-      `.pipe(Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.scopes)), Effect.orDie)
+      `.pipe(Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => row.scopes)), Effect.orDie)
 
     /** Adds `scopes` to what the user granted the client. */
     const recordConsent = (userId: number, clientId: string, scopes: ReadonlyArray<string>) =>

@@ -4,8 +4,8 @@
  * the status of RFC 6749 section 5.2 / RFC 6750 section 3.1 unless given, plus any headers the
  * failure needs (`WWW-Authenticate`, `Retry-After`).
  */
-import { HttpServerResponse } from "effect/http"
 import { Data } from "effect"
+import { HttpServerResponse } from "effect/http"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
 import { oauthErrorStatus } from "../../../schema/Identity/OAuthError.js"
 
@@ -25,7 +25,7 @@ export const oauthFailure = (error: OAuthErrorCode, description: string, extra?:
 export const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" } as const
 
 export const oauthFailureResponse = (failure: OAuthFailure): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.unsafeJson(
+  HttpServerResponse.jsonUnsafe(
     { error: failure.error, error_description: failure.description },
     { status: failure.status ?? oauthErrorStatus(failure.error), headers: { ...NO_STORE, ...failure.headers } }
   )

@@ -107,7 +107,7 @@ export class TokenService extends Context.Service<TokenService>()("identity/Toke
           failuresBlockedUntil.set(key, (yield* Clock.currentTimeMillis) + taken.retryAfterSeconds * 1000)
           return yield* tooManyFailures(taken.retryAfterSeconds)
         }
-        return yield* checked.left
+        return yield* checked.failure
       }
     )
 

@@ -4,8 +4,8 @@
  * and its user must not be banned. Failures are RFC 6750 section 3 errors with a
  * `WWW-Authenticate: Bearer` challenge.
  */
-import type { HttpServerRequest } from "effect/http"
 import { Context, Effect, Layer, Option } from "effect"
+import type { HttpServerRequest } from "effect/http"
 import type { UserInfo } from "../../../schema/Identity/UserInfo.js"
 import { bearerToken } from "../auth/EndUsers.js"
 import { TokenLiveness } from "../tokens/Liveness.js"

@@ -5,10 +5,10 @@
  * Ending a session revokes the refresh families it produced: logging out of the provider logs the
  * user out of the relying parties that signed in through it.
  */
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { Context, Effect, Layer, Option, Schema } from "effect"
 import { randomToken, sha256Hex } from "../crypto/Secrets.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 
@@ -29,9 +29,9 @@ export interface Session {
 const SessionRow = Schema.Struct({
   id: Schema.String,
   sid: Schema.String,
-  user_id: Schema.Union(Schema.Number, Schema.NumberFromString),
-  auth_time: Schema.DateFromSelf,
-  expires_at: Schema.DateFromSelf,
+  user_id: Schema.Union([Schema.Number, Schema.NumberFromString]),
+  auth_time: Schema.Date,
+  expires_at: Schema.Date,
   amr: Schema.Array(Schema.String)
 })
 
@@ -48,7 +48,7 @@ export class Sessions extends Context.Service<Sessions>()("identity/Sessions", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* IdentityConfig
-    const decodeRows = Schema.decodeUnknown(Schema.Array(SessionRow))
+    const decodeRows = Schema.decodeUnknownEffect(Schema.Array(SessionRow))
 
     /** `amr`: the methods the sign-in used; a password alone unless told. */
     const create = Effect.fn("Sessions.create")(function*(userId: number, client: {
@@ -73,7 +73,7 @@ export class Sessions extends Context.Service<Sessions>()("identity/Sessions", {
         FROM sessions s JOIN users u ON u.id = s.user_id
         WHERE s.id = ${sha256Hex(cookie)} AND s.ended_at IS NULL AND s.expires_at > now() AND NOT u.banned
       `.pipe(Effect.flatMap(decodeRows), Effect.orDie)
-      return Option.map(Option.fromNullable(rows[0]), toSession)
+      return Option.map(Option.fromNullishOr(rows[0]), toSession)
     })
 
     /** The live session with public id `sid`. */
@@ -83,7 +83,7 @@ export class Sessions extends Context.Service<Sessions>()("identity/Sessions", {
         SELECT id, sid, user_id, auth_time, expires_at, amr FROM sessions
         WHERE sid = ${sid} AND ended_at IS NULL AND expires_at > now()
       `.pipe(Effect.flatMap(decodeRows), Effect.orDie)
-      return Option.map(Option.fromNullable(rows[0]), toSession)
+      return Option.map(Option.fromNullishOr(rows[0]), toSession)
     })
 
     /** Ends the session and revokes the refresh families it produced. */
@@ -115,13 +115,13 @@ export class Sessions extends Context.Service<Sessions>()("identity/Sessions", {
 
     /** `Set-Cookie` for a new session (HttpOnly, SameSite=Lax; over https Secure and `__Host-`). */
     const setCookie = (response: HttpServerResponse.HttpServerResponse, cookie: string) =>
-      HttpServerResponse.unsafeSetCookie(response, cookieName, cookie, {
+      HttpServerResponse.setCookieUnsafe(response, cookieName, cookie, {
         ...cookieOptions,
         maxAge: `${config.sessionTtlSeconds} seconds`
       })
 
     const clearCookie = (response: HttpServerResponse.HttpServerResponse) =>
-      HttpServerResponse.expireCookie(response, cookieName, cookieOptions)
+      HttpServerResponse.expireCookieUnsafe(response, cookieName, cookieOptions)
 
     const fromRequest = (request: HttpServerRequest.HttpServerRequest) => fromCookie(request.cookies[cookieName])
 

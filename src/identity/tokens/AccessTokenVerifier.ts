@@ -36,12 +36,12 @@ export const AccessTokenVerifierJwks: Layer.Layer<AccessTokenVerifier, never, To
   Effect.gen(function*() {
     const issuer = yield* issuerConfig.pipe(Effect.orDie)
     const audience = yield* catalogAudienceConfig.pipe(Effect.orDie)
-    const jwksUrl = yield* Config.string("IDENTITY_JWKS_URL").pipe(
+    const jwksUrl = yield* Config.String("IDENTITY_JWKS_URL").pipe(
       Config.withDefault(`${issuer}/oauth/jwks`),
       Effect.orDie
     )
     // Refetch at most this often when a token names an unknown `kid`.
-    const cooldownSeconds = yield* Config.number("IDENTITY_JWKS_COOLDOWN_SECONDS").pipe(
+    const cooldownSeconds = yield* Config.Number("IDENTITY_JWKS_COOLDOWN_SECONDS").pipe(
       Config.withDefault(10),
       Effect.orDie
     )

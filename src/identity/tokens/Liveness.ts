@@ -10,8 +10,8 @@
  * path. Either way a revoked family stops working within the cache time, well inside the 900 s
  * token lifetime.
  */
-import { SqlClient } from "effect/sql"
 import { Clock, Config, Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import { userAlongside } from "../users/Users.js"
 
 export interface LivenessClaims {
@@ -103,7 +103,7 @@ export const cachedLiveness = (check: LivenessCheck, ttlMillis: number): Livenes
 }
 
 /** How long the catalog trusts "alive" (`IDENTITY_REVOCATION_CACHE_SECONDS`, default 5). */
-export const revocationCacheMillis = Config.number("IDENTITY_REVOCATION_CACHE_SECONDS").pipe(
+export const revocationCacheMillis = Config.Number("IDENTITY_REVOCATION_CACHE_SECONDS").pipe(
   Config.withDefault(5),
   Config.map((seconds) => Math.max(0, seconds) * 1000)
 )

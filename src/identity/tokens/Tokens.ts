@@ -24,9 +24,9 @@ export const DEFAULT_ISSUER = "http://127.0.0.1:8081/api/v1"
  * `IDENTITY_ISSUER`, or the provider on this machine at `IDENTITY_PORT` (8081) when unset, so moving
  * the port alone keeps the issuer, discovery and the catalog's JWKS URL pointing at the provider.
  */
-export const issuerConfig: Config.Config<string> = Config.string("IDENTITY_ISSUER").pipe(
+export const issuerConfig: Config.Config<string> = Config.String("IDENTITY_ISSUER").pipe(
   Config.orElse(() =>
-    Config.port("IDENTITY_PORT").pipe(
+    Config.Port("IDENTITY_PORT").pipe(
       Config.withDefault(8081),
       Config.map((port) => `http://127.0.0.1:${port}/api/v1`)
     )
@@ -42,10 +42,12 @@ export const DEFAULT_CATALOG_AUDIENCE = "urn:shiori:catalog"
  * fixed identifier rather than a URL derived from `HOST` and `CATALOG_PORT`, so a provider and a
  * catalog deployed apart agree without configuration.
  */
-export const catalogAudienceConfig: Config.Config<string> = Config.string("CATALOG_AUDIENCE").pipe(
-  Config.validate({ message: "CATALOG_AUDIENCE must not be empty", validation: (value) => value.trim() !== "" }),
-  Config.withDefault(DEFAULT_CATALOG_AUDIENCE)
-)
+export const catalogAudienceConfig: Config.Config<string> = Config.schema(
+  Schema.String.check(
+    Schema.makeFilter((value) => value.trim() !== "", { message: "CATALOG_AUDIENCE must not be empty" })
+  ),
+  "CATALOG_AUDIENCE"
+).pipe(Config.withDefault(DEFAULT_CATALOG_AUDIENCE))
 
 /** RFC 9068 section 2.1: `typ` is `at+jwt` (the `application/` prefix is optional, RFC 7515 section 4.1.9). */
 export const ACCESS_TOKEN_TYP = "at+jwt"
@@ -68,7 +70,7 @@ export const atHash = (accessToken: string): string =>
 export class AccessTokenClaims extends Schema.Class<AccessTokenClaims>("AccessTokenClaims")({
   iss: Schema.String,
   sub: Schema.String,
-  aud: Schema.Union(Schema.String, Schema.Array(Schema.String)),
+  aud: Schema.Union([Schema.String, Schema.Array(Schema.String)]),
   client_id: Schema.String,
   scope: Schema.String,
   jti: Schema.String,
@@ -77,11 +79,11 @@ export class AccessTokenClaims extends Schema.Class<AccessTokenClaims>("AccessTo
   uid: Schema.Int,
   roles: Schema.Array(GrantedRole),
   site_roles: Schema.Array(Schema.String),
-  site: Schema.optionalWith(Schema.String, { exact: true }),
-  fid: Schema.optionalWith(Schema.String, { exact: true }),
-  sid: Schema.optionalWith(Schema.String, { exact: true }),
-  auth_time: Schema.optionalWith(Schema.Int, { exact: true }),
-  content_limit: Schema.optionalWith(Schema.Literals(["sfw", "nsfw"]), { exact: true })
+  site: Schema.optionalKey(Schema.String),
+  fid: Schema.optionalKey(Schema.String),
+  sid: Schema.optionalKey(Schema.String),
+  auth_time: Schema.optionalKey(Schema.Int),
+  content_limit: Schema.optionalKey(Schema.Literals(["sfw", "nsfw"]))
 }) {
   get scopes(): ReadonlyArray<string> {
     return this.scope === "" ? [] : this.scope.split(" ")
@@ -89,7 +91,19 @@ export class AccessTokenClaims extends Schema.Class<AccessTokenClaims>("AccessTo
 }
 
 /** Why a presented access token was refused. Every reason is RFC 6750 `invalid_token`. */
-export const AccessTokenRejection = Schema.Literals(["malformed", "unsupported_algorithm", "wrong_type", "unknown_key", "bad_signature", "wrong_issuer", "wrong_audience", "expired", "not_yet_valid", "invalid_claims", "revoked"])
+export const AccessTokenRejection = Schema.Literals([
+  "malformed",
+  "unsupported_algorithm",
+  "wrong_type",
+  "unknown_key",
+  "bad_signature",
+  "wrong_issuer",
+  "wrong_audience",
+  "expired",
+  "not_yet_valid",
+  "invalid_claims",
+  "revoked"
+])
 export type AccessTokenRejection = typeof AccessTokenRejection.Type
 
 export class AccessTokenRejected extends Schema.TaggedError<AccessTokenRejected>()("AccessTokenRejected", {
@@ -106,9 +120,9 @@ export class AccessTokenRejected extends Schema.TaggedError<AccessTokenRejected>
 export class IdTokenHint extends Schema.Class<IdTokenHint>("IdTokenHint")({
   iss: Schema.String,
   sub: Schema.String,
-  aud: Schema.Union(Schema.String, Schema.Array(Schema.String)),
+  aud: Schema.Union([Schema.String, Schema.Array(Schema.String)]),
   exp: Schema.Int,
-  sid: Schema.optionalWith(Schema.String, { exact: true })
+  sid: Schema.optionalKey(Schema.String)
 }) {}
 
 export class IdTokenHintRejected extends Schema.TaggedError<IdTokenHintRejected>()("IdTokenHintRejected", {
@@ -182,7 +196,7 @@ export const verifyAccessTokenWith = (token: string, options: {
         }),
       catch: fromJoseError
     })
-    return yield* Schema.decodeUnknown(AccessTokenClaims)(payload).pipe(
+    return yield* Schema.decodeUnknownEffect(AccessTokenClaims)(payload).pipe(
       Effect.mapError(() => reject("invalid_claims", "token claims do not have the expected shape"))
     )
   })
@@ -330,7 +344,7 @@ export class Tokens extends Context.Service<Tokens>()("identity/Tokens", {
         catch: () => fail("id_token_hint payload is not JSON")
       }).pipe(
         Effect.flatMap((json) =>
-          Schema.decodeUnknown(IdTokenHint)(json).pipe(Effect.mapError(() => fail("bad claims")))
+          Schema.decodeUnknownEffect(IdTokenHint)(json).pipe(Effect.mapError(() => fail("bad claims")))
         )
       )
       if (claims.iss !== issuer) return yield* fail("id_token_hint was issued by another issuer")

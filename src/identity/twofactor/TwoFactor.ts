@@ -15,8 +15,8 @@
  *   address) and by growing delays per account, never a lockout, with the sign-in policies of
  *   src/identity/IdentityConfig.ts. A right code takes its count back.
  */
-import { SqlClient } from "effect/sql"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import * as OTPAuth from "otpauth"
 import QRCode from "qrcode"
@@ -60,19 +60,19 @@ const SealedSecret = Schema.Struct({
   ct: Schema.String
 })
 
-const Id = Schema.Union(Schema.Number, Schema.NumberFromString)
+const Id = Schema.Union([Schema.Number, Schema.NumberFromString])
 
 const TotpRow = Schema.Struct({
   secret: Schema.NullOr(SealedSecret),
   pending_secret: Schema.NullOr(SealedSecret),
   pending_live: Schema.Boolean,
   last_step: Schema.NullOr(Id),
-  confirmed_at: Schema.NullOr(Schema.DateFromSelf)
+  confirmed_at: Schema.NullOr(Schema.Date)
 })
 type TotpRow = typeof TotpRow.Type
 
 const StatusRow = Schema.Struct({
-  confirmed_at: Schema.NullOr(Schema.DateFromSelf),
+  confirmed_at: Schema.NullOr(Schema.Date),
   pending_live: Schema.Boolean,
   recovery_left: Id
 })
@@ -131,8 +131,8 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
     const limiter = yield* RateLimiter
     const { secret: appSecret } = yield* AppSecret
     const key = deriveSecretKey(appSecret, HKDF_INFO)
-    const decodeTotp = Schema.decodeUnknown(Schema.Array(TotpRow))
-    const decodeStatus = Schema.decodeUnknown(Schema.Array(StatusRow))
+    const decodeTotp = Schema.decodeUnknownEffect(Schema.Array(TotpRow))
+    const decodeStatus = Schema.decodeUnknownEffect(Schema.Array(StatusRow))
 
     // The user id is authenticated with the ciphertext: copied into another user's row it does not open.
     const seal = (userId: number, secret: string) =>
@@ -145,7 +145,7 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
             Effect.annotateLogs({ userId })
           )
         }
-        return Option.fromNullable(plain)
+        return Option.fromNullishOr(plain)
       })
 
     const setupInfo = (secret: string, label: string) =>
@@ -187,7 +187,7 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
                last_step, confirmed_at
         FROM two_factor_totp WHERE user_id = ${userId}
         FOR UPDATE
-      `.pipe(Effect.flatMap(decodeTotp), Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie)
+      `.pipe(Effect.flatMap(decodeTotp), Effect.map((rows) => Option.fromNullishOr(rows[0])), Effect.orDie)
 
     const replaceRecoveryCodes = (userId: number) =>
       Effect.gen(function*() {
@@ -260,7 +260,7 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
       `.pipe(Effect.flatMap(decodeStatus), Effect.orDie)
       const row = rows[0]
       return {
-        enabledAt: Option.fromNullable(row?.confirmed_at ?? null),
+        enabledAt: Option.fromNullishOr(row?.confirmed_at ?? null),
         pending: row?.pending_live ?? false,
         recoveryCodesLeft: row?.recovery_left ?? 0
       } satisfies TwoFactorStatus

@@ -3,8 +3,8 @@
  * one module through which the catalog reads identity accounts; read on every request that acts
  * for a user, so a role granted or revoked (or a ban) applies at once, whatever the credential.
  */
-import { SqlClient, SqlSchema } from "effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 
 export interface Standing {
   readonly roles: ReadonlyArray<string>
@@ -16,7 +16,7 @@ const Row = Schema.Struct({ roles: Schema.Array(Schema.String), banned: Schema.B
 export class UserStanding extends Context.Service<UserStanding>()("identity/UserStanding", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const find = SqlSchema.findOne({
+    const find = SqlSchema.findOneOption({
       Request: Schema.Number,
       Result: Row,
       execute: (id) => sql`SELECT roles, banned FROM users WHERE id = ${id}`

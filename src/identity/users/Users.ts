@@ -2,8 +2,8 @@
  * Accounts: integer `id`, UUID `sub`, email, name, picture, granted roles (`user` is implicit),
  * site roles per site, banned flag; passwords hashed with scrypt (README.md, "Security").
  */
-import { SqlClient } from "effect/sql"
 import { Context, Data, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { Email, GrantedRole, SiteRole } from "../../../schema/Identity/User.js"
 import { Passwords } from "../crypto/Passwords.js"
@@ -25,7 +25,7 @@ export interface User {
 export class UserInputError extends Data.TaggedError("UserInputError")<{ readonly message: string }> {}
 
 const UserRow = Schema.Struct({
-  id: Schema.Union(Schema.Number, Schema.NumberFromString),
+  id: Schema.Union([Schema.Number, Schema.NumberFromString]),
   sub: Schema.String,
   email: Schema.String,
   email_verified: Schema.Boolean,
@@ -34,7 +34,7 @@ const UserRow = Schema.Struct({
   password_hash: Schema.String,
   roles: Schema.Array(GrantedRole),
   banned: Schema.Boolean,
-  updated_at: Schema.DateFromSelf
+  updated_at: Schema.Date
 })
 
 const toUser = (row: typeof UserRow.Type): User => ({
@@ -64,12 +64,12 @@ export const userAlongside = (sql: SqlClient.SqlClient) => ({
     sql`ARRAY(SELECT r.role FROM user_site_roles r WHERE r.user_id = ${sql.literal(userId)} AND r.site = ${site}
               ORDER BY r.role) AS site_roles`,
   first: <Fields extends Schema.Struct.Fields>(fields: Fields) => {
-    const decode = Schema.decodeUnknown(
+    const decode = Schema.decodeUnknownEffect(
       Schema.Array(Schema.Struct({ ...fields, ...UserRow.fields, site_roles: Schema.Array(Schema.String) }))
     )
     return (rows: ReadonlyArray<unknown>) =>
       Effect.map(decode(rows), (decoded) =>
-        Option.map(Option.fromNullable(decoded[0]), (row) => ({
+        Option.map(Option.fromNullishOr(decoded[0]), (row) => ({
           row,
           user: toUser(row as unknown as typeof UserRow.Type),
           siteRoles: (row as unknown as { readonly site_roles: ReadonlyArray<string> }).site_roles
@@ -95,7 +95,7 @@ export interface DirectoryEntry {
 }
 
 const DirectoryRow = Schema.Struct({
-  id: Schema.Union(Schema.Number, Schema.NumberFromString),
+  id: Schema.Union([Schema.Number, Schema.NumberFromString]),
   sub: Schema.String,
   name: Schema.String,
   picture: Schema.String,
@@ -119,11 +119,11 @@ export class Users extends Context.Service<Users>()("identity/Users", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const passwords = yield* Passwords
-    const decodeRows = Schema.decodeUnknown(Schema.Array(UserRow))
+    const decodeRows = Schema.decodeUnknownEffect(Schema.Array(UserRow))
     const one = <E, R>(query: Effect.Effect<ReadonlyArray<unknown>, E, R>) =>
       query.pipe(
         Effect.flatMap(decodeRows),
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toUser)),
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toUser)),
         Effect.orDie
       )
 
@@ -242,7 +242,7 @@ export class Users extends Context.Service<Users>()("identity/Users", {
             SELECT role FROM user_site_roles WHERE user_id = ${id} AND site = ${site} ORDER BY role
           `.pipe(Effect.map((rows) => rows.map((row) => row.role)), Effect.orDie)
 
-    const decodeDirectory = Schema.decodeUnknown(Schema.Array(DirectoryRow))
+    const decodeDirectory = Schema.decodeUnknownEffect(Schema.Array(DirectoryRow))
     // `r.site = NULL` is never true: a client without a site sees no site roles.
     const directoryColumns = (site: string | null) =>
       sql`u.id, u.sub, u.name, u.picture, u.roles,
