@@ -205,13 +205,13 @@ export const reasonList = Object.keys(Reasons) as ReadonlyArray<Reason>
 // ---------------------------------------------------------------------------------------------
 
 export const FieldErrorParams = Schema.Struct({
-  max_length: Schema.optional(Schema.Int),
-  min_length: Schema.optional(Schema.Int),
-  minimum: Schema.optional(Schema.Number),
-  maximum: Schema.optional(Schema.Number),
-  max_items: Schema.optional(Schema.Int),
-  min_items: Schema.optional(Schema.Int),
-  allowed: Schema.optional(Schema.Array(Schema.String))
+  max_length: Schema.optionalKey(Schema.Int),
+  min_length: Schema.optionalKey(Schema.Int),
+  minimum: Schema.optionalKey(Schema.Number),
+  maximum: Schema.optionalKey(Schema.Number),
+  max_items: Schema.optionalKey(Schema.Int),
+  min_items: Schema.optionalKey(Schema.Int),
+  allowed: Schema.optionalKey(Schema.Array(Schema.String))
 }).annotate({
   identifier: "FieldErrorParams",
   description:
@@ -221,18 +221,18 @@ export const FieldErrorParams = Schema.Struct({
 const FieldErrorStruct = Schema.Struct({
   reason: Schema.Literals(reasonList).annotate({ description: "Closed registry; see /v2/problems/reasons." }),
   detail: Schema.String.check(Schema.isMaxLength(2048)).annotate({ description: "English; for display only." }),
-  pointer: Schema.optional(
+  pointer: Schema.optionalKey(
     Schema.String.check(Schema.isPattern(/^\//)).annotate({ description: "JSON Pointer into the request body." })
   ),
-  parameter: Schema.optional(
+  parameter: Schema.optionalKey(
     Schema.String.check(Schema.isPattern(/^[A-Za-z_][A-Za-z0-9_]*$/)).annotate({
       description: "Query or path parameter name."
     })
   ),
-  header: Schema.optional(
+  header: Schema.optionalKey(
     Schema.String.check(Schema.isPattern(/^[A-Za-z0-9-]+$/)).annotate({ description: "Request header name." })
   ),
-  params: Schema.optional(FieldErrorParams)
+  params: Schema.optionalKey(FieldErrorParams)
 })
 
 export const FieldError = FieldErrorStruct.check(
@@ -527,8 +527,8 @@ export const ProblemDocument = Schema.Struct({
   instance: Schema.String,
   request_id: Schema.String.check(Schema.isPattern(/^req_[0-9A-HJKMNP-TV-Z]{26}$/)),
   errors: Schema.Array(FieldError),
-  object: Schema.optional(Schema.String),
-  current_id: Schema.optional(Schema.String)
+  object: Schema.optionalKey(Schema.String),
+  current_id: Schema.optionalKey(Schema.String)
 }).annotate({
   identifier: "Problem",
   description: "RFC 9457 problem document. Branch on the HTTP status, then on `code`; never on `detail`."

@@ -7,7 +7,6 @@ import { DemoCatalogLive } from "./catalog/seed/DemoCatalog.js"
 import { IdentityServerLive } from "./identity/IdentityServer.js"
 import { AppSecret, ServerConfig } from "./platform/Config.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "./platform/Database.js"
-import { LoggingLive } from "./platform/Logging.js"
 import { ServerSecretPolicyLive } from "./platform/SecretPolicy.js"
 import { TracingLive } from "./platform/Tracing.js"
 
@@ -33,8 +32,8 @@ export const InfrastructureLive = MigratorLive.pipe(
   Layer.provideMerge(SettingsLive)
 )
 
+/** Everything `npm start` runs; the logger (src/platform/Logging.ts) is provided around it by main.ts. */
 export const MainLive = ServersLive.pipe(
   Layer.provide(DemoCatalogLive),
-  Layer.provide(InfrastructureLive),
-  Layer.provide(LoggingLive)
+  Layer.provide(InfrastructureLive)
 )

@@ -1,7 +1,8 @@
 import { NodeRuntime } from "@effect/platform-node"
-import { ConfigProvider, Layer } from "effect"
+import { Cause, ConfigProvider, Effect, Exit, Layer } from "effect"
 import * as V8 from "node:v8"
 import { MainLive } from "./App.js"
+import { LoggingLive } from "./platform/Logging.js"
 
 /**
  * The heap policy (README "Operating it"). V8 lets the old generation grow to as much as four times
@@ -35,4 +36,18 @@ const ConfigLive = ConfigProvider.layer(
   )
 )
 
-NodeRuntime.runMain(Layer.launch(MainLive.pipe(Layer.provide(ConfigLive))))
+/**
+ * A failure to start (a refused secret, an unreachable database) is logged like every other line, in
+ * the configured format, and exits 1. A stop asked for by SIGTERM or SIGINT drains and exits 0: it
+ * is how an operator or a supervisor ends the process, not a failure.
+ */
+const main = Layer.launch(MainLive).pipe(
+  Effect.tapCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logError(cause)),
+  Effect.provide(LoggingLive),
+  Effect.provide(ConfigLive)
+)
+
+NodeRuntime.runMain(main, {
+  disableErrorReporting: true,
+  teardown: (exit, onExit) => onExit(Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause) ? 1 : 0)
+})

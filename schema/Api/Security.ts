@@ -44,7 +44,8 @@ export interface PrincipalShape {
 
 export class Principal extends Context.Service<Principal, PrincipalShape>()("catalog/Principal") {}
 
-const bearer = HttpApiSecurity.bearer.pipe(
+/** RFC 6750 bearer credentials; the scheme is written as OpenAPI's own examples write it (RFC 9110 11.1: case-insensitive). */
+const bearer = HttpApiSecurity.http({ scheme: "bearer" }).pipe(
   HttpApiSecurity.annotate(
     OpenApi.Description,
     "An API key (`sk_...`, issued by an operator: `npm run cli -- api-key create`) or an access token of the " +

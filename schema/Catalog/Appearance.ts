@@ -15,7 +15,7 @@ export const Appearance = Schema.Struct({
   voices: Schema.Array(CreditNameBasic).annotate({
     description: "Who voices the character in this work; `[]` when empty, never null."
   }),
-  identity: Schema.optional(RowIdentity.annotate({
+  identity: Schema.optionalKey(RowIdentity.annotate({
     description: "Opaque identity of the roster row; absent when the work is reached only through a voice credit."
   }))
 }).annotate({ identifier: "Appearance", description: "A work a character appears in." })

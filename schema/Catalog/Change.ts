@@ -21,7 +21,7 @@ export const Change = Schema.Struct({
   target_object: TargetObject,
   id: Id,
   updated_at: Timestamp.annotate({ description: "The moment the row last changed." }),
-  gone: Schema.optional(
+  gone: Schema.optionalKey(
     Schema.Literal(true).annotate({
       description: "Present and true only when the id left the public population (merged away or no longer " +
         "served); never sent as false. Drop the mirrored row; if it was merged, the redirects list names its " +

@@ -74,7 +74,7 @@ export const CharacterBasic = Schema.Struct(characterBasicFields).annotate({
 export type CharacterBasic = typeof CharacterBasic.Type
 
 const full = <S extends Schema.Top>(schema: S, description: string) =>
-  Schema.optional(Schema.NullOr(schema).annotate({ description: `view=full; ${description}` }))
+  Schema.optionalKey(Schema.NullOr(schema).annotate({ description: `view=full; ${description}` }))
 
 export const Character = Schema.Struct({
   ...characterBasicFields,
@@ -88,16 +88,16 @@ export const Character = Schema.Struct({
   weight_kg: full(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)), "null if unrecorded."),
   measurements: full(Measurements, "null if unrecorded."),
   instance_of_id: full(CharacterId, "the character this row is an instance of; null if none."),
-  aliases: Schema.optional(Schema.Array(EntityName).annotate({ description: "include=aliases; detail only." })),
-  intros: Schema.optional(Schema.Array(Intro).annotate({ description: "include=intros; detail only." })),
-  refs: Schema.optional(Schema.Array(Ref).annotate({ description: "include=refs; detail only." })),
-  traits: Schema.optional(
+  aliases: Schema.optionalKey(Schema.Array(EntityName).annotate({ description: "include=aliases; detail only." })),
+  intros: Schema.optionalKey(Schema.Array(Intro).annotate({ description: "include=intros; detail only." })),
+  refs: Schema.optionalKey(Schema.Array(Ref).annotate({ description: "include=refs; detail only." })),
+  traits: Schema.optionalKey(
     Schema.Array(CharacterTrait).annotate({ description: "include=traits; detail only." })
   ),
-  image: Schema.optional(
+  image: Schema.optionalKey(
     Image.annotate({ identifier: undefined, description: "include=image when an image exists; detail only." })
   ),
-  figure: Schema.optional(
+  figure: Schema.optionalKey(
     Image.annotate({
       identifier: undefined,
       description: "include=figure when a full-body cutout exists; detail only."

@@ -55,13 +55,13 @@ export const ClaimRecord = Schema.Struct({
   product_work_id: Schema.NullOr(SiteId).annotate({
     description: "The site's own id for the work; null when unclaimed or not given."
   }),
-  last_event: Schema.optional(ClaimEventRef).annotate({
+  last_event: Schema.optionalKey(ClaimEventRef).annotate({
     description: "Newest event on the work by anyone; absent on moderation-queue rows."
   }),
-  acted_count: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))).annotate({
+  acted_count: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))).annotate({
     description: "Times the bearer acted on the work (within `site=` when given); on the bearer's faces only."
   }),
-  first_acted_at: Schema.optional(Schema.NullOr(Timestamp)).annotate({
+  first_acted_at: Schema.optionalKey(Schema.NullOr(Timestamp)).annotate({
     description: "When the bearer first acted on the work; null when never. On the bearer's faces only."
   })
 }).annotate({ identifier: "ClaimRecord", description: "A work's claim as a site or a moderator sees it." })
@@ -102,21 +102,21 @@ export type FieldValues = typeof FieldValues.Type
 // Every failing field is reported: the endpoint decodes this body with `errors: "all"`
 // (`HttpApi.PayloadParseOptions`; a Schema 4 schema carries no parse options).
 export const CreateClaimInputBody = Schema.Struct({
-  work_id: Schema.optional(Id.annotate({ description: "An existing catalog work to claim." })),
-  refs: Schema.optional(
+  work_id: Schema.optionalKey(Id.annotate({ description: "An existing catalog work to claim." })),
+  refs: Schema.optionalKey(
     Schema.Array(ClaimRefBody).check(Schema.isMaxLength(100)).annotate({
       description: "Upstream references; used when `work_id` is absent. At most 100."
     })
   ),
-  site_work_id: Schema.optional(SiteId.annotate({
+  site_work_id: Schema.optionalKey(SiteId.annotate({
     description: "The site's own id for the work. Alone with `display_name` it mints a work anchored to it."
   })),
-  display_name: Schema.optional(
+  display_name: Schema.optionalKey(
     Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(512)).annotate({
       description: "Required to mint when `refs` match nothing."
     })
   ),
-  field_values: Schema.optional(FieldValues.annotate({
+  field_values: Schema.optionalKey(FieldValues.annotate({
     // Described for this use, so written inline (see `Image` in Common.ts).
     identifier: undefined,
     description: "Mints a work from the map; with `work_id` the request is 422. Top-level `display_name` wins " +
@@ -129,7 +129,7 @@ export type CreateClaimInputBody = typeof CreateClaimInputBody.Type
 // (`HttpApi.PayloadParseOptions`; a Schema 4 schema carries no parse options).
 export const DecideClaimInputBody = Schema.Struct({
   decision: ClaimDecision,
-  note: Schema.optional(Note.annotate({ description: "Required to decline." }))
+  note: Schema.optionalKey(Note.annotate({ description: "Required to decline." }))
 }).annotate({ identifier: "DecideClaimInputBody" })
 export type DecideClaimInputBody = typeof DecideClaimInputBody.Type
 

@@ -296,17 +296,17 @@ export const TotalRelation = Schema.Literals(["eq", "gte"]).annotate({
 const listFields = <Item extends Schema.Top>(item: Item) => ({
   object: Schema.Literal("list"),
   items: Schema.Array(item).annotate({ description: "The page's items; `[]` when empty, never null." }),
-  next_cursor: Schema.optional(Cursor),
-  total: Schema.optional(Count.annotate({
+  next_cursor: Schema.optionalKey(Cursor),
+  total: Schema.optionalKey(Count.annotate({
     description: "Number of matching items: only with `include_total=true`, always in page mode."
   })),
-  total_relation: Schema.optional(TotalRelation.annotate({ description: "Page mode only." })),
-  facets: Schema.optional(
+  total_relation: Schema.optionalKey(TotalRelation.annotate({ description: "Page mode only." })),
+  facets: Schema.optionalKey(
     Schema.Record(Schema.String, Schema.NullOr(Schema.Array(FacetValue))).annotate({
       description: "Facet name to its values; only when `facets=` is requested."
     })
   ),
-  missing: Schema.optional(
+  missing: Schema.optionalKey(
     Schema.Array(Schema.String.check(Schema.isMaxLength(330))).annotate({
       description: "`ids=`/`refs=` batch lane only: the requested ids (or refs, as sent) that are not visible."
     })

@@ -58,14 +58,14 @@ export type CompanyBasic = typeof CompanyBasic.Type
 
 export const Company = Schema.Struct({
   ...companyBasicFields,
-  aliases: Schema.optional(Schema.Array(EntityName).annotate({ description: "include=aliases." })),
-  intros: Schema.optional(
+  aliases: Schema.optionalKey(Schema.Array(EntityName).annotate({ description: "include=aliases." })),
+  intros: Schema.optionalKey(
     Schema.Array(Intro).annotate({ description: "include=intros; detail and batch lanes only." })
   ),
-  links: Schema.optional(
+  links: Schema.optionalKey(
     Schema.Array(WorkLink).annotate({ description: "include=links; detail and batch lanes only." })
   ),
-  logo: Schema.optional(Image.annotate({ identifier: undefined, description: "include=logo, when a logo exists." }))
+  logo: Schema.optionalKey(Image.annotate({ identifier: undefined, description: "include=logo, when a logo exists." }))
 }).annotate({
   identifier: "Company",
   description: "A company: developer brand, publisher, doujin circle, light-novel label, anime studio or group."
@@ -78,7 +78,7 @@ export const CompanyGraphNode = Schema.Struct({
   display_name: DisplayString,
   localized: Localized,
   work_count: workCount,
-  logo: Schema.optional(Image)
+  logo: Schema.optionalKey(Image)
 }).annotate({ identifier: "CompanyGraphNode", description: "A company in a company graph." })
 export type CompanyGraphNode = typeof CompanyGraphNode.Type
 

@@ -38,7 +38,7 @@ export const CreditNameBasic = Schema.Struct(creditNameBasicFields).annotate({
 export type CreditNameBasic = typeof CreditNameBasic.Type
 
 const detail = <S extends Schema.Top>(schema: S, description: string) =>
-  Schema.optional(schema.annotate({ description }))
+  Schema.optionalKey(schema.annotate({ description }))
 
 export const CreditName = Schema.Struct({
   ...creditNameBasicFields,
@@ -55,12 +55,12 @@ export const CreditName = Schema.Struct({
     "Detail face only; as birth_year."
   ),
   gender: detail(Gender, "Detail face only; as birth_year."),
-  aliases: Schema.optional(Schema.Array(EntityName).annotate({ description: "include=aliases." })),
-  intros: Schema.optional(Schema.Array(Intro).annotate({ description: "include=intros: person biography." })),
-  links: Schema.optional(Schema.Array(WorkLink).annotate({ description: "include=links." })),
-  refs: Schema.optional(Schema.Array(Ref).annotate({ description: "include=refs." })),
-  photo: Schema.optional(Image.annotate({ identifier: undefined, description: "include=photo, when a photo exists." })),
-  siblings: Schema.optional(
+  aliases: Schema.optionalKey(Schema.Array(EntityName).annotate({ description: "include=aliases." })),
+  intros: Schema.optionalKey(Schema.Array(Intro).annotate({ description: "include=intros: person biography." })),
+  links: Schema.optionalKey(Schema.Array(WorkLink).annotate({ description: "include=links." })),
+  refs: Schema.optionalKey(Schema.Array(Ref).annotate({ description: "include=refs." })),
+  photo: Schema.optionalKey(Image.annotate({ identifier: undefined, description: "include=photo, when a photo exists." })),
+  siblings: Schema.optionalKey(
     Schema.Array(CreditNameBasic).annotate({
       description: "include=siblings: the same person's other publicly linked names."
     })

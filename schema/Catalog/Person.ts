@@ -18,14 +18,14 @@ export const Person = Schema.Struct({
   }),
   birth_month: Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 12 }))),
   birth_day: Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 31 }))),
-  names: Schema.optional(
+  names: Schema.optionalKey(
     Schema.Array(CreditNameBasic).annotate({
       description: "include=names: the person's publicly linked credit names."
     })
   ),
-  intros: Schema.optional(Schema.Array(Intro).annotate({ description: "include=intros: biography." })),
-  links: Schema.optional(Schema.Array(WorkLink).annotate({ description: "include=links." })),
-  refs: Schema.optional(Schema.Array(Ref).annotate({ description: "include=refs." }))
+  intros: Schema.optionalKey(Schema.Array(Intro).annotate({ description: "include=intros: biography." })),
+  links: Schema.optionalKey(Schema.Array(WorkLink).annotate({ description: "include=links." })),
+  refs: Schema.optionalKey(Schema.Array(Ref).annotate({ description: "include=refs." }))
 }).annotate({
   identifier: "Person",
   description: "A real person (staff member or voice actor) with a public link to one or more credit names. " +

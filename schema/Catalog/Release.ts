@@ -64,8 +64,8 @@ export const Release = Schema.Struct({
   }),
   catalog_number: Schema.NullOr(Schema.String.check(Schema.isMaxLength(64))),
   updated_at: Timestamp,
-  refs: Schema.optional(Schema.Array(Ref).annotate({ description: "include=refs." })),
-  links: Schema.optional(Schema.Array(WorkLink).annotate({ description: "include=links." }))
+  refs: Schema.optionalKey(Schema.Array(Ref).annotate({ description: "include=refs." })),
+  links: Schema.optionalKey(Schema.Array(WorkLink).annotate({ description: "include=links." }))
 }).annotate({
   identifier: "Release",
   description: "An edition of a work: a dated product on given platforms and in given languages."

@@ -129,29 +129,29 @@ const viewFull = (key: keyof typeof workFullDescriptions) => ({
 /** The work record as served: basic fields, view=full fields, and include-only fields. */
 export const Work = Schema.Struct({
   ...workBasicFields,
-  aliases: Schema.optional(workFullFields.aliases.annotate(viewFull("aliases"))),
-  development_status: Schema.optional(workFullFields.development_status.annotate(viewFull("development_status"))),
-  engine: Schema.optional(workFullFields.engine.annotate(viewFull("engine"))),
-  links: Schema.optional(workFullFields.links.annotate(viewFull("links"))),
-  created_at: Schema.optional(workFullFields.created_at.annotate(viewFull("created_at"))),
-  characters: Schema.optional(
+  aliases: Schema.optionalKey(workFullFields.aliases.annotate(viewFull("aliases"))),
+  development_status: Schema.optionalKey(workFullFields.development_status.annotate(viewFull("development_status"))),
+  engine: Schema.optionalKey(workFullFields.engine.annotate(viewFull("engine"))),
+  links: Schema.optionalKey(workFullFields.links.annotate(viewFull("links"))),
+  created_at: Schema.optionalKey(workFullFields.created_at.annotate(viewFull("created_at"))),
+  characters: Schema.optionalKey(
     Schema.Array(RosterCharacter).annotate({
       description: "view=full on the single-work read only: the character roster, each row with its opaque " +
         "`identity`. Lists use the roster endpoint instead."
     })
   ),
-  titles: Schema.optional(Schema.Array(WorkTitle).annotate({ description: "include=titles: every title." })),
-  refs: Schema.optional(Schema.Array(Ref).annotate({ description: "include=refs." })),
-  intros: Schema.optional(Schema.Array(Intro).annotate({ description: "include=intros: descriptions." })),
-  covers: Schema.optional(Schema.Array(Cover).annotate({ description: "include=covers, best first." })),
-  companies: Schema.optional(Schema.Array(WorkCompany).annotate({ description: "include=companies." })),
-  ratings: Schema.optional(
+  titles: Schema.optionalKey(Schema.Array(WorkTitle).annotate({ description: "include=titles: every title." })),
+  refs: Schema.optionalKey(Schema.Array(Ref).annotate({ description: "include=refs." })),
+  intros: Schema.optionalKey(Schema.Array(Intro).annotate({ description: "include=intros: descriptions." })),
+  covers: Schema.optionalKey(Schema.Array(Cover).annotate({ description: "include=covers, best first." })),
+  companies: Schema.optionalKey(Schema.Array(WorkCompany).annotate({ description: "include=companies." })),
+  ratings: Schema.optionalKey(
     Schema.Array(Rating).annotate({
       description: "include=ratings: one entry per rating source that rates the work."
     })
   ),
-  tags: Schema.optional(Schema.Array(WorkTag).annotate({ description: "include=tags, highest score first." })),
-  credits: Schema.optional(Schema.Array(CreditGroup).annotate({ description: "include=credits." }))
+  tags: Schema.optionalKey(Schema.Array(WorkTag).annotate({ description: "include=tags, highest score first." })),
+  credits: Schema.optionalKey(Schema.Array(CreditGroup).annotate({ description: "include=credits." }))
 }).annotate({
   identifier: "Work",
   description: "A visual novel. view=basic gives the fields every list needs; view=full adds aliases, status, " +

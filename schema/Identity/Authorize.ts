@@ -10,7 +10,7 @@ import { Schema } from "effect"
 import { Bounded, MaxLength } from "./Limits.js"
 
 const param = (description: string, maxLength: number = MaxLength.opaque) =>
-  Schema.optional(Bounded(maxLength)).annotate({ description })
+  Schema.optionalKey(Bounded(maxLength)).annotate({ description })
 
 export const AuthorizeParams = Schema.Struct({
   client_id: param("Registered client id. Required.", MaxLength.clientId),

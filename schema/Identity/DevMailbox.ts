@@ -8,7 +8,7 @@ import { Envelope } from "./Envelope.js"
 import { Bounded, MaxLength } from "./Limits.js"
 
 export const DevMailboxParams = Schema.Struct({
-  to: Schema.optional(Bounded(MaxLength.email)).annotate({
+  to: Schema.optionalKey(Bounded(MaxLength.email)).annotate({
     description: "The recipient's address (case-insensitive). Without it: every recipient's messages."
   })
 }).annotate({ identifier: "DevMailboxParams" })

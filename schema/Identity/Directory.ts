@@ -86,7 +86,7 @@ export const UserSearchParams = Schema.Struct({
   q: Bounded(256, 1).annotate({
     description: "A name prefix (case-insensitive) or an exact email address (case-insensitive)."
   }),
-  limit: Schema.optional(
+  limit: Schema.optionalKey(
     Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: SEARCH_MAX_LIMIT }))
   ).annotate({ description: `Most users answered (default ${SEARCH_DEFAULT_LIMIT}).` })
 }).annotate({ identifier: "UserSearchParams" })

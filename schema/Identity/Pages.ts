@@ -10,7 +10,7 @@ import { Bounded, MaxLength } from "./Limits.js"
 
 /** An optional bounded string of a form or query: a page answers a missing field itself. */
 export const field = (maxLength: number, description: string) =>
-  Schema.optional(Bounded(maxLength)).annotate({ description })
+  Schema.optionalKey(Bounded(maxLength)).annotate({ description })
 
 export const LoginPageParams = Schema.Struct({
   return_to: field(MaxLength.ownUrl, "Where to go after signing in: a path on this server (same origin, relative)."),

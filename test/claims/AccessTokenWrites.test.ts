@@ -3,9 +3,9 @@
  * actor, its client's site the tenant, and idempotency keys belong to the client and user, so a new
  * token after a refresh replays what the previous one wrote.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Http from "node:http"
 import type * as Net from "node:net"
 import { DEFAULT_CATALOG_AUDIENCE, DEFAULT_ISSUER } from "../../src/identity/tokens/Tokens.js"

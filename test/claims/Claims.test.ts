@@ -4,9 +4,9 @@
  * in the change feed; SPEC 7.1: every refusal is a problem document with its code). Every success
  * body of a claim route is decoded with its schema.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import {
   ClaimDecisionRecord,
   ClaimRecord,

@@ -9,9 +9,9 @@
  *   create, submit, decide and release claims: each mirror ends with every event id exactly once,
  *   strictly ascending (the log never skips: ids become visible in ascending order).
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import Pg from "pg"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
 import { DatabaseUrl } from "../../src/platform/Database.js"

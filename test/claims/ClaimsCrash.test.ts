@@ -7,9 +7,9 @@
  * claim, and retrying the whole burst with the same keys replays what committed and creates the
  * rest: one claim per work in the end.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Net from "node:net"

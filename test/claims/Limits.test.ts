@@ -5,10 +5,10 @@
  * cached read path counted like the stack; and every site's daily write quotas (429 `QUOTA_EXCEEDED`
  * until UTC midnight), counted in the write's own transaction.
  */
-import { HttpServer } from "effect/http"
-import { SqlClient } from "effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer, Metric } from "effect"
+import { HttpServer } from "effect/http"
+import { SqlClient } from "effect/sql"
 import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
 import { CatalogLimits } from "../../src/catalog/limits/Limits.js"
 import { RequestBudget } from "../../src/catalog/limits/RequestBudget.js"
@@ -117,7 +117,9 @@ const smallConfig = {
 
 describe("request budget: a small burst (SPEC 8, DECISIONS 20)", () => {
   layer(
-    OtherCatalogLive(testConfigProvider(smallConfig)).pipe(Layer.provideMerge(ClaimsFixtureLive({ config: smallConfig }))),
+    OtherCatalogLive(testConfigProvider(smallConfig)).pipe(
+      Layer.provideMerge(ClaimsFixtureLive({ config: smallConfig }))
+    ),
     serverLayerOptions("180 seconds")
   )((it) => {
     it.effect("SPEC 8: past the burst a credential gets 429 RATE_LIMITED with Retry-After; budgets are per credential", () =>
@@ -439,9 +441,10 @@ describe("limits: defaults (SPEC 8)", () => {
         "ratelimit-policy": `"requests";q=600;w=30`,
         ratelimit: `"requests";r=599;t=1`
       })
-      // A bad setting is refused rather than ignored.
+      // A bad setting is refused rather than ignored. (`local`: built afresh under these settings, not
+      // the instance the enclosing `Effect.provide` memoized.)
       const refused = yield* Effect.exit(
-        Effect.provide(CatalogLimits, CatalogLimits.layer).pipe(
+        Effect.provide(CatalogLimits, CatalogLimits.layer, { local: true }).pipe(
           Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromUnknown({ CATALOG_RATE_BURST: "0" }))
         )
       )

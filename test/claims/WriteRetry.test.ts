@@ -3,9 +3,9 @@
  * the whole transaction rolled back, so the retry is a fresh attempt and the client sees one answer,
  * never a 500 (SPEC 7.1: 5xx only for the server's own failures).
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import Pg from "pg"
 import { DatabaseUrl } from "../../src/platform/Database.js"
 import { ClaimsFixture, ClaimsFixtureLive } from "../support/Claims.js"

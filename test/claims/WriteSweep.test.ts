@@ -3,9 +3,9 @@
  * days until the day after, request budgets until a day untouched. The sweep every catalog process
  * runs removes the rest, and nothing else: the identity provider's buckets are its own job's.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { ReadCache } from "../../src/catalog/shared/ReadCache.js"
 import { Writes } from "../../src/catalog/writes/Writes.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
