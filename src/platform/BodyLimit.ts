@@ -185,6 +185,11 @@ export const limitBody = <R>(limit: BodyLimit<R>) =>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | R2 | HttpServerRequest.HttpServerRequest> =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
+    // A GET (HEAD, OPTIONS, ...) that declares no body, the common case: nothing to bound or read.
+    if (
+      !HttpMethod.hasBody(request.method) && request.headers["content-length"] === undefined &&
+      request.headers["transfer-encoding"] === undefined
+    ) return yield* app
     const upload = limit.uploads?.find((route) =>
       route.method === request.method && route.path === request.url.split("?", 1)[0]
     )

@@ -39,12 +39,20 @@ export const tagged = <A, I>(schema: Schema.Codec<A, I>, value: A): Effect.Effec
     return { json, etag: etagOf(json) }
   })
 
-/** 200 with the ETag, or 304 when the client's copy (`If-None-Match`) is current. */
-export const conditional = (body: Tagged) =>
-  Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-    noneMatch(request.headers["if-none-match"], body.etag)
-      ? HttpServerResponse.empty({ status: 304, headers: { etag: body.etag } })
-      : HttpServerResponse.text(body.json, { contentType: "application/json", headers: { etag: body.etag } }))
+/**
+ * 200 with the ETag, or 304 when the client's copy (`If-None-Match`) is current. `bytes`: the body
+ * already encoded as UTF-8, when the caller has it (it is sent as it is, not encoded again).
+ */
+export const conditional = (body: Tagged, bytes?: Uint8Array) =>
+  Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+    if (noneMatch(request.headers["if-none-match"], body.etag)) {
+      return HttpServerResponse.empty({ status: 304, headers: { etag: body.etag } })
+    }
+    const options = { contentType: "application/json", headers: { etag: body.etag } }
+    return bytes === undefined
+      ? HttpServerResponse.text(body.json, options)
+      : HttpServerResponse.uint8Array(bytes, options)
+  })
 
 /**
  * Encodes `value` with `schema` and answers 200 with an ETag, or 304 when the client's copy is

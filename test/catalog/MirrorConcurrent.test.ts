@@ -38,7 +38,8 @@ const objects: ReadonlyArray<TargetObject> = [
 const WRITE_MS = 8_000
 
 const pick = <A>(xs: ReadonlyArray<A>): A => xs[Math.floor(Math.random() * xs.length)]!
-const isRetryable = (e: SqlError) => ["40P01", "40001"].includes((e.cause as { code?: string } | undefined)?.code ?? "")
+/** `40P01` and `40001`: @effect/sql-pg gives them the reasons `DeadlockError` and `SerializationError`. */
+const isRetryable = (e: SqlError) => e.reason._tag === "DeadlockError" || e.reason._tag === "SerializationError"
 
 /** The mirror: what a client keeps, built only from the two feeds. */
 interface MirrorState {

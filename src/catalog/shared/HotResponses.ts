@@ -76,12 +76,15 @@ export class HotResponses extends Context.Service<HotResponses, {
   >
 }>()("catalog/HotResponses") {}
 
-/** The stack's answer: `compressed` is the body's gzip representation when the client accepts it. */
-const answerOf = (answer: Answer, compressed: Buffer | undefined) => {
+/**
+ * The stack's answer: `bytes` is the body as UTF-8 (encoded once, for the cache and gzip, and sent as
+ * it is), `compressed` its gzip representation when the client accepts it.
+ */
+const answerOf = (answer: Answer, bytes: Buffer, compressed: Buffer | undefined) => {
   if (compressed === undefined) {
     return answer.etag === undefined
-      ? Effect.succeed(HttpServerResponse.text(answer.json, { contentType: "application/json" }))
-      : conditional({ json: answer.json, etag: answer.etag })
+      ? Effect.succeed(HttpServerResponse.uint8Array(bytes, { contentType: "application/json" }))
+      : conditional({ json: answer.json, etag: answer.etag }, bytes)
   }
   const etag = answer.etag === undefined ? {} : { etag: gzipEtag(answer.etag) }
   return Effect.map(
@@ -194,7 +197,7 @@ export const HotResponsesLive = (routes: RouteTable) =>
               generation: started
             })
           }
-          return yield* answerOf(answer, compressed)
+          return yield* answerOf(answer, bytes, compressed)
         })
 
       return { respond }

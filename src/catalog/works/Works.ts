@@ -326,7 +326,8 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
     const list = (params: ListWorksParams, collection: Collection, nsfw: boolean) =>
       cache.through(
         JSON.stringify(["works.list", collection, nsfw, params]),
-        listBody(params, collection, nsfw),
+        // Built only on a miss: a hit costs the key and the lookup, nothing of the computation.
+        Effect.suspend(() => listBody(params, collection, nsfw)),
         (body) => body.length
       )
 
