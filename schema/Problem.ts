@@ -222,15 +222,15 @@ const FieldErrorStruct = Schema.Struct({
   reason: Schema.Literals(reasonList).annotate({ description: "Closed registry; see /v2/problems/reasons." }),
   detail: Schema.String.check(Schema.isMaxLength(2048)).annotate({ description: "English; for display only." }),
   pointer: Schema.optionalKey(
-    Schema.String.check(Schema.isPattern(/^\//)).annotate({ description: "JSON Pointer into the request body." })
+    Schema.String.check(Schema.isPattern(/^\//u)).annotate({ description: "JSON Pointer into the request body." })
   ),
   parameter: Schema.optionalKey(
-    Schema.String.check(Schema.isPattern(/^[A-Za-z_][A-Za-z0-9_]*$/)).annotate({
+    Schema.String.check(Schema.isPattern(/^[A-Za-z_][A-Za-z0-9_]*$/u)).annotate({
       description: "Query or path parameter name."
     })
   ),
   header: Schema.optionalKey(
-    Schema.String.check(Schema.isPattern(/^[A-Za-z0-9-]+$/)).annotate({ description: "Request header name." })
+    Schema.String.check(Schema.isPattern(/^[A-Za-z0-9-]+$/u)).annotate({ description: "Request header name." })
   ),
   params: Schema.optionalKey(FieldErrorParams)
 })
@@ -327,7 +327,7 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", problem
 export class EntityMerged extends Schema.TaggedError<EntityMerged>()("EntityMerged", {
   ...problemFields("ENTITY_MERGED"),
   object: Schema.String.annotate({ description: "The entity type, e.g. `work`." }),
-  current_id: Schema.String.check(Schema.isPattern(/^[0-9]{1,20}$/)).annotate({
+  current_id: Schema.String.check(Schema.isPattern(/^[0-9]{1,20}$/u)).annotate({
     description: "The id that replaced the requested one."
   })
 }) {}

@@ -44,8 +44,13 @@ const freePort = () =>
 
 const run = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, args, { cwd: old, env: { ...process.env, ...env }, timeout: 300_000 }, (error, stdout, stderr) =>
-      error ? reject(new Error(`${args.join(" ")}: ${error.message}\n${stdout}\n${stderr}`)) : resolve(stdout))
+    execFile(
+      process.execPath,
+      args,
+      { cwd: old, env: { ...process.env, ...env }, timeout: 300_000 },
+      (error, stdout, stderr) =>
+        error ? reject(new Error(`${args.join(" ")}: ${error.message}\n${stdout}\n${stderr}`)) : resolve(stdout)
+    )
   })
 
 /** The old build's seeder, run with the old checkout's own `effect` (the module resolves from `old`). */
@@ -64,9 +69,9 @@ console.log("SEED " + JSON.stringify({ status: result.status }))
 
 const main = async () => {
   if (!Fs.existsSync(Path.join(old, "dist/src/main.js"))) throw new Error(`build ${old} first (npm run -s build)`)
-  const commit = (await new Promise<string>((resolve) =>
+  const commit = await new Promise<string>((resolve) =>
     execFile("git", ["-C", old, "rev-parse", "HEAD"], (e, stdout) => resolve(e ? "unknown" : stdout.trim()))
-  ))
+  )
   const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "shiori-effect3-cursors-"))
   const env = { SHIORI_DATA_DIR: dataDir, SHIORI_SECRET: secret, LOG_LEVEL: "Warning" }
   try {

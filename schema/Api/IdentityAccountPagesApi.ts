@@ -25,7 +25,7 @@ const formErrors = [
   htmlError(429, "The page again: codes asked too often or tried too many times (`Retry-After`).")
 ] as const
 
-/** Both email forms post the same fields (one schema, so the OpenAPI document has one `EmailForm`). */
+/** Both email forms post the same fields (one schema, written inline in each request body). */
 const emailForm = EmailForm.pipe(HttpApiSchema.asFormUrlEncoded())
 
 /** A form's target: its fields, a 303 to the next page, or the page again with the error. */

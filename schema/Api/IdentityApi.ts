@@ -10,9 +10,11 @@ import { IdentityCreatorApi } from "./IdentityCreatorApi.js"
 import { IdentityDevApi } from "./IdentityDevApi.js"
 import { IdentityDirectoryApi } from "./IdentityDirectoryApi.js"
 import { IdentityDiscoveryApi } from "./IdentityDiscoveryApi.js"
+import { describePerStatusComponents } from "./IdentityErrors.js"
 import { IdentityOAuthApi } from "./IdentityOAuthApi.js"
 import { IdentityPagesApi } from "./IdentityPagesApi.js"
 import { IdentityTwoFactorApi, IdentityTwoFactorPagesApi } from "./IdentityTwoFactorApi.js"
+import { documentConventions } from "./OpenApiConventions.js"
 
 export class IdentityApi extends HttpApi.make("identity")
   .add(HealthApi)
@@ -34,4 +36,7 @@ export class IdentityApi extends HttpApi.make("identity")
     "OAuth 2.0 / OpenID Connect provider. Protocol endpoints answer bare RFC 6749 JSON; the other endpoints " +
       "answer the `{code, message, data}` envelope; the sign-in pages are HTML."
   )
+  // How the document writes parameters, described references and the shared error components
+  // (schema/Api/OpenApiConventions.ts, schema/Api/IdentityErrors.ts).
+  .annotate(OpenApi.Transform, (spec) => describePerStatusComponents(documentConventions(spec)))
 {}

@@ -8,23 +8,53 @@ import { Schema } from "effect"
 import { HttpApiSchema } from "effect/http-api"
 import { EnvelopeFailure } from "../Identity/Envelope.js"
 import { OAuthError } from "../Identity/OAuthError.js"
+import { operations } from "./OpenApiConventions.js"
+
+/** The identifiers of the per-status schemas below. */
+const perStatusIdentifiers = new Set<string>()
 
 /**
- * One schema per status (`OAuthError401`, `EnvelopeError400`, ...), described by the first declaration
- * of that status, under which each endpoint describes its own response: the OpenAPI document has one
- * component per status, and every response its own description (the description of the outer, identity
- * step; the document shows the encoded side, the shared schema).
+ * One schema per status (`OAuthError401`, `EnvelopeError400`, ...), under which each endpoint describes
+ * its own response: the OpenAPI document has one component per status, and every response its own
+ * description (the description of the outer, identity step; the document shows the encoded side, the
+ * shared schema). The component takes the description of its first response in the document
+ * (`describePerStatusComponents`); the one given here is that of the first declaration to load.
  */
 const perStatus = <const Fields extends Schema.Struct.Fields>(name: string, fields: Fields) => {
   const shared = new Map<number, Schema.Struct<Fields>>()
   return (status: number, description: string) => {
     let schema = shared.get(status)
     if (schema === undefined) {
-      schema = Schema.Struct(fields).annotate({ identifier: `${name}${status}`, description })
+      const identifier = `${name}${status}`
+      perStatusIdentifiers.add(identifier)
+      schema = Schema.Struct(fields).annotate({ identifier, description })
       shared.set(status, schema)
     }
     return schema.pipe(Schema.decodeTo(Schema.toType(schema)), HttpApiSchema.status(status)).annotate({ description })
   }
+}
+
+/**
+ * Describes each per-status component by its first response in document order, as the document
+ * always has (modules load in another order than the document lists the operations).
+ */
+export const describePerStatusComponents = (spec: Record<string, any>): Record<string, any> => {
+  const schemas = spec.components?.schemas ?? {}
+  const described = new Set<string>()
+  for (const op of operations(spec)) {
+    for (const response of Object.values<any>(op.responses)) {
+      for (const media of Object.values<any>(response.content ?? {})) {
+        const ref: unknown = media?.schema?.$ref
+        const name = typeof ref === "string" ? ref.slice(ref.lastIndexOf("/") + 1) : undefined
+        if (name === undefined || !perStatusIdentifiers.has(name) || described.has(name)) continue
+        described.add(name)
+        if (schemas[name] !== undefined && typeof response.description === "string") {
+          schemas[name].description = response.description
+        }
+      }
+    }
+  }
+  return spec
 }
 
 export const oauthError = perStatus("OAuthError", OAuthError.fields)

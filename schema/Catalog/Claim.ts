@@ -55,7 +55,8 @@ export const ClaimRecord = Schema.Struct({
   product_work_id: Schema.NullOr(SiteId).annotate({
     description: "The site's own id for the work; null when unclaimed or not given."
   }),
-  last_event: Schema.optionalKey(ClaimEventRef).annotate({
+  // On the key: annotating the schema would describe (and name) a second ClaimEventRef.
+  last_event: Schema.optionalKey(ClaimEventRef).annotateKey({
     description: "Newest event on the work by anyone; absent on moderation-queue rows."
   }),
   acted_count: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))).annotate({

@@ -2,7 +2,7 @@
  * The registration and account pages' query strings and form posts. Like the sign-in pages
  * (schema/Identity/Pages.ts), forms are `application/x-www-form-urlencoded` and every field is an
  * optional bounded string, so a page answers a missing field itself, with the form and the error
- * next to the field.
+ * next to the field. Forms carry no identifier (written inline in the OpenAPI document, as there).
  */
 import { Schema } from "effect"
 import { Multipart } from "effect/http"
@@ -22,7 +22,7 @@ export const RegisterSendCodeForm = Schema.Struct({
   csrf,
   email: field(MaxLength.email, "Address to register."),
   return_to: field(MaxLength.ownUrl, "Kept for the second step.")
-}).annotate({ identifier: "RegisterSendCodeForm" })
+})
 export type RegisterSendCodeForm = typeof RegisterSendCodeForm.Type
 
 export const RegisterForm = Schema.Struct({
@@ -32,7 +32,7 @@ export const RegisterForm = Schema.Struct({
   name: field(ProfileLength.name, "Display name."),
   password: field(MaxLength.password, "New password."),
   return_to: field(MaxLength.ownUrl, "Where to go once registered.")
-}).annotate({ identifier: "RegisterForm" })
+})
 export type RegisterForm = typeof RegisterForm.Type
 
 export const AccountPageParams = Schema.Struct({
@@ -45,30 +45,30 @@ export const ProfileForm = Schema.Struct({
   csrf,
   name: field(ProfileLength.name, "Display name."),
   bio: field(ProfileLength.bio, "A few words.")
-}).annotate({ identifier: "ProfileForm" })
+})
 export type ProfileForm = typeof ProfileForm.Type
 
 export const EmailForm = Schema.Struct({
   csrf,
   email: field(MaxLength.email, "The new address."),
   code: field(16, "The code mailed to it (second step).")
-}).annotate({ identifier: "EmailForm" })
+})
 export type EmailForm = typeof EmailForm.Type
 
 export const PasswordForm = Schema.Struct({
   csrf,
   current_password: field(MaxLength.password, "The current password."),
   new_password: field(MaxLength.password, "The new password.")
-}).annotate({ identifier: "PasswordForm" })
+})
 export type PasswordForm = typeof PasswordForm.Type
 
 export const EndSessionForm = Schema.Struct({
   csrf,
   id: field(64, "The session to end.")
-}).annotate({ identifier: "EndSessionForm" })
+})
 export type EndSessionForm = typeof EndSessionForm.Type
 
 export const AvatarForm = Schema.Struct({
   csrf,
   file: Multipart.SingleFileSchema
-}).annotate({ identifier: "AvatarForm" })
+})

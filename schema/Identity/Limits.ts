@@ -55,5 +55,8 @@ export const Bounded = (max: number, min = 0) => {
     Schema.isMaxLength(max),
     Schema.isPattern(/^[^\u0000]*$/u, { message: "must not contain NUL" })
   )
-  return min > 0 ? bounded.check(Schema.isMinLength(min)) : bounded
+  // `isMinLength` counts UTF-16 units and JSON Schema code points, so Schema 4 documents a minimum of
+  // n units as ceil(n / 2) code points. The one minimum above 1 is the PKCE verifier's 43 (RFC 7636:
+  // unreserved ASCII characters, one unit each), which the document states as it is.
+  return min > 0 ? bounded.check(Schema.isMinLength(min, { toJsonSchema: () => ({ minLength: min }) })) : bounded
 }

@@ -3,7 +3,8 @@
  * `application/x-www-form-urlencoded`; every field is an optional string so a page can answer a
  * missing field itself (with the form again, not a JSON error). Each form carries the CSRF token
  * `csrf` of the page that rendered it. A value longer than any browser sends (schema/Identity/Limits.ts)
- * fails decoding: a 400 error page.
+ * fails decoding: a 400 error page. Forms carry no identifier: the OpenAPI document writes each one
+ * inline in its request body, as it always has.
  */
 import { Schema } from "effect"
 import { Bounded, MaxLength } from "./Limits.js"
@@ -33,14 +34,14 @@ export const LoginForm = Schema.Struct({
   ),
   otp: field(MaxLength.twoFactorCode, "Second step: the 6-digit code of the authenticator app."),
   recovery_code: field(MaxLength.twoFactorCode, "Second step: a recovery code instead.")
-}).annotate({ identifier: "LoginForm" })
+})
 export type LoginForm = typeof LoginForm.Type
 
 export const ConsentForm = Schema.Struct({
   csrf: field(MaxLength.csrf, "CSRF token of the page."),
   request: field(MaxLength.ownUrl, "The authorization request's query string, as the consent page received it."),
   decision: field(MaxLength.keyword, "`approve` or `deny`.")
-}).annotate({ identifier: "ConsentForm" })
+})
 export type ConsentForm = typeof ConsentForm.Type
 
 export const LogoutParams = Schema.Struct({
@@ -61,7 +62,7 @@ export const LogoutForm = Schema.Struct({
   client_id: field(MaxLength.clientId, "As received by the page."),
   redirect: field(MaxLength.uri, "As received by the page."),
   state: field(MaxLength.opaque, "As received by the page.")
-}).annotate({ identifier: "LogoutForm" })
+})
 export type LogoutForm = typeof LogoutForm.Type
 
 export const PostLogoutRedirectParams = Schema.Struct({

@@ -65,11 +65,11 @@ export const TwoFactorRemovedResponse = Envelope(Schema.Null)
 
 /**
  * The set-up page's forms (`application/x-www-form-urlencoded`, every field optional so the page
- * answers a missing one itself, like schema/Identity/Pages.ts).
+ * answers a missing one itself, and written inline in the OpenAPI document, like schema/Identity/Pages.ts).
  */
 export const TwoFactorForm = Schema.Struct({
   csrf: field(MaxLength.csrf, "CSRF token of the page."),
   action: field(MaxLength.keyword, "`enable`, `disable`, `recovery-codes`, or `restart` (a new key for the set-up)."),
   code: field(MaxLength.twoFactorCode, "A code of the app, or (to disable or renew the codes) a recovery code.")
-}).annotate({ identifier: "TwoFactorForm" })
+})
 export type TwoFactorForm = typeof TwoFactorForm.Type

@@ -81,6 +81,21 @@ const PREPARED_STATEMENTS = 1_000
  * transaction holds locks and keeps vacuum from cleaning up after it. Both are session settings sent
  * when each connection starts.
  */
+/** Database, host and port of a `postgres://` URL, as far as it names them. */
+const spanTarget = (url: Redacted.Redacted): { database?: string; host?: string; port?: number } => {
+  try {
+    const parsed = new URL(Redacted.value(url))
+    const database = decodeURIComponent(parsed.pathname.replace(/^\//, ""))
+    return {
+      ...(database === "" ? {} : { database }),
+      ...(parsed.hostname === "" ? {} : { host: parsed.hostname }),
+      ...(parsed.port === "" ? {} : { port: Number(parsed.port) })
+    }
+  } catch {
+    return {}
+  }
+}
+
 export const SqlLive = Layer.unwrap(
   Effect.gen(function*() {
     const url = yield* DatabaseUrl
@@ -90,6 +105,9 @@ export const SqlLive = Layer.unwrap(
     const connectTimeout = Duration.seconds(5)
     const client = PgClient.make({
       url,
+      // The SQL spans' target (`db.namespace`, `server.address`, `server.port`) comes from these
+      // fields, not from the URL: repeat what the URL says.
+      ...spanTarget(url),
       maxConnections,
       idleTimeout: Duration.seconds(60),
       connectTimeout,

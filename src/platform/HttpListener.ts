@@ -35,12 +35,12 @@ export class Preemption extends Context.Service<Preemption, {
 
 /**
  * Lets a request whose client hung up finish instead of interrupting it. Interrupting a request
- * cancels its running statement with `pg_cancel_backend(pid)`, sent from another pooled connection;
- * when the statement ends first, the connection is already back in the pool and the cancel kills
- * whatever statement another request started on it (a spurious 57014 and 503 for an innocent
- * client, seen under load). Statements are short and the answer of a detached computation fills
- * the read cache anyway, so running to completion costs little. Code that must stop waiting (a
- * timeout) marks its own part interruptible.
+ * cancels its running statement with a PostgreSQL cancel request sent on a side connection: the
+ * pool then retires the connection unless the cancel was confirmed, and a connection held by a
+ * transaction stays exposed to a cancel that lands late, on whatever statement runs next (with the
+ * Effect 3 driver, a spurious 57014 and 503 for an innocent client, seen under load). Statements
+ * are short and the answer of a detached computation fills the read cache anyway, so running to
+ * completion costs little. Code that must stop waiting (a timeout) marks its own part interruptible.
  */
 export const completeOnHangUp = <E, R>(
   app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest>

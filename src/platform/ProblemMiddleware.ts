@@ -15,12 +15,14 @@
  *   database.
  */
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Effect, Layer, Option, Schema } from "effect"
+import { Cause, Effect, Layer, Option, Schema, SchemaAST } from "effect"
 import type { SchemaIssue } from "effect"
 import { HttpMethod, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import type { HttpApiEndpoint } from "effect/http-api"
+import { documentConventions, operations } from "../../schema/Api/OpenApiConventions.js"
 import { entityCanonicalPath } from "../../schema/Api/Paths.js"
+import { Authorization, WriteAuthorization } from "../../schema/Api/Security.js"
 import type {
   EntityMerged,
   MethodNotAllowed as MethodNotAllowedProblem,
@@ -366,40 +368,65 @@ export const problemMiddleware = (routes: RouteTable) =>
     { global: true }
   )
 
+/** The name of a problem's schema in the OpenAPI document (`InvalidParameterProblem`). */
+const problemRef = (schema: Schema.Top) =>
+  `#/components/schemas/${SchemaAST.resolveIdentifier(SchemaAST.toEncoded(schema.ast))}`
+
+/**
+ * The order the document lists a status's problems in, as it always has: the API-wide ones (the
+ * `ProblemResponses` middleware's), then the credential middleware's, then the endpoint's own. (The
+ * platform lists the endpoint's own first.)
+ */
+const problemListing: ReadonlyArray<string> = Array.from(
+  new Set(
+    [...ProblemResponses.error, ...Authorization.error, ...WriteAuthorization.error].map(problemRef)
+  )
+)
+
+/** What every 400 is described as: a request the endpoint's declared schemas (or its checks) refused. */
+const badRequestDescription = "The request did not match the expected schema"
+
 /**
  * Documents every error response as what the middleware sends: a problem document. The platform
  * documents a status with several problem members as a plain union with the default JSON media
- * type, and adds its own decode error to every 400; both are corrected here.
+ * type, its description joining theirs; here it is one `application/problem+json` union, listed in
+ * the document's order and described by its first problem. Every 400 lists INVALID_PARAMETER (the
+ * refused requests). Then the conventions both documents share (schema/Api/OpenApiConventions.ts).
  */
 export const problemOpenApiTransform = (spec: Record<string, any>): Record<string, any> => {
-  const decodeErrorRef = "#/components/schemas/HttpApiDecodeError"
-  const invalidParameterRef = "#/components/schemas/InvalidParameterProblem"
-  const membersOf = (schema: any): Array<any> => schema === undefined ? [] : schema.anyOf ?? [schema]
-  for (const item of Object.values<any>(spec.paths ?? {})) {
-    for (const op of Object.values<any>(item)) {
-      if (typeof op !== "object" || op === null || op.responses === undefined) continue
-      for (const [status, response] of Object.entries<any>(op.responses)) {
-        if (Number(status) < 400 || response.content === undefined) continue
-        const members = [
-          ...membersOf(response.content["application/problem+json"]?.schema),
-          ...membersOf(response.content["application/json"]?.schema)
-        ].filter((s) => s.$ref !== decodeErrorRef)
-        if (status === "400" && !members.some((s) => s.$ref === invalidParameterRef)) {
-          members.push({ $ref: invalidParameterRef })
-        }
-        const unique = members.filter((s, i) => members.findIndex((t) => JSON.stringify(t) === JSON.stringify(s)) === i)
-        response.content = {
-          "application/problem+json": { schema: unique.length === 1 ? unique[0] : { anyOf: unique } }
-        }
-      }
-      // VALIDATION_FAILED is declared API-wide; it can only happen where there is a body.
-      if (op.requestBody === undefined && op.responses["422"] !== undefined) delete op.responses["422"]
-    }
+  const invalidParameterRef = problemRef(problem(InvalidParameter))
+  const schemas: Record<string, any> = spec.components?.schemas ?? {}
+  const rank = (s: any) => {
+    const index = problemListing.indexOf(s.$ref)
+    return index < 0 ? problemListing.length : index
   }
-  const schemas = spec.components?.schemas ?? {}
-  delete schemas["HttpApiDecodeError"]
-  delete schemas["Issue"]
-  return spec
+  const membersOf = (schema: any): Array<any> => schema === undefined ? [] : schema.anyOf ?? [schema]
+  for (const op of operations(spec)) {
+    for (const [status, response] of Object.entries<any>(op.responses)) {
+      if (Number(status) < 400 || response.content === undefined) continue
+      const members = [
+        ...membersOf(response.content["application/problem+json"]?.schema),
+        ...membersOf(response.content["application/json"]?.schema)
+      ]
+      if (status === "400" && !members.some((s) => s.$ref === invalidParameterRef)) {
+        members.push({ $ref: invalidParameterRef })
+      }
+      const unique = members
+        .filter((s, i) => members.findIndex((t) => JSON.stringify(t) === JSON.stringify(s)) === i)
+        .map((s, i) => ({ s, i }))
+        .sort((a, b) => rank(a.s) - rank(b.s) || a.i - b.i)
+        .map(({ s }) => s)
+      response.content = {
+        "application/problem+json": { schema: unique.length === 1 ? unique[0] : { anyOf: unique } }
+      }
+      const first = schemas[String(unique[0]?.$ref).slice("#/components/schemas/".length)]?.description
+      if (status === "400") response.description = badRequestDescription
+      else if (typeof first === "string") response.description = first
+    }
+    // VALIDATION_FAILED is declared API-wide; it can only happen where there is a body.
+    if (op.requestBody === undefined && op.responses["422"] !== undefined) delete op.responses["422"]
+  }
+  return documentConventions(spec)
 }
 
 /** The problem document for a request that arrives while the server is still starting. */

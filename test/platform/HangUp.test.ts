@@ -1,9 +1,10 @@
 /**
  * A client that hangs up does not cancel its request (HttpListener `completeOnHangUp` and
  * `runToCompletion`): the platform's router would run a handler interruptible again, and
- * interrupting a running statement cancels it with `pg_cancel_backend`, which can land on the next
- * statement of the reused connection, another client's (a spurious 503, SPEC 7.1 "SERVICE_UNAVAILABLE"
- * for a request that did nothing wrong). A route registered without the option shows the difference.
+ * interrupting a running statement cancels it with a PostgreSQL cancel request, which can land late
+ * on the next statement of a reused connection, another client's (a spurious 503
+ * SERVICE_UNAVAILABLE for a request that did nothing wrong). A route registered without the option
+ * shows the difference.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
