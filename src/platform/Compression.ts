@@ -10,6 +10,10 @@
  *
  * The identity provider does not compress: its answers are small, and a compressed body that holds
  * a secret next to reflected input is what BREACH-style attacks measure.
+ *
+ * Why not effect's `HttpMiddleware.compression`: it prefers brotli (the answers would change
+ * encoding), and a compressed answer keeps the identity representation's ETag, where RFC 9110
+ * section 8.8.3 wants a strong tag per representation.
  */
 import { HttpBody, HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Effect } from "effect"

@@ -7,6 +7,11 @@
  *
  * The application may also install a `Preemption` handler: it sees each request before the
  * platform does and may answer it itself (the catalog's hot-response cache, HotResponses.ts).
+ *
+ * Why not only `NodeHttpServer`'s own graceful shutdown (`server.close()` with a timeout): it does
+ * not mark the responses of a draining server `Connection: close`, so a kept-alive client keeps
+ * sending to a process that is going away, and it has no answer for a request that arrives before
+ * the application is attached (the `starting` 503).
  */
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"

@@ -18,6 +18,10 @@
  * failure from the start, so concurrent attempts cannot slip past the delay together, and
  * `succeeded` takes it back. Rows untouched for a day are removed by the identity cleanup job
  * (src/identity/cleanup/Cleanup.ts): by then every bucket is full and every backoff has forgotten.
+ *
+ * Why not `effect/persistence/RateLimiter`: its stores are memory and Redis; these buckets live in
+ * PostgreSQL, the one store every process of a deployment shares, and sign-in needs the token and
+ * the backoff counted in one statement (`admit`).
  */
 import { SqlClient } from "effect/sql"
 import { Clock, Context, Deferred, Effect, Layer, Schema } from "effect"

@@ -1,6 +1,7 @@
 /**
  * `X-Request-ID: req_<ULID>` on every response of both servers, equal to `request_id` in problem
- * documents, set as a span attribute and a log annotation.
+ * documents, set as a span attribute and a log annotation. (effect's HTTP modules have no request-id
+ * middleware: the platform's request span has a trace id, which is not what a client quotes.)
  */
 import { HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Context, Effect } from "effect"

@@ -26,6 +26,10 @@
  *
  * Size. Least recently used entries go beyond `CATALOG_CACHE_MB` (default 32, counted as string
  * length); `0` turns the cache off (every read computes). Per process: instances do not share it.
+ *
+ * Why not effect's `Cache`: it bounds entries by count, not by size, and stores whatever a lookup
+ * returns; this one must refuse an answer whose computation began before the latest change
+ * notification (the generation above) and bound its memory in bytes.
  */
 import { Config, Context, Deferred, Effect, Exit, Layer } from "effect"
 import { keepListening } from "../../platform/Notifications.js"
