@@ -59,7 +59,9 @@ export const CreditName = Schema.Struct({
   intros: Schema.optionalKey(Schema.Array(Intro).annotate({ description: "include=intros: person biography." })),
   links: Schema.optionalKey(Schema.Array(WorkLink).annotate({ description: "include=links." })),
   refs: Schema.optionalKey(Schema.Array(Ref).annotate({ description: "include=refs." })),
-  photo: Schema.optionalKey(Image.annotate({ identifier: undefined, description: "include=photo, when a photo exists." })),
+  photo: Schema.optionalKey(
+    Image.annotate({ identifier: undefined, description: "include=photo, when a photo exists." })
+  ),
   siblings: Schema.optionalKey(
     Schema.Array(CreditNameBasic).annotate({
       description: "include=siblings: the same person's other publicly linked names."

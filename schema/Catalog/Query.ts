@@ -5,12 +5,16 @@
 import { Schema, SchemaTransformation } from "effect"
 import { problemCodeOnFailure } from "../Annotations.js"
 
+// A query parameter is documented by its encoded side, the string (`Schema.annotateEncoded`); the
+// description stays on the number too.
+const limitDescription = "Page size, 1..100 (default 20). Above 100 is `LIMIT_TOO_LARGE`; never clamped."
+
 /** `limit`: 1..100, default 20; above 100 is 400 LIMIT_TOO_LARGE, never clamped (rule 1). */
 export const Limit = Schema.NumberFromString.check(
   Schema.isInt(),
   Schema.isGreaterThanOrEqualTo(1),
   Schema.isLessThanOrEqualTo(100, problemCodeOnFailure("LIMIT_TOO_LARGE"))
-).annotate({ description: "Page size, 1..100 (default 20). Above 100 is `LIMIT_TOO_LARGE`; never clamped." })
+).annotate({ description: limitDescription }).pipe(Schema.annotateEncoded({ description: limitDescription }))
 
 export const DEFAULT_LIMIT = 20
 export const MAX_DEPTH = 10_000
@@ -24,10 +28,12 @@ export const CursorParam = Schema.String.check(
     "`INVALID_CURSOR`."
 })
 
+const pageDescription = "Page mode: 1-based page. `page * limit` may not exceed 10000."
+
 /** `page`: 1-based page number of page mode (rule 7). */
-export const Page = Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(1)).annotate({
-  description: "Page mode: 1-based page. `page * limit` may not exceed 10000."
-})
+export const Page = Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(1))
+  .annotate({ description: pageDescription })
+  .pipe(Schema.annotateEncoded({ description: pageDescription }))
 
 export const BooleanParam = Schema.Literals(["true", "false"]).pipe(
   Schema.decodeTo(

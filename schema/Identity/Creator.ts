@@ -112,8 +112,10 @@ export const MyCreatorApplicationResponse = Schema.Struct({
   // A key annotation, on the encoded side (as `Schema.annotateEncoded` does): the document shows the
   // encoded side of a class, where neither the class's annotations nor its own key annotations reach.
   data: Schema.optionalKey(
-    Schema.flip(Schema.flip(CreatorApplication).annotateKey({
-      description: "The user's newest application; absent when the user never applied."
-    }))
+    Schema.flip(
+      Schema.flip(CreatorApplication).annotateKey({
+        description: "The user's newest application; absent when the user never applied."
+      })
+    )
   )
 }).annotate({ identifier: "MyCreatorApplicationResponse" })

@@ -13,6 +13,7 @@ export const MAX_BATCH_IDS = 100
 /** `GET /users/search`: `limit` when absent, and its largest value. */
 export const SEARCH_DEFAULT_LIMIT = 20
 export const SEARCH_MAX_LIMIT = 100
+const searchLimitDescription = `Most users answered (default ${SEARCH_DEFAULT_LIMIT}).`
 
 // Each class's fields are a Struct carrying the identifier and description: the OpenAPI document
 // shows the encoded Struct, which would otherwise be an undescribed `<Name>Encoded`; the class's
@@ -86,9 +87,12 @@ export const UserSearchParams = Schema.Struct({
   q: Bounded(256, 1).annotate({
     description: "A name prefix (case-insensitive) or an exact email address (case-insensitive)."
   }),
+  // Described on the encoded side too, the string: a query parameter is documented by it.
   limit: Schema.optionalKey(
     Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: SEARCH_MAX_LIMIT }))
-  ).annotate({ description: `Most users answered (default ${SEARCH_DEFAULT_LIMIT}).` })
+      .annotate({ description: searchLimitDescription })
+      .pipe(Schema.annotateEncoded({ description: searchLimitDescription }))
+  )
 }).annotate({ identifier: "UserSearchParams" })
 
 export class UserSearch extends Schema.Class<UserSearch>("UserSearch")(

@@ -8,8 +8,8 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { type Migrator, SqlClient, SqlError } from "effect/sql"
-import { PgClient, PgMigrator } from "@effect/sql-pg"
-import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { PgClient, PgMigrator, PgTypes } from "@effect/sql-pg"
+import { Config, Context, Duration, Effect, Layer, Option, Redacted, Result } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -81,6 +81,28 @@ const PREPARED_STATEMENTS = 1_000
  * transaction holds locks and keeps vacuum from cleaning up after it. Both are session settings sent
  * when each connection starts.
  */
+/**
+ * `bigint` (int8) columns, `count(*)` included, read as decimal strings, as they were with `pg` and as
+ * the row schemas expect: ids are strings on the wire, and a JavaScript `bigint` is not JSON. Values
+ * sent as `bigint` (or numbers past 32 bits) are written as int8, as the driver does by default.
+ */
+const types = PgTypes.makeRegistry()
+types.register<string | number | bigint>(PgTypes.OID.int8, {
+  decode: (bytes) =>
+    bytes.length === 8
+      ? Result.succeed(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigInt64(0).toString())
+      : Result.fail(new PgTypes.CodecError({ message: `int8 of ${bytes.length} bytes` })),
+  encode: (value) => {
+    try {
+      const out = new Uint8Array(8)
+      new DataView(out.buffer).setBigInt64(0, BigInt(value))
+      return Result.succeed(out)
+    } catch (cause) {
+      return Result.fail(new PgTypes.CodecError({ message: `not an int8: ${String(value)} (${String(cause)})` }))
+    }
+  }
+})
+
 /** Database, host and port of a `postgres://` URL, as far as it names them. */
 const spanTarget = (url: Redacted.Redacted): { database?: string; host?: string; port?: number } => {
   try {
@@ -108,6 +130,7 @@ export const SqlLive = Layer.unwrap(
       // The SQL spans' target (`db.namespace`, `server.address`, `server.port`) comes from these
       // fields, not from the URL: repeat what the URL says.
       ...spanTarget(url),
+      types,
       maxConnections,
       idleTimeout: Duration.seconds(60),
       connectTimeout,

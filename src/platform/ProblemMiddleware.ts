@@ -383,15 +383,20 @@ const problemListing: ReadonlyArray<string> = Array.from(
   )
 )
 
-/** What every 400 is described as: a request the endpoint's declared schemas (or its checks) refused. */
+/**
+ * What every 400 is described as, as the document always has: a request the endpoint's declared
+ * schemas or checks refused (the text of Effect 3's decode error, which the document listed first on
+ * every 400 and whose place INVALID_PARAMETER takes).
+ */
 const badRequestDescription = "The request did not match the expected schema"
 
 /**
  * Documents every error response as what the middleware sends: a problem document. The platform
  * documents a status with several problem members as a plain union with the default JSON media
- * type, its description joining theirs; here it is one `application/problem+json` union, listed in
- * the document's order and described by its first problem. Every 400 lists INVALID_PARAMETER (the
- * refused requests). Then the conventions both documents share (schema/Api/OpenApiConventions.ts).
+ * type, described by all their descriptions joined; here it is one `application/problem+json`
+ * union, listed in the document's order and described by its first problem. Every 400 lists
+ * INVALID_PARAMETER (the refused requests). Then the conventions both documents share
+ * (schema/Api/OpenApiConventions.ts).
  */
 export const problemOpenApiTransform = (spec: Record<string, any>): Record<string, any> => {
   const invalidParameterRef = problemRef(problem(InvalidParameter))
@@ -400,6 +405,8 @@ export const problemOpenApiTransform = (spec: Record<string, any>): Record<strin
     const index = problemListing.indexOf(s.$ref)
     return index < 0 ? problemListing.length : index
   }
+  const descriptionOf = (s: any): unknown =>
+    typeof s.$ref === "string" ? schemas[s.$ref.slice("#/components/schemas/".length)]?.description : undefined
   const membersOf = (schema: any): Array<any> => schema === undefined ? [] : schema.anyOf ?? [schema]
   for (const op of operations(spec)) {
     for (const [status, response] of Object.entries<any>(op.responses)) {
@@ -411,15 +418,14 @@ export const problemOpenApiTransform = (spec: Record<string, any>): Record<strin
       if (status === "400" && !members.some((s) => s.$ref === invalidParameterRef)) {
         members.push({ $ref: invalidParameterRef })
       }
+      // `sort` is stable: the endpoint's own problems keep their declared order.
       const unique = members
         .filter((s, i) => members.findIndex((t) => JSON.stringify(t) === JSON.stringify(s)) === i)
-        .map((s, i) => ({ s, i }))
-        .sort((a, b) => rank(a.s) - rank(b.s) || a.i - b.i)
-        .map(({ s }) => s)
+        .sort((a, b) => rank(a) - rank(b))
       response.content = {
         "application/problem+json": { schema: unique.length === 1 ? unique[0] : { anyOf: unique } }
       }
-      const first = schemas[String(unique[0]?.$ref).slice("#/components/schemas/".length)]?.description
+      const first = descriptionOf(unique[0])
       if (status === "400") response.description = badRequestDescription
       else if (typeof first === "string") response.description = first
     }

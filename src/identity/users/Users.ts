@@ -255,7 +255,11 @@ export class Users extends Context.Service<Users>()("identity/Users", {
       site: string | null
     ) {
       if (ids.length === 0) return []
-      const rows = yield* sql`SELECT ${directoryColumns(site)} FROM users u WHERE u.id = ANY(${ids}::bigint[])`.pipe(
+      // As decimal text: numbers past 32 bits would bind as int8 and the others as int4, and the
+      // driver sends an array of one element type only.
+      const rows = yield* sql`SELECT ${directoryColumns(site)} FROM users u WHERE u.id = ANY(${
+        ids.map(String)
+      }::bigint[])`.pipe(
         Effect.flatMap(decodeDirectory),
         Effect.orDie
       )
