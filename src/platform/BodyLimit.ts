@@ -14,9 +14,9 @@
  * Each server answers the 413 in its own error style (`tooLarge`); the answer closes the
  * connection, so the rest of a refused body is never read (RFC 9110 section 15.5.14).
  */
-import { HttpIncomingMessage, HttpMethod, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { ByteSize, Effect, Stream } from "effect"
+import { HttpIncomingMessage, HttpMethod, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 
 /**
  * A route that takes an upload: `multipart/form-data` is let through to it (its handler parses the

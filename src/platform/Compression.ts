@@ -15,8 +15,8 @@
  * encoding), and a compressed answer keeps the identity representation's ETag, where RFC 9110
  * section 8.8.3 wants a strong tag per representation.
  */
-import { HttpBody, HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Effect } from "effect"
+import { HttpBody, HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Zlib from "node:zlib"
 
 /** Smaller bodies fit in a packet or two either way; compressing them costs more than it saves. */

@@ -3,8 +3,8 @@
  * a strong `ETag` (a digest of the encoded body) and answer `304 Not Modified` when `If-None-Match`
  * names it (RFC 9110 13.1.2).
  */
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Effect, Schema } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Crypto from "node:crypto"
 import { gzipEtag } from "./Compression.js"
 

@@ -7,9 +7,9 @@
  * neighbour connections tests open on the side.
  */
 import { NodeServices } from "@effect/platform-node"
-import { type Migrator, SqlClient, SqlError } from "effect/sql"
 import { PgClient, PgMigrator, PgTypes } from "@effect/sql-pg"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted, Result } from "effect"
+import { type Migrator, SqlClient, SqlError } from "effect/sql"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"

@@ -78,7 +78,11 @@ const literalsOf = (ast: SchemaAST.AST): Array<string> | undefined => {
 const inputOf = (issue: SchemaIssue.Issue): unknown => "input" in issue ? issue.input : undefined
 
 const numberOf = (u: unknown): number | undefined =>
-  typeof u === "number" ? u : typeof u === "string" && u.trim() !== "" && !Number.isNaN(Number(u)) ? Number(u) : undefined
+  typeof u === "number"
+    ? u
+    : typeof u === "string" && u.trim() !== "" && !Number.isNaN(Number(u))
+    ? Number(u)
+    : undefined
 
 /**
  * The reason and params of a failing check, from the check's own description of itself (its
@@ -96,22 +100,30 @@ const fromFilter = (filter: SchemaAST.Filter<unknown>, input: unknown): { reason
     case "effect/schema/isMaxLength": {
       const n = length("maxLength")
       if (n === undefined) break
-      return items ? { reason: "TOO_MANY_ITEMS", params: { max_items: n } } : { reason: "TOO_LONG", params: { max_length: n } }
+      return items
+        ? { reason: "TOO_MANY_ITEMS", params: { max_items: n } }
+        : { reason: "TOO_LONG", params: { max_length: n } }
     }
     case "effect/schema/isMinLength": {
       const n = length("minLength")
       if (n === undefined) break
-      return items ? { reason: "TOO_FEW_ITEMS", params: { min_items: n } } : { reason: "TOO_SHORT", params: { min_length: n } }
+      return items
+        ? { reason: "TOO_FEW_ITEMS", params: { min_items: n } }
+        : { reason: "TOO_SHORT", params: { min_length: n } }
     }
     case "effect/schema/isBetweenLength": {
       const max = numberOf(payload.maximum)
       const min = numberOf(payload.minimum)
       const size = items || typeof input === "string" ? (input as { length: number }).length : undefined
       if (max !== undefined && (size === undefined || size > max)) {
-        return items ? { reason: "TOO_MANY_ITEMS", params: { max_items: max } } : { reason: "TOO_LONG", params: { max_length: max } }
+        return items
+          ? { reason: "TOO_MANY_ITEMS", params: { max_items: max } }
+          : { reason: "TOO_LONG", params: { max_length: max } }
       }
       if (min !== undefined) {
-        return items ? { reason: "TOO_FEW_ITEMS", params: { min_items: min } } : { reason: "TOO_SHORT", params: { min_length: min } }
+        return items
+          ? { reason: "TOO_FEW_ITEMS", params: { min_items: min } }
+          : { reason: "TOO_SHORT", params: { min_length: min } }
       }
       break
     }

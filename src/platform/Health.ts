@@ -1,6 +1,6 @@
+import { Duration, Effect } from "effect"
 import type { HttpApiGroup } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { Duration, Effect } from "effect"
 import { ServiceUnavailable } from "../../schema/Problem.js"
 
 /** Handlers of the `health` group, shared by both servers. */

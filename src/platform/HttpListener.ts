@@ -13,9 +13,9 @@
  * sending to a process that is going away, and it has no answer for a request that arrives before
  * the application is attached (the `starting` 503).
  */
-import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Duration, Effect, Layer } from "effect"
+import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import { makeRequestId } from "./RequestId.js"
 

@@ -74,7 +74,9 @@ type ProblemConstructor = new(props: Record<string, unknown>) => Problem
 export const stampProblem = (p: Problem, ctx: ProblemContext, instance: string, requestId: string): Problem => {
   const cls = p.constructor as unknown as ProblemConstructor & { readonly fields: Record<string, unknown> }
   const props: Record<string, unknown> = {}
-  for (const key of Object.keys(cls.fields)) if (key !== "_tag") props[key] = (p as unknown as Record<string, unknown>)[key]
+  for (const key of Object.keys(cls.fields)) {
+    if (key !== "_tag") props[key] = (p as unknown as Record<string, unknown>)[key]
+  }
   props.type = problemTypeUri(ctx.docsUrl, p.code as ProblemCode)
   props.instance = instance
   props.request_id = requestId
@@ -83,7 +85,9 @@ export const stampProblem = (p: Problem, ctx: ProblemContext, instance: string, 
 
 /** The JSON body of a problem, through its wire schema (no `_tag`, members in declaration order). */
 export const encodeProblem = (p: Problem): unknown =>
-  Schema.encodeSync(problem(p.constructor as unknown as Parameters<typeof problem>[0]) as Schema.Codec<Problem, unknown>)(
+  Schema.encodeSync(
+    problem(p.constructor as unknown as Parameters<typeof problem>[0]) as Schema.Codec<Problem, unknown>
+  )(
     p
   )
 
@@ -308,25 +312,27 @@ const isAnsweredHere = (error: unknown): boolean =>
 /** The implementation of the `ProblemResponses` endpoint middleware (see the module comment). */
 export const problemResponsesLayer = Layer.effect(
   ProblemResponses,
-  Effect.map(problemContext, (ctx) => (httpEffect, { endpoint }) =>
-    Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
-      httpEffect.pipe(
-        Effect.flatMap((response) =>
-          isPlatformUnsupportedMediaType(response)
-            ? respondWith(
-              ctx,
-              request,
-              new InvalidParameter({ detail: "The request body must be application/json." })
-            )
-            : Effect.succeed(response)
-        ),
-        Effect.catchIf(isAnsweredHere, (caught) => {
-          const error: unknown = caught
-          return isProblem(error)
-            ? respondWith(ctx, request, error)
-            : Effect.flatMap(refusedRequest(endpoint, request), (p) => respondWith(ctx, request, p))
-        })
-      ))
+  Effect.map(
+    problemContext,
+    (ctx) => (httpEffect, { endpoint }) =>
+      Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
+        httpEffect.pipe(
+          Effect.flatMap((response) =>
+            isPlatformUnsupportedMediaType(response)
+              ? respondWith(
+                ctx,
+                request,
+                new InvalidParameter({ detail: "The request body must be application/json." })
+              )
+              : Effect.succeed(response)
+          ),
+          Effect.catchIf(isAnsweredHere, (caught) => {
+            const error: unknown = caught
+            return isProblem(error)
+              ? respondWith(ctx, request, error)
+              : Effect.flatMap(refusedRequest(endpoint, request), (p) => respondWith(ctx, request, p))
+          })
+        ))
   )
 )
 
@@ -354,7 +360,9 @@ export const problemMiddleware = (routes: RouteTable) =>
             new InvalidParameter({ detail: "Multipart bodies are not accepted; send application/json." })
           )
       })
-      return (app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>) =>
+      return (
+        app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>
+      ) =>
         Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
           bounded(app).pipe(
             Effect.catchCause((cause) =>

@@ -23,8 +23,8 @@
  * PostgreSQL, the one store every process of a deployment shares, and sign-in needs the token and
  * the backoff counted in one statement (`admit`).
  */
-import { SqlClient } from "effect/sql"
 import { Clock, Context, Deferred, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 
 export interface BucketPolicy {
   /** Burst size: the most calls allowed back to back. */

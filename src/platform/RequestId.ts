@@ -3,8 +3,8 @@
  * documents, set as a span attribute and a log annotation. (effect's HTTP modules have no request-id
  * middleware: the platform's request span has a trace id, which is not what a client quotes.)
  */
-import { HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Context, Effect } from "effect"
+import { HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Crypto from "node:crypto"
 import { monotonicFactory } from "ulid"
 

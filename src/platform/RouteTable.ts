@@ -3,10 +3,10 @@
  * router: 405 with `Allow` for a known path, re-decoding a failed request to report every field,
  * and the required scope of an endpoint.
  */
+import { type Context, Layer } from "effect"
+import { HttpRouter } from "effect/http"
 import type { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { HttpApi } from "effect/http-api"
-import { HttpRouter } from "effect/http"
-import { type Context, Layer } from "effect"
 
 /**
  * The platform's router (find-my-way) collapses "//" in the whole request target before it splits

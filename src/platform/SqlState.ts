@@ -4,8 +4,8 @@
  * `SqlError`'s reason: `23505` is `UniqueViolation` (with the constraint), `40P01` `DeadlockError`,
  * `40001` `SerializationError`.
  */
-import type { SqlError } from "effect/sql/SqlError"
 import { Schedule } from "effect"
+import type { SqlError } from "effect/sql/SqlError"
 
 /** `23505 unique_violation` of the unique index or constraint `constraint`. */
 export const isUniqueViolation = (error: SqlError, constraint: string): boolean =>

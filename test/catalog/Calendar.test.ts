@@ -4,9 +4,9 @@
  * windows with null navigation, `today` in Asia/Tokyo, keyset paging (SPEC 4.1 rule 8) and the
  * content gate (DECISIONS 4). Runs on the real clock (the server reads today from `Clock`).
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 import { expectProblem } from "../support/Problems.js"
 

@@ -3,9 +3,9 @@
  * Appearance), SPEC 2.2 / 4.1 rules 1, 5, 6, 8, 9 (lists, batch lane, merged ids), SPEC 7.1
  * (problems), DECISIONS 4 (content gate) and 10 (ETag).
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 import { expectProblem } from "../support/Problems.js"

@@ -4,9 +4,9 @@
  * (DECISIONS 10) and merged ids (SPEC 4.1 rule 9), and the family graph (SPEC 2.5, SPEC 8: 60 nodes,
  * 4 hops, `truncated`, no inverse edges), checked against a breadth-first walk over the tables.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 import { expectProblem } from "../support/Problems.js"
 

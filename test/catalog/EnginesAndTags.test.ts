@@ -3,9 +3,9 @@
  * `work_count` under the content gate (DECISIONS 4), the detail reads with ETag (DECISIONS 10),
  * merged ids (SPEC 4.1 rule 9).
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 import { expectProblem } from "../support/Problems.js"
 

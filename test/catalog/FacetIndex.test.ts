@@ -4,9 +4,9 @@
  * own, and the copy of a seeded catalog against counts taken from `works`, `work_tags` and
  * `work_companies` directly, before and after writes.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { type CountedFacet, type FacetRow, FacetTable, makeFacetIndex } from "../../src/catalog/search/FacetIndex.js"
 import { foldText } from "../../src/catalog/search/SearchKey.js"
 import { contentRatingNames } from "../../src/catalog/works/WorkSql.js"

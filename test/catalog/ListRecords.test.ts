@@ -3,10 +3,10 @@
  * carry their fixed `object` (SPEC 2.1 rule 1), and a cursor answers only the collection that issued
  * it (SPEC 4.1 rule 8).
  */
-import { OpenApi } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { OpenApi } from "effect/http-api"
+import { SqlClient } from "effect/sql"
 import { CatalogApiDocumented } from "../../src/catalog/CatalogServer.js"
 import { Catalog, problem, SeededCatalogLive } from "../support/Catalog.js"
 import { serverLayerOptions } from "../support/TestServers.js"

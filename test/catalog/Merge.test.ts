@@ -3,9 +3,9 @@
  * redirect and the `gone` change (SPEC 2.7 Change, SPEC 6, DECISIONS 8), moves or re-points what
  * belongs with the survivor, keeps the gated work counts right (DECISIONS 4) and refuses bad merges.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import type { TargetObject } from "../../schema/Catalog/Change.js"
 import { entityTables } from "../../src/catalog/merge/MergeRepo.js"
 import { Merges } from "../../src/catalog/merge/Merges.js"

@@ -3,9 +3,9 @@
  * 1 and 8; docs/change-feed.md), over a seeded demo catalog. A committed change is served by the very
  * next read: the tests read right after each commit, never after a pause.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { inject } from "vitest"
 import { Change, Redirect } from "../../schema/Catalog/Change.js"
 import { Merges } from "../../src/catalog/merge/Merges.js"

@@ -13,10 +13,10 @@
  * timestamps would skip those rows or go back in time; the test checks that such late rows happened
  * and that the mirror still converged with ascending times.
  */
-import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
 import type { TargetObject } from "../../schema/Catalog/Change.js"
 import { entityTables } from "../../src/catalog/merge/MergeRepo.js"
 import { Merges } from "../../src/catalog/merge/Merges.js"

@@ -3,9 +3,9 @@
  * DECISIONS 1 paths) and documents, for each read that takes `include=`, every token it accepts
  * (SPEC 4.1 rule 5); the works collection documents its sorts and facets (rules 2 and 4).
  */
-import { HttpApi, OpenApi } from "effect/http-api"
 import { describe, expect, it } from "@effect/vitest"
 import { SchemaAST } from "effect"
+import { HttpApi, OpenApi } from "effect/http-api"
 import { workFacets, workIncludes, workSorts } from "../../schema/Api/WorksApi.js"
 import { CatalogApiDocumented } from "../../src/catalog/CatalogServer.js"
 

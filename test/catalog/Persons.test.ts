@@ -2,9 +2,9 @@
  * Persons over a seeded catalog (record design in schema/Catalog/Person.ts): only publicly linked
  * persons are served; SPEC 4.1 rules 5, 6, 8, 9, SPEC 7.1, DECISIONS 4 (content gate) and 10 (ETag).
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { Catalog, one, problem, raw, SeededCatalogLive, walk } from "../support/Catalog.js"
 import { expectProblem } from "../support/Problems.js"
 

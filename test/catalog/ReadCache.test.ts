@@ -5,9 +5,9 @@
  * list or a work read after a write shows it. Also the cache's own rules: concurrent misses share
  * one computation, failures are never stored, and a computation that began before a write is not kept.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { CATALOG_CHANNEL, ReadCache } from "../../src/catalog/shared/ReadCache.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 import { eventually } from "../support/Eventually.js"

@@ -4,9 +4,9 @@
  * `sfw` credential), partial dates, companies with roles, includes, ETag (DECISIONS 10) and merged
  * ids (SPEC 4.1 rule 9).
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 import { expectProblem } from "../support/Problems.js"
 

@@ -3,9 +3,9 @@
  * sorts, page mode), rule 4 (facets under the query), DECISIONS 7 (titles and aliases, Japanese,
  * Chinese and Korean by substring) and DECISIONS 4 (content gate).
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { ListWork } from "../../schema/Catalog/Work.js"
 import { foldText } from "../../src/catalog/search/SearchKey.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"

@@ -3,9 +3,9 @@
  * the content gate (DECISIONS 4), ETag (DECISIONS 10), and the per-content-limit cache of 10 s
  * (driven here by the TestClock the server runs on).
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 import { expectProblem } from "../support/Problems.js"

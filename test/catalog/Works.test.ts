@@ -3,9 +3,9 @@
  * SPEC 2.2 (list envelope), SPEC 2.3 (Work views and includes), SPEC 7.1 (problem shapes),
  * DECISIONS 4 (content gate), 6 (cursors) and 10 (ETag).
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { workFacets, workIncludes, workSorts } from "../../schema/Api/WorksApi.js"
 import { ListRosterCharacter } from "../../schema/Catalog/Character.js"
 import { ListCover, ListIntro } from "../../schema/Catalog/Common.js"

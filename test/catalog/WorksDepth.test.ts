@@ -2,9 +2,9 @@
  * Page mode at its depth limit (SPEC 4.1 rule 7, SPEC 8 "page * limit at most 10000") and search
  * cursors past the search lane's cached depth, over a catalog of 11,000 works.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
 import { expectProblem } from "../support/Problems.js"
 

@@ -3,9 +3,9 @@
  * account, display fields, email change, password change, sessions, and registration that signs
  * the new user in, with their envelope codes; emailed codes read from the development mailbox.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import sharp from "sharp"
 import { eventually } from "../support/Eventually.js"

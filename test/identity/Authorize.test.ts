@@ -2,9 +2,9 @@
  * `GET /api/v1/oauth/authorize` (SPEC 4.2; RFC 6749 sections 3.1, 4.1.1, 4.1.2, 4.1.2.1; RFC 7636;
  * RFC 9207; OIDC Core 3.1.2.1; DECISIONS 2-4) and the consent page behind it.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { eventually } from "../support/Eventually.js"
 import {
   authorize,

@@ -4,9 +4,9 @@
  * older than the idle timeout, and rate limit rows untouched for a day; live rows stay. Batches are
  * small here (2) so a run needs several, and two runs at once (two processes) share the work.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { IdentityCleanup } from "../../src/identity/cleanup/Cleanup.js"
 import { IdentityConfig } from "../../src/identity/IdentityConfig.js"
 import { TestSqlLive } from "../support/TestDatabase.js"

@@ -5,9 +5,9 @@
  * (test/support/LocalAddress.ts); what the server took as the address is read from the session it
  * records, and from which per-address limits refuse.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Result } from "effect"
+import { SqlClient } from "effect/sql"
 import {
   addressBucket,
   NO_TRUSTED_PROXIES,

@@ -4,9 +4,9 @@
  * would: `dist/src/cli/main.js`; `npm test` builds first), over the test servers' database
  * (src/identity/creator/CreatorApplications.ts).
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import { Users } from "../../src/identity/users/Users.js"
 import { DatabaseUrl } from "../../src/platform/Database.js"

@@ -6,9 +6,9 @@
  * at a time on top of an otherwise valid request (valid client, session, CSRF tokens) so the hostile
  * value reaches as deep as it can. Every answer is below 500; 4xx answers are in the route's style.
  */
-import { HttpApi } from "effect/http-api"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, SchemaAST } from "effect"
+import { HttpApi } from "effect/http-api"
 import * as Crypto from "node:crypto"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"
 import { EnvelopeCodes } from "../../schema/Identity/Envelope.js"

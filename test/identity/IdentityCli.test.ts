@@ -3,9 +3,9 @@
  * them (`dist/src/cli/main.js`; `npm test` builds first), against the test servers' database.
  * Starting the CLI costs a second or two, so independent commands run side by side.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import { Clients } from "../../src/identity/clients/Clients.js"
 import { SigningKeys } from "../../src/identity/keys/SigningKeys.js"

@@ -3,9 +3,9 @@
  * answers the envelope and sets the session cookie; wrong credentials, banned accounts and brute
  * force get envelope errors; `GET /auth/me` shows 10001/10002/10003.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import { DEFAULT_LOG_N, parseHash, Passwords } from "../../src/identity/crypto/Passwords.js"
 import { Users } from "../../src/identity/users/Users.js"
@@ -147,8 +147,11 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         const first = yield* Layer.build(Env)
         const there = Context.get(first, IdentityServers)
         const fourWrong = (identity: string, user: { readonly email: string }) =>
-          Effect.forEach([0, 1, 2, 3], (i) =>
-            Effect.map(postLogin(identity, { email: user.email, password: `guess-${i}` }), ({ res }) => res.status))
+          Effect.forEach(
+            [0, 1, 2, 3],
+            (i) =>
+              Effect.map(postLogin(identity, { email: user.email, password: `guess-${i}` }), ({ res }) => res.status)
+          )
         const thereUser = yield* createUser().pipe(Effect.provide(first))
         expect(yield* fourWrong(there.identity, thereUser)).toEqual([401, 401, 401, 429])
         const hereUser = yield* createUser()

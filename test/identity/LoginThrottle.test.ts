@@ -4,9 +4,9 @@
  * down, with growing delays, when failures come from several addresses. Requests come from distinct
  * loopback addresses (test/support/LocalAddress.ts), so the server sees distinct callers.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import {
   createUser,
   hiddenValue,

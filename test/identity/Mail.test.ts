@@ -5,9 +5,9 @@
  * never send one message twice; the development mailbox lists the outbox where it is enabled and is
  * an unknown path elsewhere.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer, References } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Net from "node:net"
 import { SMTPServer } from "smtp-server"
 import { MailConfig } from "../../src/identity/mail/MailConfig.js"

@@ -4,9 +4,9 @@
  * for `IDENTITY_REFRESH_IDLE_TIMEOUT_SECONDS` (30 days by default) is `invalid_grant`. Tokens are
  * aged in the database rather than waited for.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import {
   createClient,

@@ -5,10 +5,10 @@
  * (never a new key), and the row's kid is authenticated (AES-GCM additional data, NIST SP 800-38D).
  */
 import { NodeServices } from "@effect/platform-node"
-import { SqlClient } from "effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Exit, Layer, Redacted, Result } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
 import { inject } from "vitest"

@@ -4,9 +4,9 @@
  * attacks of issue 4: code replay, PKCE mismatch and downgrade, redirect_uri mismatch, wrong secret,
  * refresh reuse, refresh by another client, scope widening, and 200 concurrent refreshes.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
 import { Grants } from "../../src/identity/oauth/Grants.js"

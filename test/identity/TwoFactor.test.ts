@@ -5,9 +5,9 @@
  * Connect Core 1.0 section 2, RFC 8176) through the authorization code and refresh, and encryption
  * of the secret at rest.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import * as OTPAuth from "otpauth"
 import type { TestUser } from "../support/IdentityServers.js"

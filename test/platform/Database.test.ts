@@ -6,9 +6,9 @@
  * - statements go as named prepared statements, parsed and planned once per connection
  *   (@effect/sql-pg's statement cache).
  */
-import { SqlClient, type SqlError } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
 import { SqlLive } from "../../src/platform/Database.js"
 import { TestDatabaseUrlLive } from "../support/TestDatabase.js"
 

@@ -3,9 +3,9 @@
  * (a NOTIFY sent from inside it is delivered), before that connection's notifications, and again
  * after every reconnection; the connection ends with the scope.
  */
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { keepListening } from "../../src/platform/Notifications.js"
 import { eventually } from "../support/Eventually.js"
 import { awaitListeners, listenerBackends, withListenerDown } from "../support/Listeners.js"

@@ -3,9 +3,9 @@
  * SPEC 7.1: every catalog error response is a problem document, no operation has an undeclared
  * 500, and every operation has a summary and a description.
  */
-import { OpenApi } from "effect/http-api"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { OpenApi } from "effect/http-api"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"
 import { CatalogApiDocumented } from "../../src/catalog/CatalogServer.js"
 import { serverLayerOptions, testConfig, TestServers, TestServersLive } from "../support/TestServers.js"

@@ -13,7 +13,9 @@ import { TestDatabaseUrlLive } from "../support/TestDatabase.js"
 import { serverLayerOptions, testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 
 /** A TCP proxy in front of PostgreSQL that a test can cut, like a network partition. */
-class Proxy extends Context.Service<Proxy, { readonly cut: () => void; readonly url: Redacted.Redacted }>()("test/Proxy") {}
+class Proxy
+  extends Context.Service<Proxy, { readonly cut: () => void; readonly url: Redacted.Redacted }>()("test/Proxy")
+{}
 
 const ProxyLive = Layer.effect(
   Proxy,

@@ -2,8 +2,8 @@
  * Real servers over a seeded catalog with the people and credentials the claim tests need: users
  * of two sites (one a creator), a moderator, and API keys of every kind a write can meet.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import type { Scope } from "../../schema/Annotations.js"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
 import { seedCatalog } from "../../src/catalog/seed/Seed.js"

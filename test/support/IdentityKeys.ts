@@ -4,8 +4,8 @@
  * can make (an expired token, a token with unusual claims) and the public key for attacks that
  * misuse it (HS256 keyed with the public key).
  */
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import { SigningKeyCipher } from "../../src/identity/keys/SigningKeyCipher.js"
 

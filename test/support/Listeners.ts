@@ -3,9 +3,9 @@
  * are terminated and the database refuses new connections until `during` has run, so whatever
  * `during` does happens while nobody listens, and the listeners reconnect only afterwards.
  */
-import { SqlClient } from "effect/sql"
 import { expect } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { inject } from "vitest"
 import { quoteIdentifier, withPgClient } from "../../src/platform/Database.js"
 import { listenerApplicationName } from "../../src/platform/Notifications.js"

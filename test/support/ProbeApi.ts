@@ -3,11 +3,11 @@
  * with every kind of input (path, query, header, body) and failure (declared, defect, database
  * away), so each problem variant of SPEC 7.1 can be produced by a real HTTP request.
  */
-import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { HttpRouter, HttpServer } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { SqlClient } from "effect/sql"
 import { createServer } from "node:http"
 import { problemCodeOnFailure } from "../../schema/Annotations.js"
 import { HealthApi } from "../../schema/Api/HealthApi.js"

@@ -38,6 +38,8 @@ export const TestDatabaseUrlLive = Layer.effect(
  * The pool size is laid over the settings in force (`testConfig`'s), not in place of them.
  */
 export const TestSqlLive = Layer.fresh(SqlLive).pipe(
-  Layer.provide(ConfigProvider.layerAdd(ConfigProvider.fromEnv({ env: { DATABASE_POOL_SIZE: "10" } }), { asPrimary: true })),
+  Layer.provide(
+    ConfigProvider.layerAdd(ConfigProvider.fromEnv({ env: { DATABASE_POOL_SIZE: "10" } }), { asPrimary: true })
+  ),
   Layer.provideMerge(TestDatabaseUrlLive)
 )

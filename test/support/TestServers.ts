@@ -2,8 +2,8 @@
  * The real server stacks (the same layers `npm start` runs) on ephemeral ports over a fresh
  * database. Tests talk to them over real HTTP.
  */
-import { HttpServer } from "effect/http"
 import { ConfigProvider, Context, type Duration, Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
 import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
 import { IdentityHttpLive } from "../../src/identity/IdentityServer.js"
 import { AppSecret, ServerConfig } from "../../src/platform/Config.js"

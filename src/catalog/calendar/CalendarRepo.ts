@@ -4,8 +4,8 @@
  * YYYYMM00..YYYYMM31, the year-only window the single key YYYY0000, the undated window NULL.
  * Content gate as in ReleasesRepo.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { CalendarEntry } from "../../../schema/Catalog/Calendar.js"
 import type { WorkBasic } from "../../../schema/Catalog/Work.js"
 import { partialDate, releaseGate } from "../releases/ReleasesRepo.js"

@@ -4,8 +4,8 @@
  * character that appears only in nsfw works. SQL failures die here (docs/life-of-a-request.md,
  * "Handlers, services and SQL").
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { Localized } from "../../../schema/Catalog/Common.js"
 import { UNDATED } from "../credits/CreditNamesRepo.js"
 import { workBasicColumns, type WorkBasicRow, workGate } from "../credits/Rows.js"

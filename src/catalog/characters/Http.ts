@@ -1,5 +1,5 @@
-import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
 import { Character } from "../../../schema/Catalog/Character.js"
@@ -20,16 +20,22 @@ export const HttpCharactersLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const characters = yield* Characters
       return handlers
-        .handle("listCharacters", ({ query }) =>
-          Effect.flatMap(nsfw, (n) => characters.list(query, n)), runToCompletion)
-        .handle("getCharacter", ({ params, query }) =>
-          Effect.flatMap(nsfw, (n) =>
-            characters.get(params.id, query.view ?? "basic", query.include ?? [], n))
-            .pipe(Effect.flatMap((character) =>
-              conditionalJson(Character, character)
-            )), runToCompletion)
-        .handle("listCharacterAppearances", ({ params, query }) =>
-          Effect.flatMap(nsfw, (n) =>
-            characters.appearances(params.id, query, n)), runToCompletion)
+        .handle(
+          "listCharacters",
+          ({ query }) => Effect.flatMap(nsfw, (n) => characters.list(query, n)),
+          runToCompletion
+        )
+        .handle(
+          "getCharacter",
+          ({ params, query }) =>
+            Effect.flatMap(nsfw, (n) => characters.get(params.id, query.view ?? "basic", query.include ?? [], n))
+              .pipe(Effect.flatMap((character) => conditionalJson(Character, character))),
+          runToCompletion
+        )
+        .handle(
+          "listCharacterAppearances",
+          ({ params, query }) => Effect.flatMap(nsfw, (n) => characters.appearances(params.id, query, n)),
+          runToCompletion
+        )
     })
 ).pipe(Layer.provide(Characters.layer))

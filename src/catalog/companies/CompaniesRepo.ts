@@ -3,8 +3,8 @@
  * (docs/api-contract.md, "Credentials, scopes and the content limit"): `work_count` counts every
  * live work, `work_count_sfw` only the sfw ones.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { CompanyId } from "../../../schema/Catalog/Common.js"
 import type { CompanyBasic, CompanyGraphEdge, CompanyKind } from "../../../schema/Catalog/Company.js"
 

@@ -2,8 +2,8 @@
  * SQL of credit names and their credits. Every read applies the content gate (`creditNameGate`,
  * `workGate`); SQL failures die here (docs/life-of-a-request.md, "Handlers, services and SQL").
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import {
   creditNameColumns,
   creditNameFrom,

@@ -1,5 +1,5 @@
-import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
 import { CreditName } from "../../../schema/Catalog/Credit.js"
@@ -20,14 +20,11 @@ export const HttpCreditNamesLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const names = yield* CreditNames
       return handlers
-        .handle("listCreditNames", ({ query }) =>
-          Effect.flatMap(nsfw, (n) => names.list(query, n)), runToCompletion)
+        .handle("listCreditNames", ({ query }) => Effect.flatMap(nsfw, (n) => names.list(query, n)), runToCompletion)
         .handle("getCreditName", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
             names.get(params.id, query.include ?? [], n)).pipe(
-              Effect.flatMap((name) =>
-                conditionalJson(CreditName, name)
-              )
+              Effect.flatMap((name) => conditionalJson(CreditName, name))
             ), runToCompletion)
         .handle("listNameCredits", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>

@@ -2,8 +2,8 @@
  * SQL of the engine reads; `work_count` from the column of the caller's content gate
  * (docs/api-contract.md, "Credentials, scopes and the content limit").
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { Engine } from "../../../schema/Catalog/Engine.js"
 
 export class EnginesRepo extends Context.Service<EnginesRepo>()("catalog/EnginesRepo", {

@@ -4,9 +4,9 @@
  * `SqlError` is not turned into a defect here (unlike other repositories): the service retries the
  * whole transaction on a deadlock or serialization failure and dies after that.
  */
+import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { Context, Effect, Layer } from "effect"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
 
 export const entityTables: Readonly<Record<TargetObject, string>> = {

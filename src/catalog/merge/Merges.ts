@@ -23,8 +23,8 @@
  * character instances), and a row that would then duplicate one of the survivor's is dropped.
  * Upstream refs (`entity_refs`) always move to the survivor.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Data, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
 import { isRetryableTransaction, transactionRetrySchedule } from "../../platform/SqlState.js"
 import { MergeRepo } from "./MergeRepo.js"

@@ -7,9 +7,9 @@
  * schema walk costs about nine times the serialization. test/catalog/Mirror.test.ts decodes every
  * item with the schemas.
  */
-import { HttpApiBuilder } from "effect/http-api"
-import { HttpServerResponse } from "effect/http"
 import { Effect, Layer } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
 import { runToCompletion } from "../../platform/HttpListener.js"

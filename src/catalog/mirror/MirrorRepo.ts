@@ -7,8 +7,8 @@
  * overtaken by a later commit, and nothing but the catalog's own commits decides what is served.
  * The walk uses the partial unique index on `position`: a page costs the same at any depth.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
 
 /** A feed position (decimal): where a row was published, in commit order. */

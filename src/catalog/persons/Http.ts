@@ -1,5 +1,5 @@
-import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
 import { Person } from "../../../schema/Catalog/Person.js"
@@ -20,14 +20,11 @@ export const HttpPersonsLive = HttpApiBuilder.group(
     Effect.gen(function*() {
       const persons = yield* Persons
       return handlers
-        .handle("listPersons", ({ query }) =>
-          Effect.flatMap(nsfw, (n) => persons.list(query, n)), runToCompletion)
+        .handle("listPersons", ({ query }) => Effect.flatMap(nsfw, (n) => persons.list(query, n)), runToCompletion)
         .handle("getPerson", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
             persons.get(params.id, query.include ?? [], n)).pipe(
-              Effect.flatMap((person) =>
-                conditionalJson(Person, person)
-              )
+              Effect.flatMap((person) => conditionalJson(Person, person))
             ), runToCompletion)
     })
 ).pipe(Layer.provide(Persons.layer))

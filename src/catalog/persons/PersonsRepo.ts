@@ -3,8 +3,8 @@
  * credential only those with a name it may see (docs/api-contract.md,
  * "Credentials, scopes and the content limit"); SQL failures die here.
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { Intro, Localized, WorkLink } from "../../../schema/Catalog/Common.js"
 import { creditNameGate } from "../credits/Rows.js"
 

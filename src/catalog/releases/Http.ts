@@ -1,5 +1,5 @@
-import { HttpApiBuilder } from "effect/http-api"
 import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
 import { Release } from "../../../schema/Catalog/Release.js"

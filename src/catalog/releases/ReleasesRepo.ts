@@ -4,9 +4,9 @@
  * and, for an `sfw` credential, neither the release nor its work is nsfw (an all-ages console
  * edition of an nsfw work would otherwise name a work the credential may not see).
  */
+import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Statement } from "effect/sql"
-import { Context, Effect, Layer } from "effect"
 import type { CompanyBasic } from "../../../schema/Catalog/Company.js"
 import type { Release, ReleaseCompany } from "../../../schema/Catalog/Release.js"
 

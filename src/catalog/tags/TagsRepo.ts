@@ -2,8 +2,8 @@
  * SQL of the tag reads; `work_count` from the column of the caller's content gate
  * (docs/api-contract.md, "Credentials, scopes and the content limit").
  */
-import { SqlClient } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { Tag, TagCategory } from "../../../schema/Catalog/Tag.js"
 
 export class TagsRepo extends Context.Service<TagsRepo>()("catalog/TagsRepo", {
