@@ -7,6 +7,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { freePort, load, root, startProcess, table } from "../Harness.js"
+import { unlimitedBudget } from "./Catalog.js"
 
 export const platform = async (): Promise<string> => {
   const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "shiori-bench-platform-"))
@@ -16,7 +17,10 @@ export const platform = async (): Promise<string> => {
     CATALOG_PORT: String(port),
     IDENTITY_PORT: String(await freePort()),
     SHIORI_SERVE: "catalog",
-    SHIORI_DEMO_WORKS: "0"
+    SHIORI_DEMO_WORKS: "0",
+    // The request budget is spent on every request but set above what one key sends here, so the
+    // rows measure answers, not 429s.
+    ...unlimitedBudget
   }
   const server = await startProcess("dist/src/main.js", env, `http://127.0.0.1:${port}/readyz`)
   const basePort = await freePort()
