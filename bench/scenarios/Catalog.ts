@@ -391,9 +391,10 @@ export const catalog = async (): Promise<string> => {
 
     // --- Query plans of the main lists ------------------------------------------------------------
     const middle = (await pg.query(
-      `SELECT txid::text AS txid, seq::text AS seq FROM catalog_changes ORDER BY txid, seq OFFSET $1 LIMIT 1`,
+      `SELECT position::text AS position FROM catalog_changes WHERE position IS NOT NULL
+       ORDER BY position OFFSET $1 LIMIT 1`,
       [Math.floor(feedRows / 2)]
-    )).rows[0] as { txid: string; seq: string }
+    )).rows[0] as { position: string }
     const plan = async (title: string, text: string, values: ReadonlyArray<unknown> = []) => {
       const result = await pg.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${text}`, values as Array<unknown>)
       return `${title}:\n\n\`\`\`\n${result.rows.map((r: any) => r["QUERY PLAN"]).join("\n")}\n\`\`\``
@@ -401,11 +402,10 @@ export const catalog = async (): Promise<string> => {
     const plans = [
       await plan(
         "Change feed page from the middle of the feed",
-        `WITH horizon AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
-         SELECT c.target_object, c.id::text, c.updated_at, c.gone, c.txid::text, c.seq::text FROM catalog_changes c
-         WHERE c.txid < (SELECT xmin FROM horizon) AND (c.txid, c.seq) > ($1::xid8, $2::bigint)
-         ORDER BY c.txid, c.seq LIMIT 100`,
-        [middle.txid, middle.seq]
+        // The feed's page statement (src/catalog/mirror/MirrorRepo.ts): rows after a position, in order.
+        `SELECT c.target_object, c.id::text, c.updated_at, c.gone, c.position::text FROM catalog_changes c
+         WHERE c.position > $1::bigint ORDER BY c.position LIMIT 100`,
+        [middle.position]
       ),
       await plan(
         "Works first page (the baseline's statement)",

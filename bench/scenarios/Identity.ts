@@ -312,6 +312,19 @@ const packageVersion = (name: string) => versionOf(`node_modules/${name}/package
 // Suite
 // ---------------------------------------------------------------------------------------------
 
+/** A sealed signing key opened with the development secret's key-encryption key (SigningKeyCipher.ts). */
+const openSealed = (kid: string, sealed: { iv: string; tag: string; ct: string }): Record<string, unknown> => {
+  const secret = process.env.SHIORI_SECRET ?? "shiori-development-secret-change-me"
+  const kek = Buffer.from(Crypto.hkdfSync("sha256", secret, Buffer.alloc(0), "shiori signing-key encryption v1", 32))
+  const decipher = Crypto.createDecipheriv("aes-256-gcm", kek, Buffer.from(sealed.iv, "base64url"), {
+    authTagLength: 16
+  })
+  decipher.setAAD(Buffer.from(kid, "utf8"))
+  decipher.setAuthTag(Buffer.from(sealed.tag, "base64url"))
+  const plain = Buffer.concat([decipher.update(Buffer.from(sealed.ct, "base64url")), decipher.final()])
+  return JSON.parse(plain.toString("utf8")) as Record<string, unknown>
+}
+
 export const identity = async (): Promise<string> => {
   const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "shiori-bench-identity-"))
   const pgPort = await freePort()
@@ -377,14 +390,24 @@ export const identity = async (): Promise<string> => {
     if (login.status !== 200) throw new Error(`login: ${login.status} ${await login.text()}`)
     const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0]!
 
-    // The key our server signs with now, as it stores it (plain JWK, migration 0003), for the reference.
+    // The key our server signs with now, for the reference. It is stored sealed (migrations/0011:
+    // AES-256-GCM under a key derived from SHIORI_SECRET, the row's kid as associated data; the
+    // server here runs on the development secret): opened here as src/identity/keys/SigningKeyCipher.ts does.
     const pg = new Pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${pgPort}/shiori` })
     await pg.connect()
-    const key = (await pg.query(
-      `SELECT kid, private_jwk FROM signing_keys
+    const stored = (await pg.query(
+      `SELECT kid, private_jwk, private_jwk_encrypted FROM signing_keys
        WHERE activates_at <= now() AND (retired_at IS NULL OR retired_at > now())
        ORDER BY activates_at DESC LIMIT 1`
-    ).finally(() => pg.end())).rows[0] as { kid: string; private_jwk: Record<string, unknown> }
+    ).finally(() => pg.end())).rows[0] as {
+      kid: string
+      private_jwk: Record<string, unknown> | null
+      private_jwk_encrypted: { iv: string; tag: string; ct: string } | null
+    }
+    const key = {
+      kid: stored.kid,
+      private_jwk: stored.private_jwk ?? openSealed(stored.kid, stored.private_jwk_encrypted!)
+    }
 
     const referencePort = await freePort()
     reference = await startProcess("dist/bench/baseline/OidcProvider.js", {
