@@ -18,9 +18,9 @@
  */
 import { execFile, spawn } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { freePort } from "../bench/Harness.js"
 
 const old = Path.resolve(process.argv[2] ?? "../old")
 const out = Path.resolve(import.meta.dirname, "../test/fixtures/effect3-cursors.json")
@@ -32,15 +32,6 @@ const catalog = { works: 300, seed: 7, now: "2026-01-01T00:00:00.000Z" } as cons
 /** Item identity: the id, and for the change feed the entity type too (`work:12`). */
 const idsOf = (body: { items: ReadonlyArray<{ id?: string; target_object?: string }> }) =>
   body.items.map((item) => item.target_object === undefined ? item.id! : `${item.target_object}:${item.id}`)
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = Net.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as Net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 
 const run = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   new Promise<string>((resolve, reject) => {
