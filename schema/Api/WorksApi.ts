@@ -21,6 +21,7 @@ import {
   UnknownInclude,
   UnknownSort
 } from "../Problem.js"
+import { isStorable } from "../Text.js"
 import { Authorization } from "./Security.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -114,7 +115,8 @@ const Facets = tokenList(
  */
 export const RefToken = Schema.String.check(
   Schema.isMaxLength(330),
-  Schema.isPattern(/^[a-z][a-z0-9_]{0,63}:[^\u0000-\u001f,]{1,256}$/)
+  Schema.isPattern(/^[a-z][a-z0-9_]{0,63}:[^\u0000-\u001f,]{1,256}$/),
+  isStorable
 ).annotate({ description: "`source:external_id`, e.g. `vndb:v17`." })
 
 export const RefList = Schema.String.annotate({
@@ -140,7 +142,7 @@ export const RefList = Schema.String.annotate({
 const Query = Schema.String.check(
   Schema.isMinLength(1),
   Schema.isMaxLength(256),
-  Schema.isPattern(/^[^\u0000]*$/u)
+  isStorable
 ).annotate({
   description: "Title search (search lane) over every title, romanization and alias, case-, width- and " +
     "accent-insensitive; Japanese, Chinese and Korean titles are found by any substring. 1..256 characters."

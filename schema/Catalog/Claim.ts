@@ -2,7 +2,8 @@
  * Claims, claim events and the bodies that write them (docs/writing.md, "Claims").
  */
 import { Schema, Struct } from "effect"
-import { Id, ListOf, Timestamp } from "./Common.js"
+import { isStorable, isStorableJson } from "../Text.js"
+import { Id, ListOf, NameInput, Timestamp } from "./Common.js"
 
 export const ClaimState = Schema.Literals(["none", "live", "draft", "pending", "declined", "hidden"]).annotate({
   description: "Claim state (closed). `none`: not claimed."
@@ -18,7 +19,7 @@ export const SiteId = Schema.String.check(Schema.isPattern(/^[0-9]+$/u), Schema.
   description: "An id in the site's own id space (digits, at most 20)."
 })
 
-export const Note = Schema.String.check(Schema.isMaxLength(2000)).annotate({
+export const Note = Schema.String.check(Schema.isMaxLength(2000), isStorable).annotate({
   description: "Free text for display, at most 2000 characters."
 })
 
@@ -82,18 +83,22 @@ export const ClaimDecisionRecord = Schema.Struct({
 export type ClaimDecisionRecord = typeof ClaimDecisionRecord.Type
 
 export const ClaimRefBody = Schema.Struct({
-  source: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64)).annotate({
+  source: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64), isStorable).annotate({
     description: "Upstream source (open vocabulary)."
   }),
-  external_id: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(256)).annotate({
+  external_id: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(256), isStorable).annotate({
     description: "The upstream id, matched exactly."
   })
 }).annotate({ identifier: "ClaimRefBody" })
 
-/** A field-key -> value map (`catalog.work.display_name` -> "..."), the snapshot and minting shape. */
+/**
+ * A field-key -> value map (`catalog.work.display_name` -> "..."), the snapshot and minting shape. A
+ * value is checked against its key's own schema later (src/catalog/claims/WorkFields.ts); every text
+ * in it, at any depth, is storable before that (schema/Text.ts).
+ */
 export const FieldValues = Schema.Record(
   Schema.String.check(Schema.isPattern(/^[a-z0-9_]+(\.[a-z0-9_]+)+$/u), Schema.isMaxLength(128)),
-  Schema.Unknown
+  Schema.Unknown.check(isStorableJson)
 ).annotate({
   identifier: "FieldValues",
   description: "Field key -> value. Keys are `<entity_type>.<field>` (`catalog.work.display_name`)."
@@ -113,9 +118,7 @@ export const CreateClaimInputBody = Schema.Struct({
     description: "The site's own id for the work. Alone with `display_name` it mints a work anchored to it."
   })),
   display_name: Schema.optionalKey(
-    Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(512)).annotate({
-      description: "Required to mint when `refs` match nothing."
-    })
+    NameInput.annotate({ description: "Required to mint when `refs` match nothing." })
   ),
   field_values: Schema.optionalKey(FieldValues.annotate({
     // Described for this use, so written inline (see `Image` in Common.ts).

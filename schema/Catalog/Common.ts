@@ -5,6 +5,7 @@
  * Records are `Schema.Struct`s (not classes) so repositories can hand plain rows to the encoder.
  */
 import { Schema } from "effect"
+import { isNotBlank, StorableText } from "../Text.js"
 
 // ---------------------------------------------------------------------------------------------
 // Ids: decimal strings of 1 to 20 digits, branded per entity type.
@@ -68,6 +69,12 @@ export const Source = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLen
 })
 
 export const DisplayString = Schema.String.check(Schema.isMaxLength(512))
+
+/**
+ * A name a request sets (a minted work's `display_name`): 1 to 512 characters the database can store
+ * (schema/Text.ts), not only whitespace or zero-width characters.
+ */
+export const NameInput = StorableText.check(Schema.isMinLength(1), Schema.isMaxLength(512), isNotBlank)
 
 /** A partial calendar date: year only, year and month, or a full date. */
 export const PartialDate = Schema.String.check(

@@ -5,6 +5,7 @@
  * (migrations/0017_creator_applications.ts); a body outside them is 400 envelope 17004.
  */
 import { Schema, SchemaTransformation } from "effect"
+import { isStorable } from "../Text.js"
 import { Envelope } from "./Envelope.js"
 import { MaxLength } from "./Limits.js"
 
@@ -25,7 +26,7 @@ const characters = (value: string): number => {
 }
 
 /**
- * The statement, trimmed, then 20 to 4000 characters without NUL (PostgreSQL text cannot hold it).
+ * The statement, trimmed, then 20 to 4000 characters the database can store (schema/Text.ts).
  * The checks run on the text as sent (counting what is left once it is trimmed) so that they sit on
  * the encoded side, the only side the OpenAPI document shows; the result is the trimmed text.
  */
@@ -33,7 +34,7 @@ export const Statement = Schema.String.annotate({
   description: `Why you want to publish as a creator: ${STATEMENT_MIN_LENGTH} to ${STATEMENT_MAX_LENGTH} ` +
     "characters once leading and trailing whitespace is removed."
 }).check(
-  Schema.makeFilter((value: string) => !value.includes("\u0000"), { message: "must not contain NUL" }),
+  isStorable,
   Schema.makeFilter(
     (value: string) => {
       const length = characters(value.trim())
@@ -66,6 +67,7 @@ export const PortfolioUrl = Schema.String.annotate({
   format: "uri"
 }).check(
   Schema.isMaxLength(PORTFOLIO_URL_MAX_LENGTH),
+  isStorable,
   Schema.makeFilter(isHttpUrl, { message: "an http or https URL" })
 )
 

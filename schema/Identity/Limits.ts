@@ -6,6 +6,7 @@
  * separately (`IDENTITY_MAX_BODY_BYTES`, src/platform/BodyLimit.ts).
  */
 import { Schema } from "effect"
+import { StorableText } from "../Text.js"
 
 export const MaxLength = {
   /** RFC 5321 section 4.5.3.1.3: a path is at most 256 octets with its angle brackets. */
@@ -47,14 +48,11 @@ export const MinLength = {
 } as const
 
 /**
- * A string of at most `max` (and at least `min`) characters without NUL: PostgreSQL text cannot
- * hold U+0000 and no real client sends one.
+ * A string of at most `max` (and at least `min`) characters that the database can store (no NUL, no
+ * unpaired surrogate: schema/Text.ts). No real client sends either.
  */
 export const Bounded = (max: number, min = 0) => {
-  const bounded = Schema.String.check(
-    Schema.isMaxLength(max),
-    Schema.isPattern(/^[^\u0000]*$/u, { message: "must not contain NUL" })
-  )
+  const bounded = StorableText.check(Schema.isMaxLength(max))
   // `isMinLength` counts UTF-16 units and JSON Schema code points, so Schema 4 documents a minimum of
   // n units as ceil(n / 2) code points. The one minimum above 1 is the PKCE verifier's 43 (RFC 7636:
   // unreserved ASCII characters, one unit each), which the document states as it is.

@@ -4,12 +4,16 @@
  * registration. Everything here answers only the account's owner, so it may carry the email.
  */
 import { Schema } from "effect"
+import { isNotBlank } from "../Text.js"
 import { Envelope } from "./Envelope.js"
 import { Bounded, MaxLength } from "./Limits.js"
 import { Email, GrantedRole, Subject, UserId } from "./User.js"
 
 /** Display fields: what a person shows others, never used to identify them. */
 export const ProfileLength = { name: 64, bio: 1000 } as const
+
+/** A display name as sent: 1 to 64 characters, not only whitespace or zero-width characters. */
+export const DisplayName = Bounded(ProfileLength.name, 1).check(isNotBlank)
 
 export const EmailedCode = Schema.String.check(Schema.isPattern(/^[0-9]{6}$/u, { message: "6 digits" })).annotate({
   description: "The 6-digit code from the email.",
@@ -47,7 +51,7 @@ export class UpdateMeRequest extends Schema.Class<UpdateMeRequest>("UpdateMeRequ
   // Every failing field is reported: the endpoint decodes this body with `errors: "all"`
   // (`HttpApi.PayloadParseOptions`; a Schema 4 schema carries no parse options).
   Schema.Struct({
-    name: Schema.optionalKey(Bounded(ProfileLength.name, 1).annotate({ description: "Display name." })),
+    name: Schema.optionalKey(DisplayName.annotate({ description: "Display name." })),
     bio: Schema.optionalKey(Bounded(ProfileLength.bio).annotate({ description: "A few words; may be empty." }))
   }).annotate({ identifier: "UpdateMeRequest", description: "Display fields to change; absent fields stay." }),
   { description: "Display fields to change; absent fields stay." }
@@ -121,7 +125,7 @@ export class RegisterRequest extends Schema.Class<RegisterRequest>("RegisterRequ
     email: Email,
     code: EmailedCode,
     password: Bounded(MaxLength.password, 1),
-    name: Bounded(ProfileLength.name, 1)
+    name: DisplayName
   }).annotate({
     identifier: "RegisterRequest",
     description: "A new account: the address, the code mailed to it, a password and a display name."

@@ -2,6 +2,7 @@
  * Identity values shared by tokens, userinfo and the account records.
  */
 import { Schema } from "effect"
+import { isStorable } from "../Text.js"
 
 /** The integer user id: the key downstream tables should store. */
 export const UserId = Schema.Int.check(Schema.isGreaterThan(0)).pipe(Schema.brand("UserId")).annotate({
@@ -40,8 +41,8 @@ export const SiteRole = Schema.String.annotate({
 export type SiteRole = typeof SiteRole.Type
 
 /**
- * An email address as accepted at sign-in and registration (RFC 5321 length limit; no NUL, which
- * PostgreSQL text cannot hold).
+ * An email address as accepted at sign-in and registration (RFC 5321 length limit; text the database
+ * can store, schema/Text.ts).
  */
 export const Email = Schema.String.annotate({
   // On the string itself: annotations on the last pattern would land in the `allOf` that the
@@ -51,5 +52,6 @@ export const Email = Schema.String.annotate({
 }).check(
   Schema.isTrimmed(),
   Schema.isMaxLength(254),
-  Schema.isPattern(/^[^\s@\u0000]+@[^\s@\u0000]+$/u)
+  Schema.isPattern(/^[^\s@\u0000]+@[^\s@\u0000]+$/u),
+  isStorable
 )

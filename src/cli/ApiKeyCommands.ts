@@ -2,11 +2,15 @@ import { Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ApiKeys } from "../catalog/auth/ApiKeys.js"
 import { emit, fail } from "./Output.js"
+import { requireSiteForWrites } from "./WriteScopes.js"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print one JSON object on stdout"), Flag.withDefault(false))
 
 const create = Command.make("create", {
-  site: Flag.String("site").pipe(Flag.withDescription("The site the key acts for (^[a-z][a-z0-9_]*$)")),
+  site: Flag.String("site").pipe(
+    Flag.optional,
+    Flag.withDescription("The site the key acts for (^[a-z][a-z0-9_]*$); required")
+  ),
   scopes: Flag.String("scopes").pipe(
     Flag.withDescription("Comma-separated scopes, e.g. catalog:read,claims:write")
   ),
@@ -17,8 +21,10 @@ const create = Command.make("create", {
   Effect.gen(function*() {
     const keys = yield* ApiKeys
     const scopes = args.scopes.split(",").map((s) => s.trim()).filter((s) => s !== "")
+    yield* requireSiteForWrites("an API key", scopes, args.site)
+    if (Option.isNone(args.site)) return yield* fail("--site is required: every API key acts for a site")
     const created = yield* keys.create({
-      site: args.site,
+      site: args.site.value,
       scopes,
       contentLimit: args.contentLimit,
       userId: Option.getOrNull(args.user)

@@ -132,6 +132,7 @@ const claimDecide = Command.make("decide", {
       Effect.catchTags({
         NotFound: () => fail(`no claim on work ${workId}`),
         InvalidStateTransition: (e) => fail(`${e.detail} Nothing changed.`),
+        AlreadyExists: (e) => fail(`${e.detail} Nothing changed.`),
         ValidationFailed: (e) => fail(e.errors.length === 0 ? e.detail : e.errors.map((x) => x.detail).join(" ")),
         UserIdentityRequired: (e) => fail(e.detail),
         PreconditionFailed: (e) => fail(e.detail),

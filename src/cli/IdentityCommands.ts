@@ -4,12 +4,14 @@
  */
 import { Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { isBlankName } from "../../schema/Text.js"
 import type { Client, ClientListing } from "../identity/clients/Clients.js"
 import { Clients } from "../identity/clients/Clients.js"
 import { SigningKeys } from "../identity/keys/SigningKeys.js"
 import { DEFAULT_CLIENT_SCOPES } from "../identity/oauth/Scopes.js"
 import { isUserId, Users } from "../identity/users/Users.js"
 import { emit, fail } from "./Output.js"
+import { requireSiteForWrites } from "./WriteScopes.js"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print one JSON object on stdout"), Flag.withDefault(false))
 
@@ -33,6 +35,7 @@ const userCreate = Command.make("create", {
 }, (args) =>
   Effect.gen(function*() {
     const users = yield* Users
+    if (isBlankName(args.name)) return yield* fail("--name must show something, not only whitespace")
     const created = yield* users.create({
       email: args.email,
       password: Redacted.value(args.password),
@@ -233,6 +236,7 @@ const clientCreate = Command.make("create", {
     const clients = yield* Clients
     if (args.isPublic && Option.isSome(args.secret)) return yield* fail("a --public client has no --secret")
     if (!args.isPublic && Option.isNone(args.secret)) return yield* fail("--secret is required (or use --public)")
+    yield* requireSiteForWrites("a client", args.scope, args.site)
     const listing = yield* listingOf(args)
     const client = yield* clients.create({
       clientId: args.clientId,
@@ -272,6 +276,11 @@ const clientUpdate = Command.make("update", {
         "nothing to update: give --scope, --name, --logo-url, --tagline, --homepage-url, --display-order, " +
           "--listed or --unlisted"
       )
+    }
+    if (args.scope.length > 0) {
+      // Only the scopes change here, so a client without a site cannot be given a write scope.
+      const current = yield* clients.find(args.clientId)
+      if (Option.isSome(current)) yield* requireSiteForWrites("a client", args.scope, current.value.site)
     }
     const client = yield* clients.update(args.clientId, {
       scopes: args.scope.length > 0 ? args.scope : undefined,

@@ -83,7 +83,8 @@ describe("identity CLI: user, role, client, keys", () => {
             cliJson(["keys", "rotate"]),
             cliJson([
               ...["client", "create", "--client-id", writer.clientId, "--secret", writer.secret],
-              ...["--redirect-uri", writer.redirectUri, "--auto-consent"],
+              // A site: `client update` below gives it write scopes, which only a client of a site may hold.
+              ...["--redirect-uri", writer.redirectUri, "--auto-consent", "--site", "writer"],
               ...["--scope", "openid", "--scope", "catalog:read"]
             ]),
             // Bad arguments (no --secret, not --public): a message on stderr, a non-zero exit.

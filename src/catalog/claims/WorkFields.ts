@@ -4,15 +4,16 @@
  * from `field_values` checks against it, and a snapshot reads the same keys back.
  */
 import { Effect, Result, Schema } from "effect"
-import { LangTag } from "../../../schema/Catalog/Common.js"
+import { LangTag, NameInput } from "../../../schema/Catalog/Common.js"
 import { DevelopmentStatus } from "../../../schema/Catalog/Work.js"
 import type { FieldError } from "../../../schema/Problem.js"
 import { ValidationFailed } from "../../../schema/Problem.js"
+import { StorableText } from "../../../schema/Text.js"
 import { type Collected, collectFieldErrors } from "../../platform/FieldErrors.js"
 
 export const WorkFieldSchemas = {
-  "catalog.work.display_name": Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(512)),
-  "catalog.work.latin": Schema.NullOr(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(512))),
+  "catalog.work.display_name": NameInput,
+  "catalog.work.latin": Schema.NullOr(StorableText.check(Schema.isMinLength(1), Schema.isMaxLength(512))),
   "catalog.work.olang": Schema.NullOr(LangTag),
   "catalog.work.length_minutes": Schema.NullOr(
     Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 1_000_000 }))
@@ -41,11 +42,12 @@ export const decodeWorkFields = (values: Readonly<Record<string, unknown>>) =>
     const out: Partial<Record<WorkFieldKey, unknown>> = {}
     const collected: Collected = { errors: [], code: undefined }
     for (const [key, value] of Object.entries(values)) {
-      if (!(key in WorkFieldSchemas)) {
+      if (!Object.hasOwn(WorkFieldSchemas, key)) {
+        const pointer = `/field_values/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`
         collected.errors.push({
           reason: "UNKNOWN_VALUE",
-          detail: `\`/field_values/${key}\` is not a field key of works.`,
-          pointer: `/field_values/${key}`,
+          detail: `\`${pointer}\` is not a field key of works.`,
+          pointer,
           params: { allowed: [...workFieldKeys] }
         } as FieldError)
         continue

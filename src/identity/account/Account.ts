@@ -17,6 +17,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AccountSession, AccountSessions, CodeSent, Me, ProfileLength } from "../../../schema/Identity/Me.js"
 import { GrantedRole, Subject, UserId } from "../../../schema/Identity/User.js"
+import { isBlankName } from "../../../schema/Text.js"
 import type { BucketPolicy } from "../../platform/RateLimiter.js"
 import { RateLimiter } from "../../platform/RateLimiter.js"
 import { isUniqueViolation } from "../../platform/SqlState.js"
@@ -116,7 +117,7 @@ export class Account extends Context.Service<Account>()("identity/Account", {
       change: { readonly name?: string | undefined; readonly bio?: string | undefined }
     ) {
       const name = change.name?.trim()
-      if (name !== undefined && (name.length === 0 || name.length > ProfileLength.name)) {
+      if (name !== undefined && (isBlankName(name) || name.length > ProfileLength.name)) {
         return yield* refused("INVALID_REQUEST")
       }
       const bio = change.bio?.trim()
@@ -280,7 +281,7 @@ export class Account extends Context.Service<Account>()("identity/Account", {
       client: ClientInfo
     ) {
       const name = input.name.trim()
-      if (name.length === 0) return yield* refused("INVALID_REQUEST")
+      if (isBlankName(name)) return yield* refused("INVALID_REQUEST")
       if (weakPasswordReason(input.password, { email: input.email, name }) !== undefined) {
         return yield* refused("WEAK_PASSWORD")
       }
