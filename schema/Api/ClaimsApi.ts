@@ -24,14 +24,20 @@ import { AlreadyExists, InvalidCursor, InvalidStateTransition, LimitTooLarge, No
 import { Authorization, WriteAuthorization } from "./Security.js"
 import { declare, type RouteRule } from "./Writes.js"
 
-/**
- * Every failing parameter is reported, and an unknown one is refused (parse options of the path and the
- * query; the claim routes' headers and bodies are read leniently).
- */
+/** Every failing path parameter is reported (a path has no room for unknown ones). */
 const strict = { errors: "all", onExcessProperty: "error" } as const
 
-/** Every failing field of a claim body is reported. */
-const allBodyErrors = { errors: "all" } as const
+/**
+ * Every failing query parameter is reported; unknown ones are ignored, as on every route
+ * (docs/api-contract.md, "Records and lists").
+ */
+const lenientQuery = { errors: "all" } as const
+
+/**
+ * Every failing field of a claim body is reported, and a member the body's schema does not name is
+ * refused (422 `UNKNOWN_VALUE` at its pointer), as the document's `additionalProperties: false` says.
+ */
+const strictBody = { errors: "all", onExcessProperty: "error" } as const
 
 export const ClaimPath = Schema.Struct({
   work_id: Id.annotate({ description: "The catalog work id." })
@@ -60,7 +66,8 @@ export const ClaimEventsParams = Schema.Struct({
   ...paging,
   after: Schema.optional(
     Schema.String.check(Schema.isPattern(/^[0-9]{1,18}$/u)).annotate({
-      description: "The highest event id the mirror has: only events above it. Not with `cursor`."
+      description: "The highest event id the mirror has: only events above it. Next to `cursor`, only the " +
+        "`after` of the request that started the listing (or none)."
     })
   ),
   work_id: Schema.optional(Id.annotate({ description: "Only this work's events." }))
@@ -152,7 +159,12 @@ export class ClaimsApi extends HttpApiGroup.make("claims")
           error: [problem(NotFound), ...problems]
         })
           .annotate(OpenApi.Summary, "One claim (the bearer's face)")
-          .annotate(OpenApi.Description, `State \`none\` when the work is not claimed. ${etag}`)
+          .annotate(
+            OpenApi.Description,
+            "The claim as of the newest event the caller sees (docs/writing.md, \"Who sees what\"): state `none` " +
+              "when the work is not claimed or its claim is not the caller's to see yet; 404 for a work the " +
+              `catalog does not serve unless the caller sees an event on it. ${etag}`
+          )
     )
   )
   .add(
@@ -164,13 +176,14 @@ export class ClaimsApi extends HttpApiGroup.make("claims")
           params: ClaimPath,
           headers,
           success: ClaimRecord,
-          error: [problem(NotFound), problem(InvalidStateTransition), ...problems]
+          error: [problem(NotFound), problem(InvalidStateTransition), problem(AlreadyExists), ...problems]
         })
           .annotate(OpenApi.Summary, "Submit a claim for moderation")
           .annotate(
             OpenApi.Description,
-            "`draft` or `declined` -> `pending` (a `creator` publishes directly: `live`). Other states: 409 " +
-              `\`INVALID_STATE_TRANSITION\`. Only the claiming site may submit. ${etag}`
+            "`draft` -> `pending` (a `creator` publishes directly: `live`); `declined` -> `pending` whoever submits. " +
+              "Other states: 409 `INVALID_STATE_TRANSITION`. A minted work going live takes its refs: 409 " +
+              "`ALREADY_EXISTS` when another served work holds one. Only the claiming site may submit. " + etag
           )
     )
   )
@@ -195,8 +208,8 @@ export class ClaimsApi extends HttpApiGroup.make("claims")
   )
   .middleware(WriteAuthorization)
   .annotate(HttpApi.ParamsParseOptions, strict)
-  .annotate(HttpApi.QueryParseOptions, strict)
-  .annotate(HttpApi.PayloadParseOptions, allBodyErrors)
+  .annotate(HttpApi.QueryParseOptions, lenientQuery)
+  .annotate(HttpApi.PayloadParseOptions, strictBody)
   .annotate(OpenApi.Title, "Claims")
   .annotate(
     OpenApi.Description,
@@ -235,7 +248,7 @@ export class ModerationApi extends HttpApiGroup.make("moderation")
           payload: DecideClaimInputBody,
           // Written inline, as the document always had its 201s (see `Image` in Common.ts).
           success: ClaimDecisionRecord.annotate({ identifier: undefined }).pipe(HttpApiSchema.status(201)),
-          error: [problem(NotFound), problem(InvalidStateTransition), ...problems]
+          error: [problem(NotFound), problem(InvalidStateTransition), problem(AlreadyExists), ...problems]
         })
           .annotate(OpenApi.Summary, "Decide a claim")
           .annotate(
@@ -243,7 +256,9 @@ export class ModerationApi extends HttpApiGroup.make("moderation")
             "`approve`: `pending` -> `live`. `decline` (needs `note`): `pending` -> `declined`. `ban`: any claimed " +
               "state -> `hidden`, remembering it. `unban`: `hidden` -> the remembered state. Anything else is 409 " +
               "`INVALID_STATE_TRANSITION`. `If-Match` is required; of two moderators deciding at once, exactly one " +
-              "wins and the other gets 412. The record's `id` is the new claim event's id."
+              "wins and the other gets 412. A minted work going live takes its refs: 409 `ALREADY_EXISTS` when " +
+              "another served work holds one. A work the credential's content limit hides is 404 before " +
+              "`If-Match` is compared. The record's `id` is the new claim event's id."
           )
     )
   )
@@ -268,8 +283,8 @@ export class ModerationApi extends HttpApiGroup.make("moderation")
   )
   .middleware(WriteAuthorization)
   .annotate(HttpApi.ParamsParseOptions, strict)
-  .annotate(HttpApi.QueryParseOptions, strict)
-  .annotate(HttpApi.PayloadParseOptions, allBodyErrors)
+  .annotate(HttpApi.QueryParseOptions, lenientQuery)
+  .annotate(HttpApi.PayloadParseOptions, strictBody)
   .annotate(OpenApi.Title, "Moderation")
   .annotate(
     OpenApi.Description,
@@ -293,12 +308,14 @@ export class ClaimEventsApi extends HttpApiGroup.make("claimEvents")
         "Every claim state change, in strictly ascending `id`. Ids become visible in ascending order (an event " +
           "committed later always has a higher id), so a mirror that stores the highest id it has and asks " +
           "`after=<id>` (or keeps the last `next_cursor`) while writers commit gets every event exactly once. A page " +
-          "with items always has a `next_cursor`; the page past the current end is empty and has none. Content " +
-          "gate: an `sfw` credential is not shown events of nsfw works."
+          "with items always has a `next_cursor`; the page past the current end is empty and has none. Each caller " +
+          "sees the events docs/writing.md (\"Who sees what\") gives it: its own site's, every public one (a claim " +
+          "entering or leaving `live` on a served work, without `reason`), and a moderator all. Content gate: an " +
+          "`sfw` credential is not shown events of nsfw works."
       )
   )
   .middleware(Authorization)
-  .annotate(HttpApi.QueryParseOptions, strict)
+  .annotate(HttpApi.QueryParseOptions, lenientQuery)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Claim events")
 {}

@@ -16,6 +16,8 @@ import {
 } from "../../schema/Catalog/Claim.js"
 import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
 import { hashKey } from "../../src/catalog/auth/ApiKeys.js"
+import { idempotencyLockName } from "../../src/catalog/writes/Writes.js"
+import { AdvisoryLockClass } from "../../src/platform/AdvisoryLocks.js"
 import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape, writeScopes } from "../support/Claims.js"
 import { serverLayerOptions } from "../support/TestServers.js"
 
@@ -261,10 +263,14 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
           201
         )
         expect(record.state).toBe("draft")
+        // The draft keeps the ref with its claim; it belongs to no work until the draft goes live.
         const stored = yield* sql<{ id: string }>`
-          SELECT entity_id::text AS id FROM entity_refs
-          WHERE entity_type = 'work' AND source = ${ref.source} AND external_id = ${ref.external_id}`
+          SELECT work_id::text AS id FROM claim_refs WHERE source = ${ref.source} AND external_id = ${ref.external_id}`
         expect(stored.map((r) => r.id)).toEqual([record.id])
+        const anchored = yield* sql`
+          SELECT 1 FROM entity_refs
+          WHERE entity_type = 'work' AND source = ${ref.source} AND external_id = ${ref.external_id}`
+        expect(anchored).toEqual([])
       }))
 
     it.effect("SPEC 3: site_work_id with display_name alone mints a draft anchored to the site's id", () =>
@@ -799,23 +805,27 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         const a1 = (yield* claimExisting(f, keyA)).work
         const a2 = (yield* mint(f, keyA)).work
         const b1 = (yield* claimExisting(f, keyB)).work
-        const list = (query: string) =>
-          Effect.map(f.call("GET", `/v2/claims${query}`, { key: keyA }), (res) => {
+        const a3 = (yield* claimExisting(f, keyA)).work
+        const list = (query: string, key = keyA) =>
+          Effect.map(f.call("GET", `/v2/claims${query}`, { key }), (res) => {
             expect(res.status, JSON.stringify(res.body)).toBe(200)
             return decodeClaimList(res.body).items
           })
+        // The bearer's pending claim for site_b is site_b's until it is live (docs/writing.md, "Who sees
+        // what"): the site_a key does not list it.
         const all = yield* list("")
-        expect(all.map((c) => c.id)).toEqual([a1, a2, b1].sort((x, y) => Number(x) - Number(y)))
+        expect(all.map((c) => c.id)).toEqual([a1, a2, a3].sort((x, y) => Number(x) - Number(y)))
         for (const item of all) {
           expect(item.acted_count).toBe(1)
           expect(item.first_acted_at).not.toBeNull()
           expect(item.last_event).toBeDefined()
         }
-        const siteB = yield* list("?site=site_b")
+        expect(yield* list("?site=site_b")).toEqual([])
+        const siteB = yield* list("?site=site_b", keyB)
         expect(siteB.map((c) => c.id)).toEqual([b1])
         expect(siteB[0]!.site).toBe("site_b")
         expect((yield* list("?state=draft")).map((c) => c.id)).toEqual([a2])
-        expect((yield* list("?state=pending&site=site_a")).map((c) => c.id)).toEqual([a1])
+        expect((yield* list("?state=pending&site=site_a")).map((c) => c.id)).toEqual([a1, a3])
         expect(yield* list("?state=live")).toEqual([])
         // Paging.
         const first = yield* f.call("GET", "/v2/claims?limit=2", { key: keyA })
@@ -1112,7 +1122,9 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
           SELECT id::text AS id FROM api_keys WHERE key_hash = ${hashKey(f.siteUser.key)}`
         // The runner's lock on (owner, key), held here as if a first request were still running.
         const refused = yield* Effect.gen(function*() {
-          yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${`key:${row!.id}\n${key}`}, 0))`
+          yield* sql`
+            SELECT pg_advisory_xact_lock(${AdvisoryLockClass.idempotency}::int4,
+              hashtext(${idempotencyLockName(`key:${row!.id}`, key)}))`
           return yield* create(f, f.siteUser.key, { work_id: work }, { "idempotency-key": key })
         }).pipe(sql.withTransaction)
         expectProblem(refused, "IDEMPOTENCY_REQUEST_IN_PROGRESS")

@@ -247,10 +247,16 @@ describe("claims under concurrency (DECISIONS 9, SPEC 6)", () => {
           const apiKeys = yield* ApiKeys
           const existing = f.works.slice(MIRROR_WORKS_FROM, MIRROR_WORKS_FROM + WRITER_WORKS)
           expect(existing.length, "seeded works for the writers").toBe(WRITER_WORKS)
-          // Each mirror reads with its own nsfw key: the whole log, and a request budget of its own.
+          // Each mirror reads with its own nsfw key of a moderator: the whole log (docs/writing.md, "Who
+          // sees what"), and a request budget of its own.
           const mirrorKey = () =>
             Effect.map(
-              apiKeys.create({ site: "mirror", scopes: ["catalog:read"], contentLimit: "nsfw", userId: null }),
+              apiKeys.create({
+                site: "mirror",
+                scopes: ["catalog:read"],
+                contentLimit: "nsfw",
+                userId: f.moderator.id
+              }),
               ({ key }) => Redacted.value(key)
             ).pipe(Effect.orDie)
 

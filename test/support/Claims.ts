@@ -4,9 +4,14 @@
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import * as Http from "node:http"
+import type * as Net from "node:net"
 import type { Scope } from "../../schema/Annotations.js"
+import type { ContentLimit } from "../../schema/Api/Security.js"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
 import { seedCatalog } from "../../src/catalog/seed/Seed.js"
+import { DEFAULT_CATALOG_AUDIENCE, DEFAULT_ISSUER } from "../../src/identity/tokens/Tokens.js"
+import { signWithProviderKey } from "./IdentityKeys.js"
 import { testConfig, TestServers, TestServersLive } from "./TestServers.js"
 
 export interface Person {
@@ -35,6 +40,13 @@ export interface ClaimsFixtureShape {
   readonly works: ReadonlyArray<string>
   /** A key for `site` with `scopes`, for `userId` (null: none). */
   readonly makeKey: (site: string, scopes: ReadonlyArray<Scope>, userId: number | null) => Effect.Effect<string>
+  /** A key like `makeKey`'s with another content limit (`makeKey`'s are `sfw`). */
+  readonly makeKeyWithLimit: (
+    site: string,
+    scopes: ReadonlyArray<Scope>,
+    userId: number | null,
+    contentLimit: ContentLimit
+  ) => Effect.Effect<string>
   /** A user with `roles`; answers the id. */
   readonly makeUser: (roles: ReadonlyArray<string>) => Effect.Effect<number>
   /** JSON request on the catalog. */
@@ -69,11 +81,18 @@ export const ClaimsFixtureLive = (
             RETURNING id::text AS id`,
           (rows) => Number(rows[0]!.id)
         ).pipe(Effect.orDie)
-      const makeKey = (site: string, scopes: ReadonlyArray<Scope>, userId: number | null) =>
+      const makeKeyWithLimit = (
+        site: string,
+        scopes: ReadonlyArray<Scope>,
+        userId: number | null,
+        contentLimit: ContentLimit
+      ) =>
         Effect.map(
-          apiKeys.create({ site, scopes: [...scopes], contentLimit: "sfw", userId }),
+          apiKeys.create({ site, scopes: [...scopes], contentLimit, userId }),
           ({ key }) => Redacted.value(key)
         ).pipe(Effect.orDie)
+      const makeKey = (site: string, scopes: ReadonlyArray<Scope>, userId: number | null) =>
+        makeKeyWithLimit(site, scopes, userId, "sfw")
       const person = (site: string, roles: ReadonlyArray<string>) =>
         Effect.gen(function*() {
           const id = yield* makeUser(roles)
@@ -109,6 +128,7 @@ export const ClaimsFixtureLive = (
         },
         works: works.map((w) => w.id),
         makeKey,
+        makeKeyWithLimit,
         makeUser,
         call
       }
@@ -118,3 +138,61 @@ export const ClaimsFixtureLive = (
     Layer.provideMerge(TestServersLive),
     Layer.provide(testConfig(options.config))
   )
+
+/**
+ * The catalog fetches the provider's JWKS from `IDENTITY_JWKS_URL`, fixed before the test servers
+ * (and their ports) exist: this relay answers it with the JWKS of the identity server the fixture
+ * started, once a token has been minted through it. Give `url` to `ClaimsFixtureLive`'s config.
+ */
+export const startJwksRelay = async () => {
+  let identityUrl: string | undefined
+  const relay = Http.createServer((_req, res) => {
+    if (identityUrl === undefined) {
+      res.writeHead(503).end()
+      return
+    }
+    fetch(`${identityUrl}/api/v1/oauth/jwks`).then(async (answer) => {
+      res.writeHead(answer.status, { "content-type": "application/json" }).end(await answer.text())
+    }, () => res.writeHead(502).end())
+  })
+  await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve))
+  const url = `http://127.0.0.1:${(relay.address() as Net.AddressInfo).port}/jwks`
+
+  /**
+   * A live sign-in session for `userId` and an access token bound to it, of a client of `site`
+   * (none: a client without a site) with the content limit given (none: the default, `sfw`).
+   */
+  const accessToken = (options: {
+    readonly userId: number
+    readonly scope: string
+    readonly site?: string | undefined
+    readonly contentLimit?: ContentLimit | undefined
+  }) =>
+    Effect.gen(function*() {
+      identityUrl = (yield* TestServers).identity
+      const sql = yield* SqlClient.SqlClient
+      const [session] = yield* sql<{ sid: string }>`
+        INSERT INTO sessions (id, user_id, auth_time, expires_at)
+        VALUES (${`s-${crypto.randomUUID()}`}, ${options.userId}, now(), now() + interval '1 day')
+        RETURNING sid::text AS sid`.pipe(Effect.orDie)
+      const now = Math.floor(Date.now() / 1000)
+      return yield* signWithProviderKey({
+        iss: DEFAULT_ISSUER,
+        sub: crypto.randomUUID(),
+        aud: DEFAULT_CATALOG_AUDIENCE,
+        client_id: options.site === undefined ? "siteless" : "portal",
+        scope: options.scope,
+        jti: crypto.randomUUID(),
+        iat: now,
+        exp: now + 900,
+        uid: options.userId,
+        roles: [],
+        site_roles: [],
+        ...(options.site === undefined ? {} : { site: options.site }),
+        ...(options.contentLimit === undefined ? {} : { content_limit: options.contentLimit }),
+        sid: session!.sid
+      })
+    })
+
+  return { url, accessToken, close: () => relay.close() } as const
+}

@@ -5,10 +5,14 @@
  * claim event in it.
  *
  * The state machine. A claim on an existing work starts `pending` (a `creator` publishes it: `live`);
- * a minted work's claim starts `draft`. Submission: `draft`/`declined` -> `pending` (creator: `live`).
+ * a minted work's claim starts `draft`. Submission: `draft` -> `pending` (creator: `live`), and
+ * `declined` -> `pending` whoever submits (a decline is a moderator's: only a moderator lifts it).
  * Release: any claimed state but `hidden` -> `none`. Decisions: approve `pending` -> `live`, decline
  * `pending` -> `declined` (note required), ban any claimed state -> `hidden` remembering it, unban
  * `hidden` -> the remembered state. Anything else is 409 `INVALID_STATE_TRANSITION`.
+ *
+ * Reads see what docs/writing.md, "Who sees what" says, by one rule (`seesEvent` in ClaimsRepo.ts):
+ * the faces, the queue and the event log all filter by it.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { ListClaimsParams, QueueParams } from "../../../schema/Api/ClaimsApi.js"
@@ -33,13 +37,17 @@ import {
   UserIdentityRequired,
   ValidationFailed
 } from "../../../schema/Problem.js"
+import { UserStanding } from "../../identity/users/Standing.js"
 import { entityTables } from "../merge/MergeRepo.js"
 import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
 import { checkIfMatch, checkTenant, jsonAnswer } from "../writes/Writes.js"
-import { type Appended, ClaimsRepo, type LockedClaim, type RecordRow } from "./ClaimsRepo.js"
+import { type Appended, ClaimsRepo, type LockedClaim, type RecordRow, type Viewer } from "./ClaimsRepo.js"
 import { decodeWorkFields, type MintFields } from "./WorkFields.js"
 
-/** The claim's strong ETag: it changes with every event on the work. */
+/**
+ * The claim's strong ETag: it changes with every event on the work the reader sees. `workId` is the
+ * canonical id (the database's), so `/v2/claims/002` and `/v2/claims/2` carry the same one.
+ */
 export const claimEtag = (workId: string, lastEventId: string | null) => `"claim-${workId}-${lastEventId ?? "0"}"`
 
 const toRecord = (row: RecordRow, face: "bearer" | "queue"): ClaimRecord => ({
@@ -79,12 +87,47 @@ const userOf = (principal: PrincipalShape) =>
 
 const isCreator = (principal: PrincipalShape) => Option.exists(principal.user, (user) => user.roles.includes("creator"))
 
+/** The caller's site owns the claim; a caller without a site owns nothing. */
+const owns = (principal: PrincipalShape, site: string) => principal.site !== "" && site === principal.site
+
+/** The caller's content limit hides the work (docs/api-contract.md, the content limit). */
+const gatedAway = (principal: PrincipalShape, nsfw: boolean) => nsfw && principal.contentLimit !== "nsfw"
+
+/** Who reads, for the visibility rule; `moderator` from the user's current roles. */
+const viewerOf = (principal: PrincipalShape, moderator: boolean): Viewer => ({
+  site: principal.site,
+  moderator,
+  nsfw: principal.contentLimit === "nsfw"
+})
+
+/** A principal whose user's roles the middleware read for this request (every ruled route). */
+const isModerator = (principal: PrincipalShape) =>
+  Option.exists(principal.user, (user) => holdsRole(user.roles, "moderator"))
+
 const validation = (errors: ValidationFailed["errors"], detail: string) => new ValidationFailed({ detail, errors })
 
 export class Claims extends Context.Service<Claims>()("catalog/Claims", {
   make: Effect.gen(function*() {
     const repo = yield* ClaimsRepo
     const cursors = yield* Cursors
+    const standing = yield* UserStanding
+
+    /**
+     * A moderator on a route without a rule (the event log, which a key without a user reads too):
+     * the user's roles as they are now, not as the credential carried them; a banned user is none.
+     */
+    const moderatorNow = (principal: PrincipalShape) =>
+      Option.match(principal.user, {
+        onNone: () => Effect.succeed(false),
+        onSome: (user) =>
+          Effect.map(
+            standing.of(user.id),
+            Option.match({
+              onNone: () => false,
+              onSome: (now) => !now.banned && holdsRole(now.roles, "moderator")
+            })
+          )
+      })
 
     /**
      * The bearer's face of a claim its write just changed, built from what the write knows (no read
@@ -215,14 +258,14 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
         const actorUid = String(user.id)
         const existing = minted ? undefined : yield* repo.lock(workId, actorUid)
         if (existing !== undefined && existing.state !== "none") {
-          return yield* new AlreadyExists({ detail: `Work ${workId} already holds a claim; read it first.` })
+          return yield* new AlreadyExists({ detail: `Work ${workId} already holds a claim.` })
         }
         const state: ClaimState = minted ? "draft" : isCreator(principal) ? "live" : "pending"
         const event = { workId, from: null, to: state, decision: null, reason: null, actorUid, site: principal.site }
         const siteWorkId = body.site_work_id ?? null
         const appended = yield* repo.appendCreation({ state, siteWorkId, minted }, event)
         if (appended === undefined) {
-          return yield* new AlreadyExists({ detail: `Work ${workId} already holds a claim; read it first.` })
+          return yield* new AlreadyExists({ detail: `Work ${workId} already holds a claim.` })
         }
         return yield* answerFace(
           {
@@ -244,17 +287,27 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
     // Changes of state
     // -------------------------------------------------------------------------------------------
 
-    /** Locks the work's claim; 404 when the work was never claimed or is not visible to the caller. */
+    /**
+     * Locks the work's claim; 404 when the work was never claimed, or is not served and not the
+     * caller's site's claim, or is gated away by the caller's content limit.
+     */
     const locked = (workId: string, principal: PrincipalShape, actorUid: string) =>
       Effect.gen(function*() {
         const claim = yield* repo.lock(workId, actorUid)
-        if (claim === undefined || (!claim.work_live && claim.site !== principal.site)) {
+        if (
+          claim === undefined || (!claim.work_live && !owns(principal, claim.site)) ||
+          gatedAway(principal, claim.nsfw)
+        ) {
           return yield* new NotFound({ detail: `Work ${workId} has no claim.` })
         }
         return claim
       })
 
-    /** Moves a locked claim to `to`, as one event; answers the event. */
+    /**
+     * Moves a locked claim to `to`, as one event; answers the event. A minted work going live takes
+     * its claim's refs first: 409 `ALREADY_EXISTS` when another served work holds one (the draft is a
+     * duplicate of that work). A release gives the refs up.
+     */
     const move = (
       claim: LockedClaim,
       to: ClaimState,
@@ -266,6 +319,16 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
     ) =>
       Effect.gen(function*() {
         const released = to === "none"
+        if (claim.minted && to === "live") {
+          const held = yield* repo.attachRefs(claim.work_id)
+          if (held !== undefined) {
+            return yield* new AlreadyExists({
+              detail: `ref ${held.source}:${held.external_id} belongs to work ${held.holder}; release this draft or ` +
+                "claim that work."
+            })
+          }
+        }
+        if (released) yield* repo.releaseRefs(claim.work_id)
         if (claim.minted && !released) yield* repo.setServed(claim.work_id, to === "live")
         return yield* repo.appendChange({ hiddenFrom: to === "hidden" ? claim.state : null, released }, {
           workId: claim.work_id,
@@ -296,12 +359,12 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
         const claim = yield* locked(workId, principal, actorUid)
         if (claim.state === "none") return yield* invalidTransition("none", action)
         yield* checkTenant(principal, claim.site)
-        yield* checkIfMatch(rule, ifMatch, claimEtag(workId, claim.last_event_id))
+        yield* checkIfMatch(rule, ifMatch, claimEtag(claim.work_id, claim.last_event_id))
         const to = next(claim.state)
         if (to === undefined) return yield* invalidTransition(claim.state, action)
         const appended = yield* move(claim, to, { actorUid, decision: null, reason: null })
         return yield* answerFace({
-          workId,
+          workId: claim.work_id,
           displayName: claim.display_name,
           state: to,
           site: claim.site,
@@ -312,11 +375,16 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
         }, 200)
       })
 
-    /** `draft`/`declined` -> `pending` (a creator publishes: `live`). */
+    /** `draft` -> `pending` (a creator publishes: `live`); `declined` -> `pending` for everyone. */
     const submit = (principal: PrincipalShape, rule: RouteRule, workId: string, ifMatch: string | undefined) =>
       siteChange(
         "submitted",
-        (state) => state === "draft" || state === "declined" ? (isCreator(principal) ? "live" : "pending") : undefined,
+        (state) =>
+          state === "draft"
+            ? (isCreator(principal) ? "live" : "pending")
+            : state === "declined"
+            ? "pending"
+            : undefined,
         principal,
         rule,
         workId,
@@ -325,7 +393,10 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
 
     /** Any claimed state but `hidden` (a ban cannot be escaped by releasing) -> `none`. */
     const release = (principal: PrincipalShape, rule: RouteRule, workId: string, ifMatch: string | undefined) =>
-      siteChange("released", (state) => state === "hidden" ? undefined : "none", principal, rule, workId, ifMatch)
+      siteChange("released", (state) => state === "hidden" ? undefined : "none", principal, rule, workId, ifMatch).pipe(
+        // Only a move to `live` takes refs, so a release never meets a held one.
+        Effect.catchTag("AlreadyExists", Effect.die)
+      )
 
     const decide = (
       principal: PrincipalShape,
@@ -344,8 +415,12 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
         }
         const user = yield* userOf(principal)
         const claim = yield* repo.lock(workId, String(user.id))
-        if (claim === undefined) return yield* new NotFound({ detail: `Work ${workId} has no claim.` })
-        yield* checkIfMatch(rule, ifMatch, claimEtag(workId, claim.last_event_id))
+        // A work the moderator's content limit hides is not there: 404 before If-Match is compared,
+        // so neither `*` decides it nor a 412 tells its ETag.
+        if (claim === undefined || gatedAway(principal, claim.nsfw)) {
+          return yield* new NotFound({ detail: `Work ${workId} has no claim.` })
+        }
+        yield* checkIfMatch(rule, ifMatch, claimEtag(claim.work_id, claim.last_event_id))
         const from = claim.state
         const to: ClaimState | undefined = body.decision === "approve"
           ? (from === "pending" ? "live" : undefined)
@@ -374,15 +449,19 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
     // Reads
     // -------------------------------------------------------------------------------------------
 
-    /** One claim as the bearer sees it, with its ETag; 404 for a work the caller cannot see. */
+    /**
+     * One claim as the bearer sees it, with the ETag of that face; 404 for a work the caller cannot
+     * see (docs/writing.md, "Who sees what").
+     */
     const get = (principal: PrincipalShape, workId: string) =>
       Effect.gen(function*() {
         const user = yield* userOf(principal)
-        const row = yield* repo.record(workId, { uid: String(user.id), site: undefined })
-        const visible = row !== undefined && (principal.contentLimit === "nsfw" || !row.nsfw) &&
-          (row.work_live || row.site === principal.site || holdsRole(user.roles, "moderator"))
-        if (!visible) return yield* new NotFound({ detail: `No work ${workId}.` })
-        return { record: toRecord(row, "bearer"), etag: claimEtag(workId, row.last_event_id) }
+        const row = yield* repo.record(workId, viewerOf(principal, isModerator(principal)), {
+          uid: String(user.id),
+          site: undefined
+        })
+        if (row === undefined) return yield* new NotFound({ detail: `No work ${workId}.` })
+        return { record: toRecord(row, "bearer"), etag: claimEtag(row.work_id, row.last_event_id) }
       })
 
     const decodeAfter = (cursor: string | undefined, sort: string, filters: Record<string, unknown>) =>
@@ -437,13 +516,11 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
           face: "bearer",
           fetch: (afterId, limit) =>
             repo.actedOn({
+              viewer: viewerOf(principal, isModerator(principal)),
               bearer: { uid: String(user.id), site: params.site },
               state: params.state,
               afterId,
-              limit,
-              nsfw: principal.contentLimit === "nsfw",
-              callerSite: principal.site,
-              moderator: holdsRole(user.roles, "moderator")
+              limit
             })
         }))
 
@@ -459,16 +536,23 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
         key: (row) => row.last_event_id ?? "0",
         face: "queue",
         fetch: (afterEventId, limit) =>
-          repo.queue({ state, site: params.site, afterEventId, limit, nsfw: principal.contentLimit === "nsfw" })
+          repo.queue({
+            viewer: viewerOf(principal, isModerator(principal)),
+            state,
+            site: params.site,
+            afterEventId,
+            limit
+          })
       })
     }
 
     /**
-     * A page of the event log. Like the change feed, a page with items always carries a cursor (the log
-     * grows), and the page past the current end carries none.
+     * A page of the event log as the caller sees it (docs/writing.md, "Who sees what"). Like the change
+     * feed, a page with items always carries a cursor (the log grows), and the page past the current
+     * end carries none.
      */
     const events = (
-      contentLimit: PrincipalShape["contentLimit"],
+      principal: PrincipalShape,
       params: {
         readonly after?: string | undefined
         readonly work_id?: string | undefined
@@ -477,24 +561,34 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
       }
     ) =>
       Effect.gen(function*() {
-        if (params.after !== undefined && params.cursor !== undefined) {
+        const filters = { "": "claim_events", work_id: params.work_id }
+        // A cursor is valid with the query it was issued for (docs/api-contract.md, "Cursors and
+        // pages"): it carries the `after` of the listing's first request (its position's key), which
+        // a later request may repeat or leave out; another `after` is INVALID_CURSOR.
+        const position = params.cursor === undefined
+          ? undefined
+          : yield* cursors.decode(params.cursor, { sort: "claim_events", filters: filterDigest(filters) })
+        if (position !== undefined && !/^[0-9]{1,20}$/.test(position.id)) {
+          return yield* new InvalidCursor({ detail: "The cursor does not hold a position." })
+        }
+        const canonical = (after: string | undefined) => after === undefined ? null : BigInt(after).toString()
+        const started = position === undefined ? canonical(params.after) : position.key[0] ?? null
+        if (params.after !== undefined && canonical(params.after) !== started) {
           return yield* new InvalidCursor({
-            detail: "`after` and `cursor` both say where to start; send one.",
+            detail: "The cursor was issued for another `after`; repeat the first request's `after` or leave it out.",
             errors: [{
               reason: "INCONSISTENT_WITH",
-              detail: "`cursor` cannot be sent with `after`.",
+              detail: "`cursor` was issued with another `after`.",
               parameter: "cursor"
             }]
           })
         }
-        const filters = { "": "claim_events", work_id: params.work_id }
-        const fromCursor = yield* decodeAfter(params.cursor, "claim_events", filters)
         const limit = params.limit ?? DEFAULT_LIMIT
         const rows = yield* repo.events({
-          after: fromCursor ?? params.after,
+          viewer: viewerOf(principal, yield* moderatorNow(principal)),
+          after: position?.id ?? params.after,
           workId: params.work_id,
-          limit,
-          nsfw: contentLimit === "nsfw"
+          limit
         })
         const last = rows[rows.length - 1]
         const items: Array<ClaimEvent> = rows.map((row) => ({ object: "claim_event", ...row }))
@@ -503,7 +597,9 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
           items,
           ...(last === undefined
             ? {}
-            : { next_cursor: cursors.encode({ sort: "claim_events", key: [], id: last.id }, filterDigest(filters)) })
+            : {
+              next_cursor: cursors.encode({ sort: "claim_events", key: [started], id: last.id }, filterDigest(filters))
+            })
         }
       })
 
@@ -520,5 +616,7 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
     return { create, submit, release, decide, get, list, queue, events, snapshot } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([ClaimsRepo.layer, Cursors.layer]))
+  static readonly layer = Layer.effect(this, this.make).pipe(
+    Layer.provide([ClaimsRepo.layer, Cursors.layer, UserStanding.layer])
+  )
 }

@@ -1,6 +1,8 @@
 /**
- * The claim tables (migrations/0021): statements only, run inside the transaction of the write
- * runner (src/catalog/writes/Writes.ts) for writes. Rules live in Claims.ts.
+ * The claim tables (migrations/0021, 0022): statements only, run inside the transaction of the write
+ * runner (src/catalog/writes/Writes.ts) for writes. Rules live in Claims.ts, except the one rule
+ * every read shares, who sees which claim event (`seesEvent`, docs/writing.md, "Who sees what"),
+ * which is SQL so that lists and the log can filter by it.
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -23,6 +25,7 @@ export const LockedClaim = Schema.Struct({
   minted: Schema.Boolean,
   last_event_id: Schema.String,
   work_live: Schema.Boolean,
+  nsfw: Schema.Boolean,
   display_name: Schema.String,
   /** The acting user's events on the work so far, and the first one's time. */
   acted_count: Schema.Number,
@@ -78,6 +81,23 @@ export interface NewEvent {
   readonly site: string
 }
 
+/**
+ * Who reads (docs/writing.md, "Who sees what"): the credential's site (empty: none, which owns
+ * nothing), whether its user is a moderator now, and its content limit.
+ */
+export interface Viewer {
+  readonly site: string
+  readonly moderator: boolean
+  readonly nsfw: boolean
+}
+
+/** A ref a going-live work cannot take: another served work holds it. */
+export interface HeldRef {
+  readonly source: string
+  readonly external_id: string
+  readonly holder: string
+}
+
 export interface Bearer {
   readonly uid: string
   /** Count only actions within this site. */
@@ -94,6 +114,24 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
 
     /** The content gate of a credential (`nsfw`: sees nsfw works too). */
     const gate = (nsfw: boolean) => nsfw ? sql`TRUE` : sql`NOT w.nsfw`
+
+    /**
+     * The viewer sees everything of the claim event `e`, its reason too: a moderator every event, a
+     * site its own site's events (a claim's events carry its site, moderators' decisions included).
+     */
+    const privileged = (viewer: Viewer, e: string) =>
+      viewer.moderator ? sql`TRUE` : viewer.site === "" ? sql`FALSE` : sql`${sql(e)}.site = ${viewer.site}`
+
+    /**
+     * The one visibility rule of every claim read: the viewer sees the claim event `e` of the work `w`
+     * when it is privileged to (above), or when the event is public: it puts a claim into `live` or
+     * takes it out of `live`, on a work the catalog serves. Everything before a claim first goes live
+     * (its draft, its submission, its moderation) stays the claiming site's and the moderators'. The
+     * content gate (`gate`) applies on top, to the work.
+     */
+    const seesEvent = (viewer: Viewer, e: string) =>
+      viewer.moderator ? sql`TRUE` : sql`(${privileged(viewer, e)} OR (w.live AND (${sql(e)}.to_state = 'live'
+        OR coalesce(${sql(e)}.from_state, '') = 'live')))`
 
     /** A served work's id and name; none when the work does not exist, is not served, or is gated away. */
     const liveWork = (workId: string, nsfw: boolean) =>
@@ -116,7 +154,10 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
             SELECT * FROM unnest(${refs.map((r) => r.source)}::text[], ${refs.map((r) => r.external_id)}::text[]))
         ORDER BY 1 LIMIT 2`
 
-    /** Creates a work for a claim, withdrawn (invisible) until its claim goes live. */
+    /**
+     * Creates a work for a claim, withdrawn (invisible) until its claim goes live. Its refs stay with
+     * the claim (`claim_refs`) until then: a ref belongs to a served work only.
+     */
     const mintWork = (
       fields: MintFields,
       refs: ReadonlyArray<{ readonly source: string; readonly external_id: string }>
@@ -139,13 +180,48 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
         yield* sql`INSERT INTO work_search (work_id, norm, key) VALUES (${id}::bigint, ${document.norm}, ${document.key})`
         if (refs.length > 0) {
           yield* sql`
-            INSERT INTO entity_refs (entity_type, entity_id, source, external_id)
-            SELECT 'work', ${id}::bigint, s, e
+            INSERT INTO claim_refs (work_id, source, external_id)
+            SELECT ${id}::bigint, s, e
             FROM unnest(${refs.map((r) => r.source)}::text[], ${refs.map((r) => r.external_id)}::text[]) AS x (s, e)
             ON CONFLICT DO NOTHING`
         }
         return id
       })
+
+    /**
+     * A minted work going live takes its claim's refs into `entity_refs`; none when it took them all,
+     * else the first ref another served work holds (then the caller refuses the write, which rolls
+     * this back). A ref held by a work that is not served passes to this one. Two works going live
+     * with one ref at once: the second insert waits for the first transaction, then conflicts, and
+     * the look that follows (a statement of its own, so it sees that commit) finds the holder.
+     */
+    const attachRefs = (workId: string) =>
+      Effect.gen(function*() {
+        yield* sql`
+          INSERT INTO entity_refs (entity_type, entity_id, source, external_id)
+          SELECT 'work', work_id, source, external_id FROM claim_refs
+          WHERE work_id = ${workId}::bigint ORDER BY source, external_id
+          ON CONFLICT DO NOTHING`
+        const [held] = yield* sql<HeldRef>`
+          SELECT r.source, r.external_id, r.entity_id::text AS holder
+          FROM claim_refs cr
+          JOIN entity_refs r ON r.entity_type = 'work' AND r.source = cr.source AND r.external_id = cr.external_id
+            AND r.entity_id <> cr.work_id
+          JOIN works h ON h.id = r.entity_id AND h.live
+          WHERE cr.work_id = ${workId}::bigint
+          ORDER BY r.source, r.external_id LIMIT 1`
+        if (held !== undefined) return held
+        yield* sql`
+          UPDATE entity_refs r SET entity_id = cr.work_id
+          FROM claim_refs cr
+          WHERE cr.work_id = ${workId}::bigint AND r.entity_type = 'work' AND r.source = cr.source
+            AND r.external_id = cr.external_id AND r.entity_id <> cr.work_id`
+        yield* sql`DELETE FROM claim_refs WHERE work_id = ${workId}::bigint`
+        return undefined
+      })
+
+    /** A released claim gives up the refs it kept. */
+    const releaseRefs = (workId: string) => sql`DELETE FROM claim_refs WHERE work_id = ${workId}::bigint`
 
     /**
      * A minted work follows its claim: served while the claim is live, withdrawn otherwise. The change
@@ -166,7 +242,7 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
     const lock = (workId: string, actorUid: string) =>
       bigintId(workId) === undefined ? Effect.succeed(undefined) : sql`
         SELECT c.work_id::text AS work_id, c.state, c.site, c.site_work_id, c.owner_uid, c.hidden_from, c.minted,
-               c.last_event_id::text AS last_event_id, w.live AS work_live, w.display_name,
+               c.last_event_id::text AS last_event_id, w.live AS work_live, w.nsfw, w.display_name,
                (SELECT count(*)::int FROM claim_events a WHERE a.work_id = c.work_id AND a.actor_uid = ${actorUid})
                  AS acted_count,
                (SELECT ${sql.literal(rfc3339("min(a.created_at)"))} FROM claim_events a
@@ -237,14 +313,22 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
         (appended) => appended!
       )
 
-    /** Claim records: the newest event on each work, and the bearer's counts when a bearer is given. */
+    /**
+     * Claim records as `viewer` sees them: each work's newest event the viewer sees (`le`), the claim
+     * as of that event, and the bearer's counts when a bearer is given. When the viewer sees the
+     * claim's newest event, that is the claim itself; otherwise what it sees ended before the current
+     * claim (a claim's public events run from its first `live` to its end), so it reads `none`. A work
+     * is listed when the viewer sees an event on it, or the work is served (an unclaimed or a
+     * not-yet-public claim reads `none`), or for a moderator; always within the content gate.
+     */
     const records = (options: {
+      readonly viewer: Viewer
       readonly bearer: Bearer | undefined
-      readonly where: ReturnType<typeof sql.and>
+      readonly where: (projected: { readonly state: Statement<unknown> }) => ReadonlyArray<Statement<unknown>>
       readonly order: "work" | "queue"
       readonly limit: number
     }) => {
-      const { bearer } = options
+      const { bearer, viewer } = options
       const counts = bearer === undefined
         ? sql`NULL::int AS acted_count, NULL::text AS first_acted_at`
         : sql`
@@ -254,9 +338,13 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
            WHERE a.work_id = w.id AND a.actor_uid = ${bearer.uid}
              AND (${bearer.site ?? null}::text IS NULL OR a.site = ${bearer.site ?? null})) AS first_acted_at`
       const order = options.order === "work" ? sql`w.id` : sql`c.last_event_id`
+      const current = sql`(le.id IS NOT DISTINCT FROM c.last_event_id)`
+      const state = sql`(CASE WHEN ${current} THEN coalesce(c.state, 'none') ELSE coalesce(le.to_state, 'none') END)`
       return sql`
-        SELECT w.id::text AS work_id, w.display_name, coalesce(c.state, 'none') AS state, coalesce(c.site, '') AS site,
-               CASE WHEN coalesce(c.state, 'none') = 'none' THEN NULL ELSE c.site_work_id END AS product_work_id,
+        SELECT w.id::text AS work_id, w.display_name, ${state} AS state,
+               CASE WHEN ${current} THEN coalesce(c.site, '') WHEN coalesce(le.to_state, 'none') = 'none' THEN ''
+                    ELSE le.site END AS site,
+               CASE WHEN ${current} AND coalesce(c.state, 'none') <> 'none' THEN c.site_work_id END AS product_work_id,
                coalesce(c.minted, false) AS minted, w.live AS work_live, w.nsfw,
                le.id::text AS last_event_id, le.from_state AS le_from, le.to_state AS le_to, le.reason AS le_reason,
                le.actor_uid AS le_actor, ${sql.literal(rfc3339("le.created_at"))} AS le_created_at,
@@ -264,84 +352,101 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
         FROM works w
         LEFT JOIN claims c ON c.work_id = w.id
         LEFT JOIN LATERAL (
-          SELECT e.id, e.from_state, e.to_state, e.reason, e.actor_uid, e.created_at FROM claim_events e
-          WHERE e.work_id = w.id ORDER BY e.id DESC LIMIT 1
+          SELECT e.id, e.from_state, e.to_state, e.site, e.actor_uid, e.created_at,
+                 CASE WHEN ${privileged(viewer, "e")} THEN e.reason END AS reason
+          FROM claim_events e
+          WHERE e.work_id = w.id AND ${seesEvent(viewer, "e")} ORDER BY e.id DESC LIMIT 1
         ) le ON true
-        WHERE ${options.where}
+        WHERE ${
+        sql.and([
+          gate(viewer.nsfw),
+          viewer.moderator ? sql`TRUE` : sql`(w.live OR le.id IS NOT NULL)`,
+          ...options.where({ state })
+        ])
+      }
         ORDER BY ${order}
         LIMIT ${options.limit}`.pipe(Effect.flatMap(decodeRecords))
     }
 
-    const record = (workId: string, bearer: Bearer | undefined) =>
+    /** One work's claim record as the viewer sees it; none when the viewer cannot see the work. */
+    const record = (workId: string, viewer: Viewer, bearer: Bearer | undefined) =>
       bigintId(workId) === undefined ? Effect.succeed(undefined) : Effect.map(
-        records({ bearer, where: sql.and([sql`w.id = ${workId}::bigint`]), order: "work", limit: 1 }),
+        records({ viewer, bearer, where: () => [sql`w.id = ${workId}::bigint`], order: "work", limit: 1 }),
         (rows) => rows[0]
       )
 
     /**
-     * The works the bearer acted on, by id, after `afterId`, that the caller may see: served works,
-     * the claims of the caller's site (a draft's work is not served yet) and, for a moderator, all.
+     * The works the bearer acted on, by an action the viewer sees, by id, after `afterId`; `state` as
+     * the viewer sees it.
      */
     const actedOn = (options: {
+      readonly viewer: Viewer
       readonly bearer: Bearer
       readonly state: ClaimState | undefined
       readonly afterId: string | undefined
       readonly limit: number
-      readonly nsfw: boolean
-      readonly callerSite: string
-      readonly moderator: boolean
     }) =>
       records({
+        viewer: options.viewer,
         bearer: options.bearer,
-        where: sql.and([
-          sql`w.id IN (SELECT a.work_id FROM claim_events a WHERE a.actor_uid = ${options.bearer.uid}
-            AND (${options.bearer.site ?? null}::text IS NULL OR a.site = ${options.bearer.site ?? null}))`,
+        where: ({ state }) => [
+          // An action of the bearer that this credential sees (one made for another site is that site's).
+          sql`EXISTS (SELECT 1 FROM claim_events a WHERE a.work_id = w.id AND a.actor_uid = ${options.bearer.uid}
+            AND (${options.bearer.site ?? null}::text IS NULL OR a.site = ${options.bearer.site ?? null})
+            AND ${seesEvent(options.viewer, "a")})`,
           options.afterId === undefined ? sql`TRUE` : sql`w.id > ${options.afterId}::bigint`,
-          options.state === undefined ? sql`TRUE` : sql`coalesce(c.state, 'none') = ${options.state}`,
-          gate(options.nsfw),
-          options.moderator ? sql`TRUE` : sql`(w.live OR c.site = ${options.callerSite})`
-        ]),
+          options.state === undefined ? sql`TRUE` : sql`${state} = ${options.state}`
+        ],
         order: "work",
         limit: options.limit
       })
 
-    /** Claims in `state`, longest waiting first (by their newest event). */
+    /** Claims in `state` that the viewer sees, longest waiting first (by their newest event). */
     const queue = (options: {
+      readonly viewer: Viewer
       readonly state: ClaimState
       readonly site: string | undefined
       readonly afterEventId: string | undefined
       readonly limit: number
-      readonly nsfw: boolean
     }) =>
       records({
+        viewer: options.viewer,
         bearer: undefined,
-        where: sql.and([
+        where: ({ state }) => [
           sql`c.state = ${options.state}`,
+          sql`${state} = ${options.state}`,
           options.site === undefined ? sql`TRUE` : sql`c.site = ${options.site}`,
-          options.afterEventId === undefined ? sql`TRUE` : sql`c.last_event_id > ${options.afterEventId}::bigint`,
-          options.nsfw ? sql`TRUE` : sql`NOT w.nsfw`
-        ]),
+          options.afterEventId === undefined ? sql`TRUE` : sql`c.last_event_id > ${options.afterEventId}::bigint`
+        ],
         order: "queue",
         limit: options.limit
       })
 
-    /** The event log above `after`, ascending. */
+    /**
+     * The event log above `after`, ascending, as the viewer sees it: only the events it sees, the
+     * reason only where it is privileged, and the claim's `product_work_id` only when it sees the
+     * claim's newest event (the claim as it is now).
+     */
     const events = (options: {
+      readonly viewer: Viewer
       readonly after: string | undefined
       readonly workId: string | undefined
       readonly limit: number
-      readonly nsfw: boolean
     }) =>
       options.workId !== undefined && bigintId(options.workId) === undefined
         ? Effect.succeed([])
         : sql`
-        SELECT e.id::text AS id, e.work_id::text AS work_id, e.from_state, e.to_state, e.reason, e.actor_uid, e.site,
-               CASE WHEN c.state IS NULL OR c.state = 'none' THEN NULL ELSE c.site_work_id END AS product_work_id,
+        SELECT e.id::text AS id, e.work_id::text AS work_id, e.from_state, e.to_state,
+               CASE WHEN ${privileged(options.viewer, "e")} THEN e.reason END AS reason, e.actor_uid, e.site,
+               CASE WHEN c.state IS NULL OR c.state = 'none' OR NOT coalesce(${seesEvent(options.viewer, "ce")}, false)
+                    THEN NULL ELSE c.site_work_id END AS product_work_id,
                ${sql.literal(rfc3339("e.created_at"))} AS created_at
         FROM claim_events e
+        JOIN works w ON w.id = e.work_id
         LEFT JOIN claims c ON c.work_id = e.work_id
-        ${options.nsfw ? sql`` : sql`JOIN works w ON w.id = e.work_id AND NOT w.nsfw`}
+        LEFT JOIN claim_events ce ON ce.id = c.last_event_id
         WHERE e.id > ${options.after ?? "0"}::bigint
+          AND ${gate(options.viewer.nsfw)} AND ${seesEvent(options.viewer, "e")}
           ${options.workId === undefined ? sql`` : sql`AND e.work_id = ${options.workId}::bigint`}
         ORDER BY e.id
         LIMIT ${options.limit}`.pipe(Effect.flatMap(decodeEvents))
@@ -370,6 +475,8 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
       liveWork: orDie(liveWork),
       worksByRefs: orDie(worksByRefs),
       mintWork: orDie(mintWork),
+      attachRefs: orDie(attachRefs),
+      releaseRefs: orDie(releaseRefs),
       setServed: orDie(setServed),
       lock: orDie(lock),
       appendCreation: orDie(appendCreation),

@@ -89,8 +89,10 @@ export const HttpClaimEventsLive = HttpApiBuilder.group(
   (handlers) =>
     Effect.gen(function*() {
       const claims = yield* Claims
-      return handlers.handle("listClaimEvents", ({ query }) =>
-        Effect.flatMap(Principal, (p) => claims.events(p.contentLimit, query)))
+      return handlers.handle(
+        "listClaimEvents",
+        ({ query }) => Effect.flatMap(Principal, (p) => claims.events(p, query))
+      )
     })
 )
 
