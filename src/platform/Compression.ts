@@ -18,6 +18,7 @@
 import { Effect } from "effect"
 import { HttpBody, HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Zlib from "node:zlib"
+import { namesTag } from "./EntityTags.js"
 
 /** Smaller bodies fit in a packet or two either way; compressing them costs more than it saves. */
 export const MIN_COMPRESSED_BYTES = 1024
@@ -85,7 +86,7 @@ export const withCompression = <E, R>(
     if (response.status === 304 && response.headers.etag !== undefined) {
       const tag = gzipEtag(response.headers.etag)
       const named = acceptsGzip(request.headers["accept-encoding"]) &&
-        (request.headers["if-none-match"] ?? "").includes(tag.replace(/^W\//, ""))
+        namesTag(request.headers["if-none-match"], tag)
       return Effect.succeed(
         HttpServerResponse.setHeaders(response, { vary: VARY, ...(named ? { etag: tag } : {}) })
       )

@@ -7,24 +7,18 @@ import { Effect, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Crypto from "node:crypto"
 import { gzipEtag } from "./Compression.js"
+import { ifNoneMatchMatches } from "./EntityTags.js"
 
 export const etagOf = (json: string): string =>
   `"${Crypto.createHash("sha256").update(json).digest("base64url").slice(0, 27)}"`
 
 /**
  * True when an `If-None-Match` value (a list, or `*`) matches `etag` or the tag of its gzip
- * representation (Compression.ts), by weak comparison (RFC 9110 13.1.2).
+ * representation (Compression.ts), by weak comparison (RFC 9110 section 13.1.2; parsed by
+ * EntityTags.ts).
  */
-export const noneMatch = (header: string | undefined, etag: string): boolean => {
-  if (header === undefined) return false
-  if (header.trim() === "*") return true
-  const opaque = etag.replace(/^W\//, "")
-  const compressed = gzipEtag(opaque)
-  return header.split(",").some((candidate) => {
-    const tag = candidate.trim().replace(/^W\//, "")
-    return tag === opaque || tag === compressed
-  })
-}
+export const noneMatch = (header: string | undefined, etag: string): boolean =>
+  ifNoneMatchMatches(header, [etag, gzipEtag(etag)])
 
 /** A body encoded once with its strong ETag (cacheable as it is). */
 export interface Tagged {

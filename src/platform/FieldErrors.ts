@@ -74,6 +74,12 @@ const literalsOf = (ast: SchemaAST.AST): Array<string> | undefined => {
   }
 }
 
+/** The member names an object schema declares; undefined for anything else (a tuple, a bare record). */
+const memberNames = (ast: SchemaAST.AST): Array<string> | undefined =>
+  ast._tag === "Objects" && ast.propertySignatures.length > 0
+    ? ast.propertySignatures.map((p) => String(p.name))
+    : undefined
+
 /** The value a failing check saw, when the schema was run with `reportInput` (the problem middleware does). */
 const inputOf = (issue: SchemaIssue.Issue): unknown => "input" in issue ? issue.input : undefined
 
@@ -155,7 +161,13 @@ export const collectFieldErrors = (
   out: Collected,
   basePath: ReadonlyArray<PropertyKey> = []
 ): void => {
-  const push = (path: ReadonlyArray<PropertyKey>, reason: Reason, params?: Params, annotations?: object) => {
+  const push = (
+    path: ReadonlyArray<PropertyKey>,
+    reason: Reason,
+    params?: Params,
+    annotations?: object,
+    says?: string
+  ) => {
     if (out.code === undefined) out.code = codeAnnotation(annotations)
     const name = location === "pointer"
       ? "/" + path.map((p) => String(p).replaceAll("~", "~0").replaceAll("/", "~1")).join("/")
@@ -163,7 +175,7 @@ export const collectFieldErrors = (
     if (location !== "pointer" && name === "") return
     out.errors.push({
       reason,
-      detail: `\`${name}\` ${describe(reason, params)}.`,
+      detail: `\`${name}\` ${says ?? describe(reason, params)}.`,
       [location]: name,
       ...(params !== undefined ? { params } : {})
     } as FieldError)
@@ -200,8 +212,14 @@ export const collectFieldErrors = (
       }
       case "MissingKey":
         return push(path, "REQUIRED", undefined, issue.annotations)
-      case "UnexpectedKey":
-        return push(path, "NOT_ALLOWED_VALUE")
+      case "UnexpectedKey": {
+        // A member the object's schema does not name (a body decoded with `onExcessProperty:
+        // "error"`): the name is the unknown value, the names the object has are the vocabulary.
+        const allowed = memberNames(issue.ast)
+        return allowed === undefined
+          ? push(path, "UNKNOWN_VALUE", undefined, undefined, "is not a known member")
+          : push(path, "UNKNOWN_VALUE", { allowed }, undefined, `is not a known member; known: ${allowed.join(", ")}`)
+      }
       case "InvalidType": {
         const allowed = literalsOf(issue.ast)
         if (allowed !== undefined) return push(path, "UNKNOWN_VALUE", { allowed }, issue.ast.annotations)

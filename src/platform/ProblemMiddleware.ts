@@ -6,20 +6,21 @@
  * `request_id`) are stamped on them here and the headers their code calls for are added. Two
  * pieces do it, because the platform encodes an endpoint's declared errors inside the route:
  * - `problemResponsesLayer`, the `ProblemResponses` endpoint middleware (declared last on the API,
- *   so it wraps the credential middleware too): a problem an endpoint fails with, and a request its
- *   declared schemas refuse (re-decoded here to report every bad field with its location), become
- *   the finished response before the platform's error encoder sees them;
+ *   so it wraps the credential middleware too): a problem an endpoint fails with, a request its
+ *   declared schemas refuse (re-decoded here to report every bad field with its location), and a
+ *   body not sent as `application/json` (MediaType.ts), become the finished response before the
+ *   platform's error encoder sees them;
  * - `problemMiddleware`, the router's global middleware: what no endpoint answers (unknown routes,
  *   wrong methods, retired paths), oversized or multipart bodies (bounded by
  *   src/platform/BodyLimit.ts, shared with the identity server), defects and an unreachable
  *   database.
  */
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Effect, Layer, Option, Schema, SchemaAST } from "effect"
+import { Cause, Context, Effect, Layer, Option, Schema, SchemaAST, Stream } from "effect"
 import type { SchemaIssue } from "effect"
 import { HttpMethod, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { HttpApiError } from "effect/http-api"
-import type { HttpApiEndpoint } from "effect/http-api"
+import { HttpApi, HttpApiError } from "effect/http-api"
+import type { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { documentConventions, operations } from "../../schema/Api/OpenApiConventions.js"
 import { entityCanonicalPath } from "../../schema/Api/Paths.js"
 import { Authorization, WriteAuthorization } from "../../schema/Api/Security.js"
@@ -44,10 +45,12 @@ import {
   ServiceUnavailable,
   ValidationFailed
 } from "../../schema/Problem.js"
-import type { Problem } from "../../schema/Problem.js"
+import type { FieldError, Problem } from "../../schema/Problem.js"
 import { isBodyTooLarge, limitBody } from "./BodyLimit.js"
 import { ServerConfig } from "./Config.js"
 import { type Collected, collectFieldErrors } from "./FieldErrors.js"
+import { JSON_MEDIA_TYPE, jsonBodyType } from "./MediaType.js"
+import { rateLimitField, rateLimitPolicyField } from "./RateLimiter.js"
 import { currentRequestId } from "./RequestId.js"
 import type { RouteTable } from "./RouteTable.js"
 
@@ -111,8 +114,8 @@ export const problemResponse = (p: Problem, ctx: ProblemContext): HttpServerResp
     case "QUOTA_EXCEEDED": {
       // The quota as an IETF RateLimit policy of a day's window, spent (draft-ietf-httpapi-ratelimit-headers).
       const { limit, quota, retry_after } = p as QuotaExceeded
-      headers["ratelimit-policy"] = `"${quota}";q=${limit};w=86400`
-      headers["ratelimit"] = `"${quota}";r=0;t=${retry_after}`
+      headers["ratelimit-policy"] = rateLimitPolicyField(quota, limit, 86400)
+      headers["ratelimit"] = rateLimitField(quota, 0, retry_after)
       break
     }
     case "ENTITY_MERGED": {
@@ -130,8 +133,31 @@ export const problemResponse = (p: Problem, ctx: ProblemContext): HttpServerResp
   })
 }
 
-/** Every error, every field; values kept on the issues so lengths are told apart from item counts. */
-const parseOptions = { errors: "all", onExcessProperty: "ignore", reportInput: true } as const
+/**
+ * Every error, every field; values kept on the issues so lengths are told apart from item counts.
+ * Unknown members are refused where the endpoint's parse options of that part say so (the claim
+ * bodies), and ignored elsewhere, as the platform's decoding did.
+ */
+const parseOptionsOf = (
+  endpoint: HttpApiEndpoint.Top,
+  group: HttpApiGroup.Top
+): Record<"params" | "query" | "headers" | "payload", SchemaAST.ParseOptions> => {
+  const annotations = Context.merge(group.annotations, endpoint.annotations)
+  const fallback = Context.getOrUndefined(annotations, HttpApi.ParseOptions)
+  const of = (slot: Context.Key<any, SchemaAST.ParseOptions>): SchemaAST.ParseOptions => ({
+    errors: "all",
+    onExcessProperty: (Context.getOrUndefined(annotations, slot) ?? fallback)?.onExcessProperty === "error"
+      ? "error"
+      : "ignore",
+    reportInput: true
+  })
+  return {
+    params: of(HttpApi.ParamsParseOptions),
+    query: of(HttpApi.QueryParseOptions),
+    headers: of(HttpApi.HeadersParseOptions),
+    payload: of(HttpApi.PayloadParseOptions)
+  }
+}
 
 const searchParamsRecord = (request: HttpServerRequest.HttpServerRequest) => {
   const out: Record<string, string | Array<string>> = {}
@@ -155,16 +181,22 @@ interface Redecoded {
  * Re-decodes a request whose decoding failed, every part and every field, to report all bad
  * fields with their location. The platform's own decode error stops at the first failing part.
  */
-const redecode = (endpoint: HttpApiEndpoint.Top, request: HttpServerRequest.HttpServerRequest) =>
+const redecode = (
+  endpoint: HttpApiEndpoint.Top,
+  group: HttpApiGroup.Top,
+  request: HttpServerRequest.HttpServerRequest
+) =>
   Effect.gen(function*() {
     const params: Collected = { errors: [], code: undefined }
     const body: Collected = { errors: [], code: undefined }
+    const options = parseOptionsOf(endpoint, group)
     let malformedJson = false
     const check = (
       schema: Schema.Top | undefined,
       input: unknown,
       into: Collected,
-      location: "pointer" | "parameter" | "header"
+      location: "pointer" | "parameter" | "header",
+      parseOptions: SchemaAST.ParseOptions
     ) => {
       if (schema === undefined) return
       const exit = Schema.decodeUnknownExit(schema as Schema.Codec<unknown, unknown>, parseOptions)(input)
@@ -173,11 +205,17 @@ const redecode = (endpoint: HttpApiEndpoint.Top, request: HttpServerRequest.Http
       if (Option.isSome(error)) collectFieldErrors(error.value.issue as SchemaIssue.Issue, location, into)
     }
     const route = yield* HttpRouter.RouteContext
-    check(endpoint.params, route.params, params, "parameter")
+    check(endpoint.params, route.params, params, "parameter", options.params)
     if (endpoint.query !== undefined) {
-      check(Schema.toCodecArrayFromSingle(endpoint.query), searchParamsRecord(request), params, "parameter")
+      check(
+        Schema.toCodecArrayFromSingle(endpoint.query),
+        searchParamsRecord(request),
+        params,
+        "parameter",
+        options.query
+      )
     }
-    check(endpoint.headers, request.headers, params, "header")
+    check(endpoint.headers, request.headers, params, "header", options.headers)
     const payload = endpoint.payload.get("application/json")
     if (HttpMethod.hasBody(request.method) && payload !== undefined && payload.encoding._tag === "Json") {
       const text = yield* Effect.option(request.text)
@@ -188,15 +226,19 @@ const redecode = (endpoint: HttpApiEndpoint.Top, request: HttpServerRequest.Http
         } catch {
           malformedJson = true
         }
-        if (!malformedJson) check(Schema.Union(payload.schemas), json, body, "pointer")
+        if (!malformedJson) check(Schema.Union(payload.schemas), json, body, "pointer", options.payload)
       }
     }
     return { params, body, malformedJson } satisfies Redecoded
   })
 
 /** What a request the endpoint's schemas refused gets: every bad field, with its location. */
-const refusedRequest = (endpoint: HttpApiEndpoint.Top, request: HttpServerRequest.HttpServerRequest) =>
-  Effect.map(redecode(endpoint, request), ({ body, malformedJson, params }): Problem => {
+const refusedRequest = (
+  endpoint: HttpApiEndpoint.Top,
+  group: HttpApiGroup.Top,
+  request: HttpServerRequest.HttpServerRequest
+) =>
+  Effect.map(redecode(endpoint, group, request), ({ body, malformedJson, params }): Problem => {
     if (params.errors.length > 0) {
       const code: ProblemCode = params.code ?? "INVALID_PARAMETER"
       const cls = ProblemClasses[code] as unknown as ProblemConstructor
@@ -304,6 +346,72 @@ const respondWith = (ctx: ProblemContext, request: HttpServerRequest.HttpServerR
 const isPlatformUnsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =>
   response.status === 415 && response.headers["content-type"]?.startsWith("text/plain") === true
 
+/**
+ * The 400 for a body not sent as `application/json` (docs/api-contract.md, "Errors: catalog problem
+ * documents"; the registry has no 415): one field error on the `Content-Type` header.
+ */
+export const notJsonBody = (contentType: string | undefined): InvalidParameter => {
+  const kind = jsonBodyType(contentType)
+  const error: FieldError = kind._tag === "Missing"
+    ? { reason: "REQUIRED", detail: "`Content-Type` is required with a body.", header: "Content-Type" }
+    : kind._tag === "Malformed"
+    ? { reason: "INVALID_FORMAT", detail: "`Content-Type` is not a media type.", header: "Content-Type" }
+    : {
+      reason: "UNKNOWN_VALUE",
+      detail: "`Content-Type` must be application/json, with no parameter but `charset=utf-8`.",
+      header: "Content-Type",
+      params: { allowed: [JSON_MEDIA_TYPE] }
+    }
+  return new InvalidParameter({ detail: "The request body must be sent as application/json.", errors: [error] })
+}
+
+/** The reader's failure for a body of a refused media type (see `refuseBodyOfType`). */
+class RefusedBodyType {
+  readonly _tag = "RefusedBodyType"
+}
+
+const isRefusedBodyType = (u: unknown): boolean =>
+  HttpServerError.isHttpServerError(u) && u.reason._tag === "RequestParseError" &&
+  u.reason.cause instanceof RefusedBodyType
+
+/** Whether the request carries a body (a length above zero, or a chunked one). */
+const carriesBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const length = request.headers["content-length"]
+  return length !== undefined ? Number(length) > 0 : request.headers["transfer-encoding"] !== undefined
+}
+
+/**
+ * For an endpoint that takes a JSON body, a request whose body is not sent as `application/json`
+ * (with at most `charset=utf-8`; MediaType.ts) becomes one whose body cannot be read. The
+ * platform reads a body without `Content-Type`, or of `application/json` with any parameter, as
+ * JSON; refusing it here, before the router, would answer 400 to a request without a credential,
+ * which must be 401, so the refusal happens when the platform reads the body, after the credential
+ * middleware. Another media type never gets that far: the platform answers it 415 without reading.
+ */
+const refuseBodyOfType = (
+  endpoint: HttpApiEndpoint.Top,
+  request: HttpServerRequest.HttpServerRequest
+): HttpServerRequest.HttpServerRequest | undefined => {
+  const payload = endpoint.payload.get(JSON_MEDIA_TYPE)
+  if (payload === undefined || payload.encoding._tag !== "Json") return undefined
+  if (!HttpMethod.hasBody(request.method) || !carriesBody(request)) return undefined
+  if (jsonBodyType(request.headers["content-type"])._tag === "Json") return undefined
+  const failure = new HttpServerError.HttpServerError({
+    reason: new HttpServerError.RequestParseError({ request, reason: "Parse", cause: new RefusedBodyType() })
+  })
+  const unreadable = { value: Effect.fail(failure) }
+  // A view of the same request (headers, URL, socket), whose body accessors fail.
+  return Object.create(request, {
+    text: unreadable,
+    json: unreadable,
+    arrayBuffer: unreadable,
+    urlParamsBody: unreadable,
+    multipart: unreadable,
+    stream: { value: Stream.fail(failure) },
+    multipartStream: { value: Stream.fail(failure) }
+  }) as HttpServerRequest.HttpServerRequest
+}
+
 /** A problem, or a request the endpoint's schemas refused (not an answer it failed to encode: a defect). */
 const isAnsweredHere = (error: unknown): boolean =>
   isProblem(error) ||
@@ -314,25 +422,25 @@ export const problemResponsesLayer = Layer.effect(
   ProblemResponses,
   Effect.map(
     problemContext,
-    (ctx) => (httpEffect, { endpoint }) =>
-      Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) =>
-        httpEffect.pipe(
-          Effect.flatMap((response) =>
-            isPlatformUnsupportedMediaType(response)
-              ? respondWith(
-                ctx,
-                request,
-                new InvalidParameter({ detail: "The request body must be application/json." })
-              )
-              : Effect.succeed(response)
-          ),
-          Effect.catchIf(isAnsweredHere, (caught) => {
-            const error: unknown = caught
-            return isProblem(error)
-              ? respondWith(ctx, request, error)
-              : Effect.flatMap(refusedRequest(endpoint, request), (p) => respondWith(ctx, request, p))
-          })
-        ))
+    (ctx) => (httpEffect, { endpoint, group }) =>
+      Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) => {
+        const refused = refuseBodyOfType(endpoint, request)
+        const notJson = () => respondWith(ctx, request, notJsonBody(request.headers["content-type"]))
+        return (refused === undefined
+          ? httpEffect
+          : Effect.provideService(httpEffect, HttpServerRequest.HttpServerRequest, refused)).pipe(
+            Effect.flatMap((response) =>
+              isPlatformUnsupportedMediaType(response) ? notJson() : Effect.succeed(response)
+            ),
+            Effect.catchIf(isAnsweredHere, (caught) => {
+              const error: unknown = caught
+              return isProblem(error)
+                ? respondWith(ctx, request, error)
+                : Effect.flatMap(refusedRequest(endpoint, group, request), (p) => respondWith(ctx, request, p))
+            }),
+            Effect.catchDefect((defect) => isRefusedBodyType(defect) ? notJson() : Effect.die(defect))
+          )
+      })
   )
 )
 
@@ -353,12 +461,7 @@ export const problemMiddleware = (routes: RouteTable) =>
             request,
             new PayloadTooLarge({ detail: `The request body exceeds ${limit} bytes.`, max_bytes: limit })
           ),
-        multipart: (request) =>
-          respondWith(
-            ctx,
-            request,
-            new InvalidParameter({ detail: "Multipart bodies are not accepted; send application/json." })
-          )
+        multipart: (request) => respondWith(ctx, request, notJsonBody(request.headers["content-type"]))
       })
       return (
         app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>

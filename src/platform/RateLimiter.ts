@@ -25,6 +25,7 @@
  */
 import { Clock, Context, Deferred, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { serializeList } from "./StructuredFields.js"
 
 export interface BucketPolicy {
   /** Burst size: the most calls allowed back to back. */
@@ -92,6 +93,26 @@ const BACKOFF_HEADROOM = 32
 /** Seconds the next attempt waits after the attempt that brought the count to `count`. */
 export const backoffDelay = (count: number, policy: BackoffPolicy): number =>
   count <= policy.free ? 0 : Math.min(policy.maxDelaySeconds, 2 ** (count - policy.free - 1))
+
+// ---------------------------------------------------------------------------------------------
+// The IETF RateLimit header fields
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * `RateLimit-Policy` of one policy (draft-ietf-httpapi-ratelimit-headers): a List of one Item, the
+ * policy's name as an sf-string with its quota `q` and window `w` in seconds (RFC 9651, serialized by
+ * StructuredFields.ts): `"requests";q=600;w=30`. Several policies of one answer are one List, so
+ * appending `, <value>` to the field adds one.
+ */
+export const rateLimitPolicyField = (name: string, quota: number, windowSeconds: number): string =>
+  serializeList([{ value: name, params: { q: quota, w: windowSeconds } }])
+
+/**
+ * `RateLimit` of one policy: its name with what is left `r` and the seconds `t` until the quota is
+ * whole again: `"requests";r=599;t=1`.
+ */
+export const rateLimitField = (name: string, remaining: number, resetSeconds: number): string =>
+  serializeList([{ value: name, params: { r: remaining, t: resetSeconds } }])
 
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL

@@ -5,12 +5,19 @@
  * busy credential costs one database round trip per lease, and the hot path spends from its lease
  * without I/O.
  *
- * Answers carry the IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers): the policy
- * `"requests";q=<burst>;w=<seconds to refill it>` and the state `"requests";r=<left>;t=<seconds
- * until full>`.
+ * Answers carry the IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers, written by
+ * `rateLimitPolicyField` and `rateLimitField`): the policy `"requests";q=<burst>;w=<seconds to refill
+ * it>` and the state `"requests";r=<left>;t=<seconds until full>`.
  */
 import { Context, Effect, Layer } from "effect"
-import { type Admission, makeLeasedBudget, RateLimiter, RateLimiterLive } from "../../platform/RateLimiter.js"
+import {
+  type Admission,
+  makeLeasedBudget,
+  RateLimiter,
+  RateLimiterLive,
+  rateLimitField,
+  rateLimitPolicyField
+} from "../../platform/RateLimiter.js"
 import { CatalogLimits } from "./Limits.js"
 
 export class RequestBudget extends Context.Service<RequestBudget>()("catalog/RequestBudget", {
@@ -18,7 +25,11 @@ export class RequestBudget extends Context.Service<RequestBudget>()("catalog/Req
     const limits = yield* CatalogLimits
     const policy = limits.requests
     const budget = yield* makeLeasedBudget(yield* RateLimiter, policy, limits.leaseMax)
-    const policyHeader = `"requests";q=${policy.capacity};w=${Math.ceil(policy.capacity / policy.refillPerSecond)}`
+    const policyHeader = rateLimitPolicyField(
+      "requests",
+      policy.capacity,
+      Math.ceil(policy.capacity / policy.refillPerSecond)
+    )
 
     /** `RateLimit-Policy` and `RateLimit` for an admission. */
     const headers = (admission: Admission): Record<string, string> => {
@@ -26,7 +37,7 @@ export class RequestBudget extends Context.Service<RequestBudget>()("catalog/Req
       const untilFull = admission.retryAfterSeconds > 0
         ? admission.retryAfterSeconds
         : Math.ceil((policy.capacity - left) / policy.refillPerSecond)
-      return { "ratelimit-policy": policyHeader, ratelimit: `"requests";r=${left};t=${untilFull}` }
+      return { "ratelimit-policy": policyHeader, ratelimit: rateLimitField("requests", left, untilFull) }
     }
 
     return {
