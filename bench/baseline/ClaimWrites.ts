@@ -34,6 +34,7 @@
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
 import Pg from "pg"
+import { AdvisoryLockClass } from "../../src/platform/AdvisoryLocks.js"
 
 const port = Number(process.env.PORT)
 const lockMode = process.env.EVENT_LOCK === "0" ? "off" : process.env.EVENT_LOCK === "long" ? "long" : "on"
@@ -51,7 +52,7 @@ const rfc3339 = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY
 
 // The statement texts ours sends (src/catalog/writes/Writes.ts, src/catalog/claims/ClaimsRepo.ts).
 const sqlStanding = "SELECT roles, banned FROM users WHERE id = $1"
-const sqlKeyLock = "SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS ok"
+const sqlKeyLock = "SELECT pg_try_advisory_xact_lock($1::int4, hashtext($2)) AS ok"
 const sqlStored = `SELECT fingerprint, status, headers, body FROM catalog_idempotency
   WHERE scope = $1 AND key = $2 AND created_at > now() - $3::interval`
 const sqlLiveWork = (nsfw: boolean) =>
@@ -264,7 +265,10 @@ const runWrite = async (
     await client.query("BEGIN")
     try {
       if (key !== undefined) {
-        const lock = await query<{ ok: boolean }>(client, sqlKeyLock, [`${principal.owner}\n${key}`])
+        const lock = await query<{ ok: boolean }>(client, sqlKeyLock, [
+          AdvisoryLockClass.idempotency,
+          `${principal.owner}\n${key}`
+        ])
         if (lock.rows[0]?.ok !== true) throw new Refused(409, "IDEMPOTENCY_REQUEST_IN_PROGRESS")
         const found = (await query<Stored>(client, sqlStored, [principal.owner, key, KEEP])).rows[0]
         if (found !== undefined) {

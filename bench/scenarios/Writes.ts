@@ -21,6 +21,7 @@ import { execFileSync } from "node:child_process"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import Pg from "pg"
+import { AdvisoryLockClass } from "../../src/platform/AdvisoryLocks.js"
 import {
   descendantsCpu,
   freePort,
@@ -220,8 +221,8 @@ export const writes = async (): Promise<string> => {
     }
 
     // --- The claim-event lock, sampled during each measured run ----------------------------------
-    const hash = BigInt((await pg.query<{ h: number }>("SELECT hashtext('shiori.claims.events') AS h")).rows[0]!.h)
-    const lockKey = [String((hash >> 32n) & 0xffffffffn), String(hash & 0xffffffffn)]
+    // `claim_event_lock()` takes (class, 0) in the two-integer form: classid, objid, objsubid 2.
+    const lockKey = [String(AdvisoryLockClass.claimEvents), "0"]
     const sampleLock = () => {
       let stop = false
       let samples = 0
@@ -237,7 +238,7 @@ export const writes = async (): Promise<string> => {
           >(
             `WITH event_lock AS (
                SELECT l.granted, a.state FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-               WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.classid = $1::oid AND l.objid = $2::oid),
+               WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.classid = $1::oid AND l.objid = $2::oid),
              row_waits AS (
                SELECT query FROM pg_stat_activity
                WHERE datname = current_database() AND wait_event_type = 'Lock'

@@ -71,7 +71,9 @@ export class Authorization extends HttpApiMiddleware.Service<Authorization, {
 
 /**
  * The same middleware for routes with a rule (schema/Api/Writes.ts): it also checks the rule's user
- * and role, so it can answer `USER_IDENTITY_REQUIRED` and `PERMISSION_REQUIRED`.
+ * and role, so it can answer `USER_IDENTITY_REQUIRED` and `PERMISSION_REQUIRED`, and on a write that
+ * the credential belongs to a site: that `TENANT_MISMATCH` is declared on each write by `declare`
+ * (not here, where every ruled route, reads too, would list it).
  */
 export class WriteAuthorization extends HttpApiMiddleware.Service<WriteAuthorization, {
   provides: Principal

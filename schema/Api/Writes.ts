@@ -20,6 +20,7 @@ import {
   TenantMismatch,
   UserIdentityRequired
 } from "../Problem.js"
+import { isStorable } from "../Text.js"
 
 /** Management roles, nesting: a role satisfies every role before it. */
 export const ManagementRoles = ["moderator", "admin", "ren"] as const
@@ -38,7 +39,10 @@ export interface RouteRule {
   readonly user: boolean
   /** The user needs this management role or one above it: else 403 `PERMISSION_REQUIRED`. */
   readonly role?: ManagementRole | undefined
-  /** The operation acts on a site's resource: another site's credential is 403 `TENANT_MISMATCH`. */
+  /**
+   * The operation acts on a site's resource: another site's credential is 403 `TENANT_MISMATCH`.
+   * Every write (any method but GET) refuses a credential of no site with it too, whatever this says.
+   */
   readonly tenant: boolean
   /** A POST that creates or decides: accepts `Idempotency-Key`. */
   readonly idempotent: boolean
@@ -63,7 +67,7 @@ export const IdempotencyKey = Schema.String.check(
 export const idempotencyKeyValue = (header: string): string =>
   header.startsWith("\"") && header.endsWith("\"") ? header.slice(1, -1) : header
 
-export const IfMatch = Schema.String.check(Schema.isMaxLength(1024)).annotate({
+export const IfMatch = Schema.String.check(Schema.isMaxLength(1024), isStorable).annotate({
   description: "The `ETag` of the resource as last read (strong comparison, RFC 9110 13.1.1)."
 })
 
@@ -92,11 +96,15 @@ export type RuleProblem =
   | PreconditionRequired
   | QuotaExceeded
 
-/** Exactly the problems `rule` implies, in the order the OpenAPI document lists them. */
-const ruleProblems = (rule: RouteRule) => [
+/**
+ * Exactly the problems `rule` implies on an endpoint that writes (`write`: any method but GET) or
+ * reads, in the order the OpenAPI document lists them. Every write also implies `TENANT_MISMATCH`:
+ * a credential that belongs to no site (an access token of a client without one) may not write.
+ */
+const ruleProblems = (rule: RouteRule, write: boolean) => [
   ...(rule.user ? [problem(UserIdentityRequired)] : []),
   ...(rule.role !== undefined ? [problem(PermissionRequired)] : []),
-  ...(rule.tenant ? [problem(TenantMismatch)] : []),
+  ...(rule.tenant || write ? [problem(TenantMismatch)] : []),
   ...(rule.idempotent ? [problem(IdempotencyKeyReused), problem(IdempotencyRequestInProgress)] : []),
   ...(rule.ifMatch !== undefined ? [problem(PreconditionFailed)] : []),
   ...(rule.ifMatch === "required" ? [problem(PreconditionRequired)] : []),
@@ -115,7 +123,8 @@ export interface RuleParts<R extends RouteRule> {
  * Declares `rule` (and `scope`) on the endpoint `build` makes from the rule's parts: the endpoint's
  * options take `headers` and the `problems` (after its own errors), so the OpenAPI document lists
  * exactly the problems and request headers the rule implies; the annotations are for the server.
- * Endpoints take their errors and headers at construction in Effect 4, hence the callback; a
+ * Endpoints take their errors and headers at construction in Effect 4, hence the callback (called
+ * twice for a write: the problems depend on the method, which only the endpoint knows); a
  * declaration that leaves the parts out fails when the module loads.
  */
 export const declare = <
@@ -161,8 +170,10 @@ export const declare = <
   MiddlewareServices
 > => {
   const headers = ruleHeaderFields(rule)
-  const problems = ruleProblems(rule)
-  const endpoint = build({ headers, problems })
+  // The method is the endpoint's own: a write is built again with the problems every write implies.
+  const read = build({ headers, problems: ruleProblems(rule, false) })
+  const problems = ruleProblems(rule, read.method !== "GET")
+  const endpoint = read.method === "GET" ? read : build({ headers, problems })
   // The endpoint holds its errors as response codecs; each still decodes to its problem's type.
   const declared = new Set(Array.from(endpoint.error, (schema) => SchemaAST.toType(schema.ast)))
   const missing = problems.filter((schema) => !declared.has(SchemaAST.toType(schema.ast)))

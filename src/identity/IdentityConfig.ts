@@ -3,9 +3,9 @@
  * The issuer is the root of every URL the provider hands out; cookies are `Secure`, with the
  * `__Host-` prefix, and answers carry HSTS exactly when it is https.
  */
-import { Config, Context, Effect, Layer, Result, Schema, SchemaIssue } from "effect"
+import { Config, Context, Effect, Layer, Schema, SchemaIssue } from "effect"
 import type { BackoffPolicy, BucketPolicy } from "../platform/RateLimiter.js"
-import { parseTrustedProxies } from "./http/ClientAddress.js"
+import { trustedProxiesConfig } from "./http/ClientAddress.js"
 import { issuerConfig } from "./tokens/Tokens.js"
 
 /** The configuration error for the value of `name`: `message` says what is wrong with it. */
@@ -30,17 +30,6 @@ const perAddress = (prefix: string, burst: number, perSecond: number) =>
     ).pipe(Config.withDefault(burst)),
     refillPerSecond: positive(`${prefix}_RATE_PER_SECOND`, perSecond)
   })
-
-/** `TRUSTED_PROXIES` (src/identity/http/ClientAddress.ts); unset or empty: no proxy is believed. */
-const trustedProxiesConfig = Config.String("TRUSTED_PROXIES").pipe(
-  Config.withDefault(""),
-  Config.mapEffect((value) =>
-    parseTrustedProxies(value).pipe(
-      Result.mapError((message) => invalid("TRUSTED_PROXIES", message)),
-      Effect.fromResult
-    )
-  )
-)
 
 export class IdentityConfig extends Context.Service<IdentityConfig>()("identity/IdentityConfig", {
   make: Effect.gen(function*() {

@@ -5,18 +5,27 @@
  * `RequiredScope` alone. A new ruled route joins the matrix without anyone editing this file (and
  * fails loudly if it needs a path parameter or a body the matrix does not know how to fill).
  * The OpenAPI document is checked against the same rules.
+ *
+ * Besides API keys, the matrix holds an identity access token of a client without a site: a
+ * credential of no site, which no write (a declared route whose method is not GET) accepts.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Http from "node:http"
+import type * as Net from "node:net"
 import { RequiredScope, type Scope, Scopes } from "../../schema/Annotations.js"
 import { WriteAuthorization } from "../../schema/Api/Security.js"
 import { ManagementRoles, type RouteRule, RouteRules } from "../../schema/Api/Writes.js"
 import { ClaimDecisionRecord, ClaimRecord, ListClaimRecord, Snapshot } from "../../schema/Catalog/Claim.js"
 import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
 import { catalogRoutes } from "../../src/catalog/CatalogServer.js"
+import { DEFAULT_CATALOG_AUDIENCE, DEFAULT_ISSUER } from "../../src/identity/tokens/Tokens.js"
+import type { AppSecret } from "../../src/platform/Config.js"
 import type { RouteEntry } from "../../src/platform/RouteTable.js"
 import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
-import { serverLayerOptions } from "../support/TestServers.js"
+import { signWithProviderKey } from "../support/IdentityKeys.js"
+import { serverLayerOptions, TestServers } from "../support/TestServers.js"
 
 type Reply = Effect.Success<ReturnType<ClaimsFixtureShape["call"]>>
 
@@ -42,6 +51,69 @@ const ruled: ReadonlyArray<Ruled> = catalogRoutes.routes.flatMap((route) => {
 const label = (r: Ruled) => `${r.route.method} ${r.route.path} (${r.name})`
 
 // -------------------------------------------------------------------------------------------------
+// Identity access tokens
+// -------------------------------------------------------------------------------------------------
+
+/**
+ * The catalog fetches the provider's JWKS from `IDENTITY_JWKS_URL`, fixed before the test servers
+ * (and their ports) exist: this relay answers it with the JWKS of the identity server the fixture
+ * started, once a test has told it where that is.
+ */
+let identityUrl: string | undefined
+const relay = Http.createServer((_req, res) => {
+  if (identityUrl === undefined) {
+    res.writeHead(503).end()
+    return
+  }
+  fetch(`${identityUrl}/api/v1/oauth/jwks`).then(async (answer) => {
+    res.writeHead(answer.status, { "content-type": "application/json" }).end(await answer.text())
+  }, () => res.writeHead(502).end())
+})
+await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve))
+const jwksUrl = `http://127.0.0.1:${(relay.address() as Net.AddressInfo).port}/jwks`
+
+/** A client without a site: its users' tokens belong to no site. */
+const SITELESS_CLIENT = "matrix-siteless"
+
+/**
+ * An access token of `SITELESS_CLIENT` for a new user without roles, bound to a live sign-in
+ * session, with every catalog scope. The client is a row of `oauth_clients` with no `site`,
+ * inserted here as the test support inserts rows (the CLI no longer registers a client without a
+ * site that may hold a write scope, but rows from before it did, and nothing else stops such a
+ * token); the token is signed with the provider's own key as the provider issues them, without a
+ * `site` claim since its client has none.
+ */
+const sitelessToken = (f: ClaimsFixtureShape) =>
+  Effect.gen(function*() {
+    identityUrl = (yield* TestServers).identity
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`
+      INSERT INTO oauth_clients (client_id, name, secret_hash, redirect_uris)
+      VALUES (${SITELESS_CLIENT}, 'Site-less client', 'unused', ${["https://siteless.example/cb"]})
+      ON CONFLICT (client_id) DO NOTHING`.pipe(Effect.orDie)
+    const userId = yield* f.makeUser([])
+    const [session] = yield* sql<{ sid: string }>`
+      INSERT INTO sessions (id, user_id, auth_time, expires_at)
+      VALUES (${`s-${crypto.randomUUID()}`}, ${userId}, now(), now() + interval '1 day')
+      RETURNING sid::text AS sid`.pipe(Effect.orDie)
+    const now = Math.floor(Date.now() / 1000)
+    return yield* signWithProviderKey({
+      iss: DEFAULT_ISSUER,
+      sub: crypto.randomUUID(),
+      aud: DEFAULT_CATALOG_AUDIENCE,
+      client_id: SITELESS_CLIENT,
+      scope: ["openid", ...Scopes].join(" "),
+      jti: crypto.randomUUID(),
+      iat: now,
+      exp: now + 900,
+      uid: userId,
+      roles: [],
+      site_roles: [],
+      sid: session!.sid
+    })
+  })
+
+// -------------------------------------------------------------------------------------------------
 // Credentials, and what a rule makes of each
 // -------------------------------------------------------------------------------------------------
 
@@ -58,12 +130,15 @@ interface CredentialKind {
   readonly roles: ReadonlyArray<string>
   readonly site: string
   /** The bearer token (made once per fixture). */
-  readonly key: (f: ClaimsFixtureShape) => Effect.Effect<string | undefined>
+  readonly key: (f: ClaimsFixtureShape) => Effect.Effect<string | undefined, never, FixtureServices>
 }
 
 const all = new Set<Scope>(Scopes)
 const keyCache = new Map<string, string>()
-const cachedKey = (kind: string, make: Effect.Effect<string>) =>
+/** What the fixture's layer provides besides the fixture (minting a token needs them). */
+type FixtureServices = SqlClient.SqlClient | AppSecret | TestServers
+
+const cachedKey = <R>(kind: string, make: Effect.Effect<string, never, R>) =>
   Effect.suspend(() => {
     const found = keyCache.get(kind)
     return found !== undefined
@@ -141,6 +216,16 @@ const credentials: ReadonlyArray<CredentialKind> = [
     roles: ["moderator"],
     site: "mod_site",
     key: (f) => cachedKey("moderator", f.makeKey("mod_site", Scopes, f.moderator.id))
+  },
+  {
+    kind: "a user token of a client without a site (every scope)",
+    present: true,
+    valid: true,
+    scopes: all,
+    user: true,
+    roles: [],
+    site: "",
+    key: (f) => cachedKey("sitelessToken", sitelessToken(f))
   }
 ]
 
@@ -155,6 +240,8 @@ const expectedFor = (r: Ruled, c: CredentialKind): Expected => {
   if (!c.present) return "MISSING_CREDENTIAL"
   if (!c.valid) return "INVALID_CREDENTIAL"
   if (r.scope !== "any" && !c.scopes.has(r.scope)) return "SCOPE_REQUIRED"
+  // A write needs a credential of some site (docs/writing.md, "Who may write").
+  if (r.route.method !== "GET" && c.site === "") return "TENANT_MISMATCH"
   if (r.rule.user && !c.user) return "USER_IDENTITY_REQUIRED"
   if (r.rule.role !== undefined && !holds(c.roles, r.rule.role)) return "PERMISSION_REQUIRED"
   if (r.rule.tenant && c.site !== CLAIM_SITE) return "TENANT_MISMATCH"
@@ -276,7 +363,7 @@ describe("credential matrix (SPEC 5): every ruled route x every kind of credenti
     }
   })
 
-  it.layer(ClaimsFixtureLive(), serverLayerOptions())((it) => {
+  it.layer(ClaimsFixtureLive({ config: { IDENTITY_JWKS_URL: jwksUrl } }), serverLayerOptions())((it) => {
     for (const r of ruled) {
       for (const c of credentials) {
         const expected = expectedFor(r, c)
@@ -319,6 +406,30 @@ describe("credential matrix (SPEC 5): every ruled route x every kind of credenti
         expect(events.body.items.map((e: any) => e.to_state)).toEqual(["pending"])
       }))
 
+    it.effect("a site-less client's token creating a claim is 403 TENANT_MISMATCH before any write: nothing stored", () =>
+      Effect.gen(function*() {
+        const f = yield* ClaimsFixture
+        const sql = yield* SqlClient.SqlClient
+        const token = yield* cachedKey("sitelessToken", sitelessToken(f))
+        const work = freshWork(f)
+        const res = yield* f.call("POST", "/v2/claims", {
+          key: token,
+          body: { work_id: work },
+          headers: { "idempotency-key": "siteless-create" }
+        })
+        expectRefusal(res, "TENANT_MISMATCH")
+        expect(res.body.detail).toBe("The credential belongs to no site; writes need one.")
+        const [stored] = yield* sql<{ claims: number; events: number; answers: number; quota: number }>`
+          SELECT (SELECT count(*)::int FROM claims WHERE work_id = ${work}) AS claims,
+                 (SELECT count(*)::int FROM claim_events WHERE work_id = ${work}) AS events,
+                 (SELECT count(*)::int FROM catalog_idempotency WHERE key = 'siteless-create') AS answers,
+                 (SELECT count(*)::int FROM catalog_quota_usage WHERE site = '') AS quota`.pipe(Effect.orDie)
+        expect(stored).toEqual({ claims: 0, events: 0, answers: 0, quota: 0 })
+        // The same user's reads still work: the token is valid, only writing needs a site.
+        const mine = yield* f.call("GET", "/v2/claims", { key: token })
+        expect(mine.status, JSON.stringify(mine.body)).toBe(200)
+      }))
+
     it.effect("the matrix covered every ruled route with every kind of credential", () =>
       Effect.sync(() => {
         expect(covered.size).toBeGreaterThan(0)
@@ -348,7 +459,7 @@ describe("credential matrix (SPEC 5): every ruled route x every kind of credenti
           if (r.scope !== "any") implied.push("SCOPE_REQUIRED")
           if (r.rule.user) implied.push("USER_IDENTITY_REQUIRED", "PERMISSION_REQUIRED") // a banned user too
           if (r.rule.role !== undefined) implied.push("PERMISSION_REQUIRED")
-          if (r.rule.tenant) implied.push("TENANT_MISMATCH")
+          if (r.rule.tenant || r.route.method !== "GET") implied.push("TENANT_MISMATCH") // every write
           expect([...forbidden].sort(), where("403")).toEqual([...new Set(implied)].sort())
 
           const conflicts = codesAt(409)

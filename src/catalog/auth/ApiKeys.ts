@@ -3,7 +3,7 @@
  * bits shown once as `sk_<base64url>`, stored as a sha256 hash, bound to a site, a scope set and a
  * content limit.
  */
-import { Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Context, Data, Effect, Layer, Metric, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import type { Scope } from "../../../schema/Annotations.js"
@@ -56,7 +56,28 @@ const toRecord = (row: Row): ApiKeyRecord => ({
   revokedAt: row.revoked_at
 })
 
+/**
+ * Tells every server process about keys as their transactions commit: the payload is a revoked
+ * key's id, or `+<id>:<sha256 hex>` for a new key (the hash of a 256-bit random key reveals nothing
+ * of it; the table holds the same).
+ */
 export const API_KEYS_CHANNEL = "shiori_api_keys"
+
+/** `+<id>:<hash>`: a key created; anything else is a revoked key's id. */
+export const parseKeyNotification = (
+  payload: string
+): { readonly created: true; readonly id: string; readonly hash: string } | {
+  readonly created: false
+  readonly id: string
+} => {
+  const created = /^\+([0-9]+):([0-9a-f]{64})$/.exec(payload)
+  return created === null ? { created: false, id: payload } : { created: true, id: created[1]!, hash: created[2]! }
+}
+
+/** Lookups of an API key that reached the database (process-wide). */
+export const apiKeyLookups = Metric.counter("catalog_api_key_lookups", {
+  description: "API keys looked up in the database (a verified key is then cached; an unknown one refused)"
+})
 
 export class ApiKeys extends Context.Service<ApiKeys>()("catalog/ApiKeys", {
   make: Effect.gen(function*() {
@@ -80,12 +101,18 @@ export class ApiKeys extends Context.Service<ApiKeys>()("catalog/ApiKeys", {
       }
       const key = KEY_PREFIX + Crypto.randomBytes(32).toString("base64url")
       const scopes = [...new Set(input.scopes)]
-      const [row] = yield* sql<Row>`
-        INSERT INTO api_keys (key_hash, prefix, site, scopes, content_limit, user_id)
-        VALUES (${hashKey(key)}, ${key.slice(3, 11)}, ${input.site}, ${scopes}, ${input.contentLimit}, ${input.userId})
-        RETURNING *
-      `.pipe(Effect.orDie)
-      return { key: Redacted.make(key), record: toRecord(row!) }
+      const hash = hashKey(key)
+      const row = yield* sql.withTransaction(Effect.gen(function*() {
+        const [row] = yield* sql<Row>`
+          INSERT INTO api_keys (key_hash, prefix, site, scopes, content_limit, user_id)
+          VALUES (${hash}, ${key.slice(3, 11)}, ${input.site}, ${scopes}, ${input.contentLimit}, ${input.userId})
+          RETURNING *
+        `
+        // Every server process learns the key is live (auth/Authorization.ts, the failed-credential throttle).
+        yield* sql`SELECT pg_notify(${API_KEYS_CHANNEL}, ${`+${row!.id}:${hash.toString("hex")}`})`
+        return row!
+      })).pipe(Effect.orDie)
+      return { key: Redacted.make(key), record: toRecord(row) }
     })
 
     const list = Effect.fn("ApiKeys.list")(function*() {
@@ -106,9 +133,18 @@ export class ApiKeys extends Context.Service<ApiKeys>()("catalog/ApiKeys", {
       })).pipe(Effect.orDie)
     })
 
+    /** Hashes (hex) of every live key, by id: what the server processes know as live. */
+    const liveHashes = Effect.fn("ApiKeys.liveHashes")(function*() {
+      const rows = yield* sql<{ id: string; key_hash: Buffer }>`
+        SELECT id::text AS id, key_hash FROM api_keys WHERE revoked_at IS NULL
+      `.pipe(Effect.orDie)
+      return rows.map((row) => ({ id: row.id, hash: Buffer.from(row.key_hash).toString("hex") }))
+    })
+
     /** The live key behind a token, compared in constant time. */
     const findLive = Effect.fn("ApiKeys.findLive")(function*(token: string) {
       if (!looksLikeApiKey(token)) return Option.none<ApiKeyRecord>()
+      yield* Metric.update(apiKeyLookups, 1)
       const hash = hashKey(token)
       const rows = yield* sql<Row>`
         SELECT * FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL
@@ -120,7 +156,7 @@ export class ApiKeys extends Context.Service<ApiKeys>()("catalog/ApiKeys", {
       return Option.some(toRecord(row))
     })
 
-    return { create, list, revoke, findLive } as const
+    return { create, list, revoke, findLive, liveHashes } as const
   })
 }) {
   static readonly layer = Layer.effect(this, this.make)

@@ -1,15 +1,18 @@
 /**
  * The catalog's credential middleware (docs/api-contract.md, "Credentials, scopes and the content limit";
  * docs/writing.md, "Who may write"), checking in this order:
- * present (401 MISSING_CREDENTIAL) -> valid (401 INVALID_CREDENTIAL) -> request budget (429
- * RATE_LIMITED) -> scope (403 SCOPE_REQUIRED) -> and on routes with a rule (schema/Api/Writes.ts):
+ * present (401 MISSING_CREDENTIAL) -> valid (401 INVALID_CREDENTIAL; an address that sent too many
+ * unknown API keys: 429 RATE_LIMITED, see `Credentials`) -> request budget (429 RATE_LIMITED) ->
+ * scope (403 SCOPE_REQUIRED) -> on a write (a declared route whose method is not GET), a credential
+ * that belongs to a site (403 TENANT_MISMATCH) -> and on routes with a rule (schema/Api/Writes.ts):
  * a user (403 USER_IDENTITY_REQUIRED) in good standing with the rule's role (403 PERMISSION_REQUIRED).
- * The user's roles are read at that moment, whatever the credential carried. Tenant checks belong to
- * the operations, which know whose resource it is.
+ * The user's roles are read at that moment, whatever the credential carried. Whose resource it is
+ * (another site's) belongs to the operations, which have the rows.
  */
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { HttpApiEndpoint } from "effect/http-api"
+import type { unhandled } from "effect/Types"
 import type { Scope } from "../../../schema/Annotations.js"
 import { RequiredScope, Scopes } from "../../../schema/Annotations.js"
 import { Authorization, Principal, WriteAuthorization } from "../../../schema/Api/Security.js"
@@ -21,20 +24,27 @@ import {
   PermissionRequired,
   RateLimited,
   ScopeRequired,
+  TenantMismatch,
   UserIdentityRequired
 } from "../../../schema/Problem.js"
+import { addressBucket, clientAddress } from "../../identity/http/ClientAddress.js"
 import { AccessTokenVerifier, AccessTokenVerifierJwks } from "../../identity/tokens/AccessTokenVerifier.js"
 import { TokenLiveness } from "../../identity/tokens/Liveness.js"
 import type { AccessTokenClaims } from "../../identity/tokens/Tokens.js"
 import { UserStanding } from "../../identity/users/Standing.js"
 import { keepListening } from "../../platform/Notifications.js"
+import { makeMemoryRateLimiter } from "../../platform/RateLimiter.js"
 import type { RouteTable } from "../../platform/RouteTable.js"
+import { CatalogLimits } from "../limits/Limits.js"
 import { RequestBudget } from "../limits/RequestBudget.js"
-import { API_KEYS_CHANNEL, ApiKeys, hashKey } from "./ApiKeys.js"
+import { API_KEYS_CHANNEL, ApiKeys, hashKey, looksLikeApiKey, parseKeyNotification } from "./ApiKeys.js"
 
 /** How long a verified key is trusted without a lookup; revocation also evicts at once (NOTIFY). */
 const CACHE_TTL = Duration.toMillis(Duration.seconds(60))
 const CACHE_MAX = 10_000
+/** How long, and how many, API keys found unknown are remembered, so a repeated one costs no lookup. */
+const MISS_TTL = Duration.toMillis(Duration.minutes(10))
+const MISS_MAX = 10_000
 
 const catalogScopes: ReadonlySet<string> = new Set(Scopes)
 
@@ -54,29 +64,73 @@ export const principalFromAccessToken = (claims: AccessTokenClaims): PrincipalSh
   user: Option.some({ id: claims.uid, sub: claims.sub, roles: claims.roles, siteRoles: claims.site_roles })
 })
 
-/** Looks up credentials, with a small cache in front of the database. */
+/**
+ * Looks up credentials, with a small cache in front of the database.
+ *
+ * Unknown API keys cost the sender, not the database (docs/writing.md, "Limits"). Each process knows
+ * the hash of every live key (`live`: read whenever LISTEN is in force, kept current by the
+ * notifications of creations and revocations). A key it does not know as live is almost surely
+ * unknown: before its lookup it takes a token from its client address's bucket
+ * (`CATALOG_FAILED_AUTH_BURST`, `CATALOG_FAILED_AUTH_PER_MINUTE`; the address as the identity
+ * provider resolves it, behind `TRUSTED_PROXIES`, an IPv6 address counting as its /64), and an empty
+ * bucket is 429 `RATE_LIMITED` with `Retry-After`, without a lookup. A key found unknown is
+ * remembered (`misses`, at most `MISS_MAX` for `MISS_TTL`) and refused again without a lookup while
+ * still taking its token. A live key never meets the bucket, whatever its address sent before: it
+ * is in `live`, or in the cache of keys verified in the last minute. Only a key created a moment
+ * ago, whose notification has not arrived yet, takes a token (once: it is then known).
+ *
+ * The buckets are per process (a shared bucket would cost the query this saves): with n processes an
+ * address gets n bursts. Access tokens are never throttled: a forged or expired one is refused by
+ * its signature and claims, without a query.
+ */
 export class Credentials extends Context.Service<Credentials>()("catalog/Credentials", {
   make: Effect.gen(function*() {
     const keys = yield* ApiKeys
     const accessTokens = yield* AccessTokenVerifier
+    const limits = yield* CatalogLimits
+    const failures = yield* makeMemoryRateLimiter
     const cache = new Map<string, { readonly principal: PrincipalShape; readonly expires: number }>()
+    /** Hash (hex) of every live key this process knows of, with its id (one entry per issued, unrevoked key). */
+    const live = new Map<string, string>()
+    /** Hashes of keys found unknown, with when they are forgotten; oldest first. */
+    const misses = new Map<string, number>()
     /** Bumped by every eviction: a lookup that began before one is not cached (it may predate the revocation). */
     let generation = 0
 
     // Every process evicts a revoked key as soon as the revoking transaction commits. A revocation
-    // notified while the listener was away is unknown: the cache is emptied each time LISTEN is in
-    // force again (platform/Notifications.ts).
+    // notified while the listener was away is unknown: the cache is emptied, and the live keys read
+    // again, each time LISTEN is in force again (platform/Notifications.ts).
     yield* keepListening(API_KEYS_CHANNEL, {
-      onConnected: Effect.sync(() => {
+      onConnected: Effect.gen(function*() {
         generation++
         cache.clear()
-      }),
-      onNotification: (id) =>
+        const rows = yield* keys.liveHashes()
+        live.clear()
+        for (const row of rows) live.set(row.hash, row.id)
+      }).pipe(
+        // Kept as they were (a revocation still evicts); read again at the next reconnection.
+        Effect.catchDefect((defect) => Effect.logWarning("could not read the live API keys", defect))
+      ),
+      onNotification: (payload) =>
         Effect.sync(() => {
+          const notified = parseKeyNotification(payload)
+          if (notified.created) {
+            live.set(notified.hash, notified.id)
+            return
+          }
           generation++
-          for (const [hash, entry] of cache) if (entry.principal.credentialId === id) cache.delete(hash)
+          for (const [hash, entry] of cache) if (entry.principal.credentialId === notified.id) cache.delete(hash)
+          for (const [hash, id] of live) if (id === notified.id) live.delete(hash)
         })
     })
+
+    const unknownKey = () => new InvalidCredential({ detail: "The credential is unknown, revoked or malformed." })
+
+    const rememberMiss = (hash: string, now: number) => {
+      misses.delete(hash)
+      misses.set(hash, now + MISS_TTL)
+      if (misses.size > MISS_MAX) misses.delete(misses.keys().next().value!)
+    }
 
     /** Not an API key: an access token of the identity provider, verified on every request. */
     const authenticateAccessToken = (token: string) =>
@@ -92,17 +146,32 @@ export class Credentials extends Context.Service<Credentials>()("catalog/Credent
       )
 
     // Every request runs this, almost always to a cache hit: no span and no call-site capture (a
-    // miss's statement has its own SQL span).
-    const authenticate = Effect.fnUntraced(function*(token: string) {
+    // miss's statement has its own SQL span). `request` names the client address.
+    const authenticate = Effect.fnUntraced(function*(token: string, request: HttpServerRequest.HttpServerRequest) {
       if (!token.startsWith("sk_")) return yield* authenticateAccessToken(token)
       const hash = hashKey(token).toString("hex")
       const now = Date.now()
       const cached = cache.get(hash)
       if (cached !== undefined && cached.expires > now) return cached.principal
+      if (!live.has(hash)) {
+        const address = addressBucket(clientAddress(request, limits.trustedProxies))
+        const admission = yield* failures.take(`failed-credentials:${address}`, limits.failedCredentials)
+        if (!admission.allowed) {
+          return yield* new RateLimited({
+            detail: "Too many unknown credentials from this address; wait `Retry-After` seconds.",
+            retry_after: admission.retryAfterSeconds
+          })
+        }
+        const forgotten = misses.get(hash)
+        if (forgotten !== undefined && forgotten > now) return yield* unknownKey()
+      }
       const started = generation
       const found = yield* keys.findLive(token)
       if (Option.isNone(found)) {
-        return yield* new InvalidCredential({ detail: "The credential is unknown, revoked or malformed." })
+        // Revoked (its notification still on the way), or never issued.
+        live.delete(hash)
+        if (looksLikeApiKey(token)) rememberMiss(hash, now)
+        return yield* unknownKey()
       }
       const key = found.value
       const principal: PrincipalShape = {
@@ -120,6 +189,7 @@ export class Credentials extends Context.Service<Credentials>()("catalog/Credent
         })
       }
       if (generation !== started) return principal
+      live.set(hash, key.id)
       if (cache.size >= CACHE_MAX) cache.clear()
       cache.set(hash, { principal, expires: now + CACHE_TTL })
       return principal
@@ -139,7 +209,11 @@ export class Credentials extends Context.Service<Credentials>()("catalog/Credent
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(
-    Layer.provide([ApiKeys.layer, AccessTokenVerifierJwks.pipe(Layer.provide(TokenLiveness.layer))])
+    Layer.provide([
+      ApiKeys.layer,
+      AccessTokenVerifierJwks.pipe(Layer.provide(TokenLiveness.layer)),
+      CatalogLimits.layer
+    ])
   )
 }
 
@@ -153,6 +227,8 @@ export const bearerToken = (header: string | undefined): Option.Option<string> =
 interface RouteNeeds {
   readonly scope: Scope | "any"
   readonly rule: RouteRule | undefined
+  /** A declared route whose method is not GET: its credential must belong to a site. */
+  readonly write: boolean
 }
 
 const makeAuthorize = (routes: RouteTable) =>
@@ -172,7 +248,11 @@ const makeAuthorize = (routes: RouteTable) =>
       if (rule !== undefined && !middlewares.has(WriteAuthorization)) {
         return yield* Effect.die(new Error(`${route.method} ${route.path} has a rule but not WriteAuthorization`))
       }
-      needs.set(`${route.method} ${route.path}`, { scope: scope.value, rule })
+      // A write's `TENANT_MISMATCH` is among the problems `declare` gives it (schema/Api/Writes.ts).
+      if (rule === undefined && route.method !== "GET") {
+        return yield* Effect.die(new Error(`${route.method} ${route.path} writes but is not declared with a rule`))
+      }
+      needs.set(`${route.method} ${route.path}`, { scope: scope.value, rule, write: route.method !== "GET" })
     }
 
     /** What the endpoint being served needs (the middleware is handed the endpoint). */
@@ -211,7 +291,7 @@ const makeAuthorize = (routes: RouteTable) =>
         if (token.value === "") {
           return yield* new InvalidCredential({ detail: "The Authorization header is not a Bearer credential." })
         }
-        const principal = yield* credentials.authenticate(token.value)
+        const principal = yield* credentials.authenticate(token.value, request)
         const admission = yield* budget.take(principal.owner)
         const limitHeaders = budget.headers(admission)
         // Listed after any policy the answer already names (a spent quota), as one list per field.
@@ -236,6 +316,16 @@ const makeAuthorize = (routes: RouteTable) =>
       Effect.gen(function*() {
         const principal = yield* authenticate(endpoint)
         const need = routeNeeds(endpoint)
+        // An access token of a client without a site: nothing it writes could belong to anyone. The
+        // problem is the endpoint's own (`declare` gives it to every write), not the middleware's,
+        // whose problems every route it guards would document; the endpoint's codec encodes it.
+        if (need?.write === true && principal.site === "") {
+          return yield* Effect.fail(
+            new TenantMismatch({
+              detail: "The credential belongs to no site; writes need one."
+            }) as unknown as unhandled
+          )
+        }
         return need?.rule?.user === true ? yield* actingUser(principal, need.rule) : principal
       })
 

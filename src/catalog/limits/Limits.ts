@@ -1,10 +1,12 @@
 /**
  * The catalog's limits (docs/writing.md, "Limits"): every credential's request budget, a token
- * bucket shared by every process, and every site's daily write quotas per kind. All are
- * configuration; the defaults are ones a public deployment can keep.
+ * bucket shared by every process, every site's daily write quotas per kind, and per client address
+ * the lookups of API keys that may not exist (auth/Authorization.ts). All are configuration; the
+ * defaults are ones a public deployment can keep.
  */
 import { Config, Context, Effect, Layer, Schema } from "effect"
 import type { QuotaKind } from "../../../schema/Api/Writes.js"
+import { type TrustedProxies, trustedProxiesConfig } from "../../identity/http/ClientAddress.js"
 import type { BucketPolicy } from "../../platform/RateLimiter.js"
 
 export interface CatalogLimitsShape {
@@ -14,6 +16,13 @@ export interface CatalogLimitsShape {
   readonly leaseMax: number
   /** Writes per site and UTC day, by kind (`CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`). */
   readonly quotas: Readonly<Record<QuotaKind, number>>
+  /**
+   * Per client address and process: API keys this process does not know as live, looked up
+   * (`CATALOG_FAILED_AUTH_BURST` back to back, `CATALOG_FAILED_AUTH_PER_MINUTE` sustained).
+   */
+  readonly failedCredentials: BucketPolicy
+  /** Whose `X-Forwarded-For` names the client (`TRUSTED_PROXIES`, src/identity/http/ClientAddress.ts). */
+  readonly trustedProxies: TrustedProxies
 }
 
 export class CatalogLimits extends Context.Service<CatalogLimits>()("catalog/CatalogLimits", {
@@ -34,7 +43,17 @@ export class CatalogLimits extends Context.Service<CatalogLimits>()("catalog/Cat
       quotas: {
         claims: yield* positive("CATALOG_QUOTA_CLAIMS", 1000),
         decisions: yield* positive("CATALOG_QUOTA_DECISIONS", 10_000)
-      }
+      },
+      failedCredentials: {
+        capacity: yield* Config.schema(
+          Schema.Int.check(
+            Schema.isGreaterThanOrEqualTo(1, { message: "CATALOG_FAILED_AUTH_BURST must be at least 1" })
+          ),
+          "CATALOG_FAILED_AUTH_BURST"
+        ).pipe(Config.withDefault(30)),
+        refillPerSecond: (yield* positive("CATALOG_FAILED_AUTH_PER_MINUTE", 30)) / 60
+      },
+      trustedProxies: yield* trustedProxiesConfig
     } satisfies CatalogLimitsShape
   })
 }) {

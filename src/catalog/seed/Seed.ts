@@ -25,6 +25,7 @@ import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import Pg from "pg"
 import { from as copyFrom } from "pg-copy-streams"
+import { AdvisoryLockClass } from "../../platform/AdvisoryLocks.js"
 import { DatabaseUrl } from "../../platform/Database.js"
 import { type ChunkData, type ChunkTask, generateChunk } from "./CopyText.js"
 import {
@@ -377,7 +378,7 @@ export const seedCatalog = (options: SeedOptions) =>
 
     yield* query(client, "BEGIN")
     const outcome = yield* Effect.gen(function*() {
-      yield* query(client, "SELECT pg_advisory_xact_lock(hashtext('shiori.catalog.seed'))")
+      yield* query(client, "SELECT pg_advisory_xact_lock($1::int4, 0)", [AdvisoryLockClass.catalogSeed])
       const missing = yield* query(client, `SELECT t FROM unnest($1::text[]) t WHERE to_regclass(t) IS NULL`, [
         tableNames
       ])

@@ -5,12 +5,13 @@
  * 0. a retry of a write that committed is answered first, outside any transaction: a stored answer is
  *    final (it commits with its write), so it is replayed (or the key refused as reused) at once;
  * 1. idempotency (when the route's rule says so and the request sent `Idempotency-Key`): the key,
- *    scoped to the credential's owner, is locked with a transaction-scoped advisory lock taken
- *    without waiting (held elsewhere: 409 `IDEMPOTENCY_REQUEST_IN_PROGRESS` with `Retry-After`); a
- *    stored answer younger than a day is replayed as it was (`Idempotent-Replayed: true`) when the
- *    request's fingerprint (method, path, canonical body) is the same, and a different request is
- *    409 `IDEMPOTENCY_KEY_REUSED`. This comes before any precondition, so a retried decision
- *    replays its first answer although its `If-Match` is stale by then;
+ *    scoped to the credential's owner, is locked with a transaction-scoped advisory lock (of the
+ *    idempotency class, src/platform/AdvisoryLocks.ts) taken without waiting (held elsewhere: 409
+ *    `IDEMPOTENCY_REQUEST_IN_PROGRESS` with `Retry-After`); a stored answer younger than a day is
+ *    replayed as it was (`Idempotent-Replayed: true`) when the request's fingerprint (method, path,
+ *    canonical body) is the same, and a different request is 409 `IDEMPOTENCY_KEY_REUSED`. This
+ *    comes before any precondition, so a retried decision replays its first answer although its
+ *    `If-Match` is stale by then;
  * 2. the write itself, which checks preconditions and tenancy against the rows it locks;
  * 3. the site's daily quota of the rule's kind (429 `QUOTA_EXCEEDED`) and the answer's record
  *    under the key, in one statement (`finish`).
@@ -35,6 +36,8 @@ import {
   QuotaExceeded,
   TenantMismatch
 } from "../../../schema/Problem.js"
+import { AdvisoryLockClass } from "../../platform/AdvisoryLocks.js"
+import { ifMatchPasses } from "../../platform/EntityTags.js"
 import { isRetryableTransaction, transactionRetrySchedule } from "../../platform/SqlState.js"
 import { CatalogLimits } from "../limits/Limits.js"
 import { ReadCache } from "../shared/ReadCache.js"
@@ -85,12 +88,19 @@ const secondsToUtcMidnight = (now: Date): number => {
 /** A statement failure after which the whole transaction can simply run again. */
 const retryable = (u: unknown): u is SqlError => isSqlError(u) && isRetryableTransaction(u)
 
+/**
+ * What the idempotency lock of (owner, key) is hashed from, within `AdvisoryLockClass.idempotency`:
+ * `pg_try_advisory_xact_lock(class, hashtext(name))`. Owners cannot contain a newline.
+ */
+export const idempotencyLockName = (owner: string, key: string): string => `${owner}\n${key}`
+
 /** How long answers are kept under their key. */
 const KEEP = "24 hours"
 
 /**
  * `If-Match` against the current strong ETag (RFC 9110 13.1.1: strong comparison; `*` matches any
- * current representation). `required` and absent: 428.
+ * current representation; a malformed value matches nothing, src/platform/EntityTags.ts).
+ * `required` and absent: 428.
  */
 export const checkIfMatch = (
   rule: RouteRule,
@@ -107,12 +117,7 @@ export const checkIfMatch = (
       )
       : Effect.void
   }
-  const matches = header.trim() === "*" ||
-    header.split(",").some((candidate) => {
-      const tag = candidate.trim()
-      return !tag.startsWith("W/") && tag === current
-    })
-  return matches ? Effect.void : Effect.fail(
+  return ifMatchPasses(header, current) ? Effect.void : Effect.fail(
     new PreconditionFailed({ detail: `The resource changed since it was read; its ETag is now ${current}.` })
   )
 }
@@ -254,8 +259,12 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
 
         const outcome = yield* Effect.gen(function*() {
           if (Option.isSome(key)) {
+            // In the idempotency class of its own (platform/AdvisoryLocks.ts), so no key can block
+            // another lock. `hashtext` is 32 bits: two different keys may share a lock, which costs at
+            // most a spurious 409 IN_PROGRESS while the other runs (the stored answer is per exact key).
             const [lock] = yield* sql<{ ok: boolean }>`
-              SELECT pg_try_advisory_xact_lock(hashtextextended(${`${principal.owner}\n${key.value}`}, 0)) AS ok`
+              SELECT pg_try_advisory_xact_lock(${AdvisoryLockClass.idempotency}::int4,
+                hashtext(${idempotencyLockName(principal.owner, key.value)})) AS ok`
             if (lock?.ok !== true) {
               return yield* new IdempotencyRequestInProgress({
                 detail: "A request with this Idempotency-Key is still running; retry with the same body.",

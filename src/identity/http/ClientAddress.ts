@@ -13,7 +13,7 @@
  * A malformed entry ends the walk at the last proxy that passed it on, so made-up text never becomes
  * a bucket key.
  */
-import { Option, Result } from "effect"
+import { Config, Effect, Option, Result, Schema, SchemaIssue } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import * as Net from "node:net"
 
@@ -67,6 +67,26 @@ export const parseTrustedProxies = (value: string): Result.Result<TrustedProxies
     }
   })
 }
+
+/**
+ * `TRUSTED_PROXIES`, read by every server that keys a limit by address (the identity provider; the
+ * catalog's failed-credential throttle); unset or empty: no proxy is believed.
+ */
+export const trustedProxiesConfig: Config.Config<TrustedProxies> = Config.String("TRUSTED_PROXIES").pipe(
+  Config.withDefault(""),
+  Config.mapEffect((value) =>
+    parseTrustedProxies(value).pipe(
+      Result.mapError((message) =>
+        new Config.ConfigError(
+          new Schema.SchemaError(
+            new SchemaIssue.Pointer(["TRUSTED_PROXIES"], new SchemaIssue.InvalidValue({ message }))
+          )
+        )
+      ),
+      Effect.fromResult
+    )
+  )
+)
 
 /** One `X-Forwarded-For` entry as an address: `192.0.2.1`, `192.0.2.1:443`, `[2001:db8::1]:443`. */
 const parseHop = (entry: string): string | undefined => {

@@ -24,6 +24,7 @@ import { Clock, Context, Duration, Effect, Layer, Option, Ref, Schema } from "ef
 import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import { Jwk, Jwks } from "../../../schema/Identity/Discovery.js"
+import { AdvisoryLockClass } from "../../platform/AdvisoryLocks.js"
 import { CLOCK_SKEW_SECONDS, MAX_SIGNED_TOKEN_TTL_SECONDS } from "../tokens/Lifetimes.js"
 import { SigningKeyCipher, SigningKeysUndecryptable } from "./SigningKeyCipher.js"
 
@@ -114,7 +115,7 @@ export const makePgKeyStore = (cipher: SigningKeyCipher["Service"]) =>
     const decodeState = Schema.decodeUnknownEffect(Schema.Array(StateRow))
     const decodeUnsealed = Schema.decodeUnknownEffect(Schema.Array(UnsealedRow))
     // Serialises key creation, sealing and rotation across processes for the duration of one transaction.
-    const lock = sql`SELECT pg_advisory_xact_lock(hashtext('shiori.signing_keys'))`
+    const lock = sql`SELECT pg_advisory_xact_lock(${AdvisoryLockClass.signingKeys}::int4, 0)`
     // One read on every reload: is there a signing key, and is any private key not sealed under the
     // current key-encryption key (a row from before migrations/0011, or sealed under an earlier KEK)?
     const state = sql`
