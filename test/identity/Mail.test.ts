@@ -11,7 +11,7 @@ import { SqlClient } from "effect/sql"
 import * as Net from "node:net"
 import { SMTPServer } from "smtp-server"
 import { MailConfig } from "../../src/identity/mail/MailConfig.js"
-import { MailDelivery } from "../../src/identity/mail/MailDelivery.js"
+import { MailDelivery, MailPollSeconds } from "../../src/identity/mail/MailDelivery.js"
 import { Mailer } from "../../src/identity/mail/Mailer.js"
 import { SqlLive } from "../../src/platform/Database.js"
 import { eventually } from "../support/Eventually.js"
@@ -66,8 +66,9 @@ const smtpServer = (port: number) =>
 const settings = (entries: Record<string, string>) => ConfigProvider.layer(ConfigProvider.fromEnv({ env: entries }))
 
 /** `Mailer` and a delivery worker sending to `smtp://127.0.0.1:<port>`, over the test's database. */
-const worker = (port: number) =>
+const worker = (port: number, options: { readonly pollSeconds?: number } = {}) =>
   Layer.mergeAll(Mailer.layer, MailDelivery.layer).pipe(
+    Layer.provide(Layer.succeed(MailPollSeconds, options.pollSeconds ?? 5)),
     Layer.provideMerge(MailConfig.layer),
     Layer.provide(settings({ SMTP_URL: `smtp://127.0.0.1:${port}` })),
     // A refused connection is logged as a warning at every attempt; the test checks the rows instead.
@@ -95,12 +96,12 @@ const outboxRow = (subject: string) =>
 describe("Mail delivery over SMTP", () => {
   it.layer(Layer.fresh(TestSqlLive), serverLayerOptions)((it) => {
     it.effect(
-      "a message queued with Mailer.send reaches the SMTP server From MAIL_FROM, as multipart/alternative with its text and HTML parts; a later one is sent within seconds (NOTIFY, not the poll)",
+      "a message queued with Mailer.send reaches the SMTP server From MAIL_FROM, as multipart/alternative with its text and HTML parts; a later one is sent although the worker polls only hourly (the insert's NOTIFY wakes it)",
       () =>
         Effect.gen(function*() {
           const port = yield* freePort
           const smtp = yield* smtpServer(port)
-          const context = yield* Layer.build(worker(port))
+          const context = yield* Layer.build(worker(port, { pollSeconds: 3600 }))
           const mailer = Context.get(context, Mailer)
           const subject = `Your code ${unique()}`
           yield* mailer.send({
@@ -128,7 +129,7 @@ describe("Mail delivery over SMTP", () => {
           )
           yield* eventually(Effect.map(outboxRow(subject), (row) => expect(row!.sent_at).not.toBeNull()))
 
-          // The worker now sleeps up to its 5 s poll; the insert's NOTIFY wakes it at once.
+          // The worker now sleeps until its hourly poll; only the insert's NOTIFY can wake it in time.
           const second = `Second ${unique()}`
           const started = Date.now()
           yield* mailer.send({ to: "reader@example.com", subject: second, text: "plain only" })
@@ -138,9 +139,10 @@ describe("Mail delivery over SMTP", () => {
               expect(found).toHaveLength(1)
               return found
             }),
-            { timeoutMs: 15_000 }
+            { timeoutMs: 60_000 }
           )
-          expect(Date.now() - started).toBeLessThan(4_000)
+          // The time is reported, not asserted (a loaded machine is slow, not broken).
+          console.log(`second message delivered ${Date.now() - started} ms after it was queued`)
           expect(plain!.raw).not.toMatch(/multipart\/alternative/i)
           expect(plain!.raw).toContain("plain only")
         })

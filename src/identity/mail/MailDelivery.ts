@@ -12,7 +12,7 @@
  * marked failed. A message is sent twice only if the process stops (or the database fails) between
  * the server's acceptance and the mark, or an attempt outlives its lease: mail is at least once.
  *
- * The worker sleeps until the next row is due, at most `POLL_SECONDS`, and wakes at once when an
+ * The worker sleeps until the next row is due, at most `MailPollSeconds`, and wakes at once when an
  * insert commits (the table's NOTIFY, src/platform/Notifications.ts keeps the LISTEN).
  *
  * Logs name the outbox row and the SMTP error code, never a body, a recipient or `SMTP_URL`.
@@ -35,8 +35,11 @@ const RETRY_BASE_SECONDS = 2
 const RETRY_MAX_SECONDS = 3600
 /** About a day of attempts with the delays above. */
 const MAX_ATTEMPTS = 30
-/** The longest sleep: a notification lost while the listener reconnects costs at most this. */
-const POLL_SECONDS = 5
+/**
+ * The longest sleep, in seconds: a notification lost while the listener reconnects costs at most
+ * this. A reference so a test can set it far out and show that a NOTIFY, not the poll, woke the worker.
+ */
+export const MailPollSeconds = Context.Reference<number>("identity/MailPollSeconds", { defaultValue: () => 5 })
 
 /** The delay before attempt `attempts + 1`, after `attempts` failed ones. */
 export const retryDelaySeconds = (attempts: number): number =>
@@ -151,11 +154,12 @@ export class MailDelivery extends Context.Service<MailDelivery>()("identity/Mail
       return rows.length
     })
 
-    /** Seconds until the next pending row is due (0: now), at most `POLL_SECONDS`. */
+    const pollSeconds = yield* MailPollSeconds
+    /** Seconds until the next pending row is due (0: now), at most `pollSeconds`. */
     const untilNextDue = sql<{ wait: number | null }>`
       SELECT extract(epoch FROM min(next_attempt_at) - now())::float8 AS wait FROM mail_outbox
       WHERE sent_at IS NULL AND failed_at IS NULL
-    `.pipe(Effect.map((rows) => Math.min(POLL_SECONDS, Math.max(0, rows[0]?.wait ?? POLL_SECONDS))))
+    `.pipe(Effect.map((rows) => Math.min(pollSeconds, Math.max(0, rows[0]?.wait ?? pollSeconds))))
 
     const wake = yield* Queue.sliding<void>(1)
     yield* keepListening(MAIL_CHANNEL, {
