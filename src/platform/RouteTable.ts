@@ -13,8 +13,16 @@ import { HttpApi } from "effect/http-api"
  * off the query, so a value RFC 3986 section 3.4 allows unencoded, `redirect_uri=https://rp.example/cb`,
  * reached handlers as `https:/rp.example/cb` (and `q=a//b` as `a/b`). Both servers turn that off:
  * query values arrive as sent, and a path with "//" is not one of ours (404).
+ *
+ * The router also matches no path parameter longer than 100 characters, so `/v2/claims/<1000 digits>`
+ * was "not found" for its method while the route table knew the path: a 405 naming the very method
+ * sent. The limit is lifted to the longest request line Node reads (16 KiB of headers): every path
+ * parameter reaches its schema, which answers a too-long one as the bad parameter it is.
  */
-export const ExactSlashes = Layer.succeed(HttpRouter.RouterConfig)({ ignoreDuplicateSlashes: false })
+export const ExactSlashes = Layer.succeed(HttpRouter.RouterConfig)({
+  ignoreDuplicateSlashes: false,
+  maxParamLength: 16_384
+})
 
 export interface RouteEntry {
   readonly method: string

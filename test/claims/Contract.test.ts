@@ -262,5 +262,25 @@ describe("one contract on every route (docs/api-contract.md)", () => {
         expect(expectProblem(added, "INVALID_CURSOR"))
           .toBeDefined()
       }))
+
+    it.effect("a path parameter of any length reaches its schema: too long is 400 INVALID_PARAMETER, never 405", () =>
+      Effect.gen(function*() {
+        const f = yield* ClaimsFixture
+        const long = "1".repeat(1000)
+        for (
+          const [method, path] of [
+            ["GET", `/v2/claims/${long}`],
+            ["DELETE", `/v2/claims/${long}`],
+            ["POST", `/v2/claims/${long}/submission`],
+            ["GET", `/v2/catalog/works/${long}`]
+          ] as const
+        ) {
+          const res = yield* send(`${f.base}${path}`, method, { authorization: `Bearer ${f.siteUser.key}` })
+          const body = expectProblem(res, "INVALID_PARAMETER")
+          expect(body.errors, `${method} ${path.slice(0, 20)}`).toContainEqual(
+            expect.objectContaining({ parameter: expect.stringMatching(/id$/), reason: "TOO_LONG" })
+          )
+        }
+      }))
   })
 })
