@@ -364,6 +364,38 @@ describe("GET /api/v1/oauth/authorize", () => {
         expect((yield* post(`${session.cookie}; ${csrfCookie}`, token)).status).toBe(303)
       }))
 
+    it.effect("RFC 6749 3.1: the consent form's copy of the request is decoded like the query: an unknown parameter added to it is dropped, an over-long one refused", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const client = yield* createClient({ autoConsent: false })
+        const session = yield* signIn(identity)
+        const first = yield* promise(() => authorize(identity, codeParams(client), session))
+        const page = yield* promise(() =>
+          fetch(first.headers.get("location")!, { headers: { cookie: session.cookie } })
+        )
+        const html = yield* promise(() => page.text())
+        const cookie = `${session.cookie}; ${cookiesOf(page).join("; ")}`
+        const post = (request: string) =>
+          promise(() =>
+            fetch(`${identity}/api/v1/ui/consent`, {
+              method: "POST",
+              redirect: "manual",
+              headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+              body: new URLSearchParams({ csrf: hiddenValue(html, "csrf"), request, decision: "approve" }).toString()
+            })
+          )
+        // 3,000 characters the form carries as they are: ~27 kB once percent-encoded into a Location,
+        // more than an HTTP client reads as a header.
+        const junk = "\u3042".repeat(3000)
+        const added = yield* post(`${hiddenValue(html, "request")}&x_junk=${junk}`)
+        expect(added.status).toBe(303)
+        const resumed = new URL(added.headers.get("location")!)
+        expect(resumed.searchParams.has("x_junk")).toBe(false)
+        expect(resumed.searchParams.get("client_id")).toBe(client.clientId)
+        const tooLong = yield* post(`${hiddenValue(html, "request")}&nonce=${junk}`)
+        expect(tooLong.status).toBe(400)
+      }))
+
     it.effect("DECISIONS 2: only sign-in tokens authorize; a client's access token or an id_token is invalid_token", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers

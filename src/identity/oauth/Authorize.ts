@@ -24,11 +24,11 @@
  * state. A sign-in at or after it satisfies both `max_age` (even `max_age=0`) and `prompt=login`, so
  * the fresh sign-in is never judged too old and the browser never loops back to the sign-in page.
  */
-import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
+import { Context, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
-import type { AuthorizeParams } from "../../../schema/Identity/Authorize.js"
+import { type AuthorizeParams, AuthorizeParams as AuthorizeParamsSchema } from "../../../schema/Identity/Authorize.js"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
 import { AppSecret } from "../../platform/Config.js"
@@ -90,15 +90,22 @@ export const authorizeQuery = (
   return query.toString()
 }
 
-/** Decodes a serialised request back into parameters; none when a parameter is repeated. */
+const decodeAuthorizeParams = Schema.decodeUnknownOption(AuthorizeParamsSchema)
+
+/**
+ * Decodes a serialised request (the consent form's copy, which the browser may have altered) back
+ * into parameters, with the schema the authorization endpoint decodes its query with: an unknown
+ * parameter is dropped, as that endpoint ignores it (RFC 6749 section 3.1), so it never travels on in
+ * the redirect that resumes the request; none when a parameter is repeated or out of its bounds.
+ */
 export const parseAuthorizeQuery = (query: string): Option.Option<AuthorizeParams> => {
   const search = new URLSearchParams(query)
   const out: Record<string, string> = {}
   for (const [key, value] of search) {
-    if (key in out) return Option.none()
+    if (Object.hasOwn(out, key)) return Option.none()
     out[key] = value
   }
-  return Option.some(out as AuthorizeParams)
+  return decodeAuthorizeParams(out)
 }
 
 const PROMPTS = new Set(["none", "login", "consent", "select_account"])
@@ -322,7 +329,9 @@ export class Authorize extends Context.Service<Authorize>()("identity/Authorize"
     const decideConsent = Effect.fn("Authorize.decideConsent")(
       function*(query: string, endUser: EndUser, approve: boolean) {
         const params = parseAuthorizeQuery(query)
-        if (Option.isNone(params)) return errorPage("INVALID_AUTHORIZATION_REQUEST", "A parameter is repeated.")
+        if (Option.isNone(params)) {
+          return errorPage("INVALID_AUTHORIZATION_REQUEST", "A parameter is repeated or malformed.")
+        }
         const valid = yield* Effect.result(validate(params.value))
         if (Result.isFailure(valid)) return valid.failure
         const request = valid.success
