@@ -1,7 +1,7 @@
 /**
  * Self-service account endpoints of the identity provider. They answer the `{code, message, data}`
  * envelope (codes in the README's identity section) and take the user's Bearer token from
- * `POST /auth/login` or `POST /auth/register`, except the two registration calls, which take none.
+ * `POST /auth/login` or `POST /auth/register`, except registration and recovery, which take none.
  */
 import { Schema } from "effect"
 import { Multipart } from "effect/http"
@@ -16,7 +16,9 @@ import {
   CodeSentResponse,
   Done,
   MeResponse,
+  PendingCodeSentResponse,
   RegisterRequest,
+  ResetPasswordRequest,
   SendCodeRequest,
   SessionIdParam,
   UpdateMeRequest
@@ -31,7 +33,8 @@ const recent = envelopeError(
 )
 const tooSoon = envelopeError(
   429,
-  "10013: a code was sent to this address (or from this client address) too recently; `Retry-After`."
+  "10013: this requester asked a code for this address too recently, this client address asked too many codes, " +
+    "or the address received too many code mails this hour; `Retry-After`."
 )
 
 /** Every failing field of the body is reported (a Schema 4 class carries no parse options). */
@@ -67,7 +70,12 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
         envelopeError(400, "40001: not a multipart/form-data body with a `file` part."),
         tokenErrors,
         envelopeError(413, "41301: larger than `IDENTITY_MAX_AVATAR_BYTES` (5 MiB by default)."),
-        envelopeError(422, "42201: the file is not a JPEG, PNG, WebP, AVIF, HEIF or GIF image, or is too big.")
+        envelopeError(422, "42201: the file is not a JPEG, PNG, WebP, AVIF, HEIF or GIF image, or is too big."),
+        envelopeError(
+          429,
+          "42901: too many uploads for this account or from this address, or too many pictures waiting to be " +
+            "decoded; `Retry-After`."
+        )
       ]
     })
       .annotate(OpenApi.Summary, "Upload an avatar")
@@ -112,17 +120,32 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
       payload: ChangeEmailRequest,
       success: MeResponse,
       error: [
-        envelopeError(400, "10004: the code is wrong, used or expired; 40001: malformed body."),
-        recent,
+        envelopeError(
+          400,
+          "10004: the code is wrong, used or expired; 40001: malformed body, or neither `current_password` nor " +
+            "`two_factor_code`."
+        ),
+        envelopeError(
+          401,
+          "10011: `current_password` is wrong; 10015: `two_factor_code` is wrong or the account has no second " +
+            "factor; 10001/10002/10003/10016 as above."
+        ),
         envelopeError(409, "10006: another account uses this address."),
-        envelopeError(429, "10012: the code took 5 wrong tries and is spent; ask for a new one.")
+        envelopeError(
+          429,
+          "10012: the code took 5 wrong tries and is spent (ask for a new one), or too many wrong current passwords " +
+            "or second-factor codes for this account (`Retry-After`)."
+        )
       ]
     })
       .annotate(OpenApi.Summary, "Change the email address")
       .annotate(
         OpenApi.Description,
-        "Moves the account to `email`, proven by the code mailed to it; the address counts as verified and the old " +
-          "address is told. Needs a sign-in younger than 10 minutes."
+        "Moves the account to `email`, proven by the code mailed to it; the owner proves it is them with " +
+          "`current_password`, or with `two_factor_code` (a current authenticator code or an unused recovery code) " +
+          "when the account has a second factor. Wrong ones count like a password change's. The address counts as " +
+          "verified; every other session of the account ends and every refresh token it has at any client is " +
+          "revoked (`invalid_grant`); the old address is told. Needs a sign-in younger than 10 minutes."
       )
   )
   .add(
@@ -170,7 +193,7 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
   .add(
     HttpApiEndpoint.post("sendRegistrationCode", "/api/v1/auth/register/send-code", {
       payload: SendCodeRequest,
-      success: CodeSentResponse,
+      success: PendingCodeSentResponse,
       error: [
         envelopeError(400, "40001: `email` is not an email address."),
         tooSoon
@@ -180,7 +203,9 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
       .annotate(
         OpenApi.Description,
         "No authentication. Answers the same whether or not the address has an account: a new address gets a " +
-          "6-digit code (10 minutes, 5 tries), a known one a mail saying someone tried to register it."
+          "6-digit code (10 minutes, 5 tries), a known one a mail saying someone tried to register it. The answer's " +
+          "`pending` value goes back with the code to `POST /auth/register`: the code works for nobody else. At " +
+          "most one a minute and five an hour per client address and target address."
       )
   )
   .add(
@@ -188,7 +213,11 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
       payload: RegisterRequest,
       success: LoginResponse,
       error: [
-        envelopeError(400, "10004: the code is wrong, used or expired; 10010: the password is too weak."),
+        envelopeError(
+          400,
+          "10004: the code is wrong, used or expired, or `pending` is not the one its send-code answered; " +
+            "10010: the password is too weak."
+        ),
         envelopeError(409, "10006: the address was registered meanwhile."),
         envelopeError(429, "10012: the code took 5 wrong tries and is spent.")
       ]
@@ -196,11 +225,50 @@ export class IdentityAccountApi extends HttpApiGroup.make("account")
       .annotate(OpenApi.Summary, "Create an account and sign in")
       .annotate(
         OpenApi.Description,
-        "Creates the account (its address verified by the code) and signs it in like `POST /auth/login`: the access " +
+        "Creates the account (its address verified by the code of `pending`) and signs it in like `POST /auth/login`: the access " +
           "token in `data`, and the session cookie that keeps the browser signed in (HttpOnly, SameSite=Lax, " +
           "path-scoped to the issuer; `__Host-` and Secure over https). Only `application/json` bodies."
       )
   )
+  .add(
+    HttpApiEndpoint.post("sendRecoveryCode", "/api/v1/auth/password/forgot/send-code", {
+      payload: SendCodeRequest,
+      success: PendingCodeSentResponse,
+      error: [
+        envelopeError(400, "40001: `email` is not an email address."),
+        tooSoon
+      ]
+    })
+      .annotate(OpenApi.Summary, "Mail a password recovery code")
+      .annotate(
+        OpenApi.Description,
+        "No authentication (\"forgot password\"). Answers the same whether or not the address has an account: the " +
+          "account's address gets a 6-digit code (10 minutes, 5 tries), an address without an account a mail saying " +
+          "so. The answer's `pending` value goes back with the code to `POST /auth/password/reset`. Limits as " +
+          "`register/send-code`."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("resetPassword", "/api/v1/auth/password/reset", {
+      payload: ResetPasswordRequest,
+      success: Done,
+      error: [
+        envelopeError(
+          400,
+          "10004: the code is wrong, used or expired, or `pending` is unknown or expired; 10010: the password is " +
+            "too weak; 40001: malformed body."
+        ),
+        envelopeError(429, "10012: the code took 5 wrong tries and is spent; ask for a new one.")
+      ]
+    })
+      .annotate(OpenApi.Summary, "Set a new password with a recovery code")
+      .annotate(
+        OpenApi.Description,
+        "Sets the account's password, proven by the code mailed for `pending`. Ends every session of the account and " +
+          "revokes every refresh token it has at any client (`invalid_grant`); the owner is told. It signs nobody " +
+          "in, and a second factor stays on: sign in with the new password (and the code)."
+      )
+  )
   .annotate(OpenApi.Title, "Accounts")
-  .annotate(OpenApi.Description, "Envelope endpoints for the signed-in user, and registration.")
+  .annotate(OpenApi.Description, "Envelope endpoints for the signed-in user, registration and account recovery.")
 {}

@@ -10,9 +10,10 @@ import { IdentityCreatorApi } from "./IdentityCreatorApi.js"
 import { IdentityDevApi } from "./IdentityDevApi.js"
 import { IdentityDirectoryApi } from "./IdentityDirectoryApi.js"
 import { IdentityDiscoveryApi } from "./IdentityDiscoveryApi.js"
-import { describePerStatusComponents } from "./IdentityErrors.js"
+import { declareUnsupportedMediaType, describePerStatusComponents } from "./IdentityErrors.js"
 import { IdentityOAuthApi } from "./IdentityOAuthApi.js"
 import { IdentityPagesApi } from "./IdentityPagesApi.js"
+import { IdentityRecoveryPagesApi } from "./IdentityRecoveryPagesApi.js"
 import { IdentityTwoFactorApi, IdentityTwoFactorPagesApi } from "./IdentityTwoFactorApi.js"
 import { documentConventions } from "./OpenApiConventions.js"
 
@@ -27,6 +28,7 @@ export class IdentityApi extends HttpApi.make("identity")
   .add(IdentityTwoFactorApi)
   .add(IdentityPagesApi)
   .add(IdentityAccountPagesApi)
+  .add(IdentityRecoveryPagesApi)
   .add(IdentityTwoFactorPagesApi)
   .add(IdentityDevApi)
   .annotate(OpenApi.Title, "shiori identity provider")
@@ -36,7 +38,10 @@ export class IdentityApi extends HttpApi.make("identity")
     "OAuth 2.0 / OpenID Connect provider. Protocol endpoints answer bare RFC 6749 JSON; the other endpoints " +
       "answer the `{code, message, data}` envelope; the sign-in pages are HTML."
   )
-  // How the document writes parameters, described references and the shared error components
-  // (schema/Api/OpenApiConventions.ts, schema/Api/IdentityErrors.ts).
-  .annotate(OpenApi.Transform, (spec) => describePerStatusComponents(documentConventions(spec)))
+  // How the document writes parameters, described references, the shared error components and the
+  // 415 of every endpoint that takes JSON (schema/Api/OpenApiConventions.ts, schema/Api/IdentityErrors.ts).
+  .annotate(
+    OpenApi.Transform,
+    (spec) => describePerStatusComponents(declareUnsupportedMediaType(documentConventions(spec)))
+  )
 {}

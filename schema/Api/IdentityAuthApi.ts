@@ -4,7 +4,7 @@
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { LoginRequest, LoginResponse } from "../Identity/Login.js"
-import { envelopeError } from "./IdentityErrors.js"
+import { envelopeError, unsupportedMediaType } from "./IdentityErrors.js"
 
 export class IdentityAuthApi extends HttpApiGroup.make("auth")
   .add(
@@ -19,6 +19,7 @@ export class IdentityAuthApi extends HttpApiGroup.make("auth")
             "neither `otp` nor `recovery_code` came (no session was created); 10015: that code is wrong or used."
         ),
         envelopeError(403, "40302: the account is banned."),
+        unsupportedMediaType,
         envelopeError(429, "10012: too many attempts for this account or from this address; `Retry-After`.")
       ]
     })
@@ -30,7 +31,8 @@ export class IdentityAuthApi extends HttpApiGroup.make("auth")
         "Answers `{code: 0, message, data: {access_token, token_type: \"Bearer\", expires_in: 900}}` and sets the " +
           "provider's session cookie (HttpOnly, SameSite=Lax, Secure over https). The access token is the end-user " +
           "Bearer token `GET /oauth/authorize` accepts. Attempts are rate limited per account and per IP address. " +
-          "Only `application/json` bodies are accepted (a cross-site form cannot sign a browser in)."
+          "Only `application/json` bodies are accepted, with no parameter but `charset=utf-8` (415 otherwise: a " +
+          "cross-site form or `text/plain` post cannot sign a browser in)."
       )
   )
   .annotate(OpenApi.Title, "Sign-in")

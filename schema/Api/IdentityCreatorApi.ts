@@ -3,14 +3,14 @@
  * CLI (`creator list`, `creator decide`). They answer the `{code, message, data}` envelope; the codes
  * are in the README's identity section.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
   CreatorApplicationRequest,
   CreatorApplicationResponse,
   MyCreatorApplicationResponse,
   REAPPLY_AFTER_DAYS
 } from "../Identity/Creator.js"
-import { envelopeError } from "./IdentityErrors.js"
+import { envelopeError, unsupportedMediaType } from "./IdentityErrors.js"
 
 const bearer = "`Authorization: Bearer <access token from /auth/login>` (RFC 6750): 401 envelope 10001 without " +
   "it, 10002 when it is invalid or its session ended, 10003 when it expired."
@@ -23,17 +23,22 @@ export class IdentityCreatorApi extends HttpApiGroup.make("creator")
       error: [
         envelopeError(
           400,
-          "17004: the statement is missing, not 20 to 4000 characters once trimmed, or contains NUL, or " +
-            "`portfolio_url` is not an http(s) URL of at most 2048 characters; 40001: the body is not JSON."
+          "17004: the statement is missing, not 20 to 4000 characters once trimmed, or contains NUL or an " +
+            "unpaired surrogate, `portfolio_url` is not an http(s) URL of at most 2048 characters, or the body has " +
+            "a member other than these two; 40001: the body is not JSON."
         ),
         envelopeError(401, "10001 token missing, 10002 token invalid or revoked, 10003 token expired."),
         envelopeError(
           409,
           "17002: an undecided application exists; 17003: the user already holds `creator`; 17001: the last " +
             `application was declined less than ${REAPPLY_AFTER_DAYS} days ago (\`Retry-After\` in seconds).`
-        )
+        ),
+        unsupportedMediaType
       ]
     })
+      // The handler decodes the body itself with these options (src/identity/creator/CreatorApplications.ts):
+      // a member the schema does not name is 17004, as the document's `additionalProperties: false` says.
+      .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
       .annotate(OpenApi.Summary, "Apply for the creator role")
       .annotate(
         OpenApi.Description,

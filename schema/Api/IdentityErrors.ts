@@ -61,6 +61,30 @@ export const oauthError = perStatus("OAuthError", OAuthError.fields)
 
 export const envelopeError = perStatus("EnvelopeError", EnvelopeFailure.fields)
 
+const UNSUPPORTED_MEDIA_TYPE = "41501: the body is not sent as `application/json`."
+
+/** The 415 of an endpoint that takes a JSON body (README, "Request bodies"). */
+export const unsupportedMediaType = envelopeError(415, UNSUPPORTED_MEDIA_TYPE)
+
+/**
+ * Every endpoint that takes a body as JSON only answers 415 41501 to any other media type, one
+ * check for all of them (src/identity/http/ErrorMiddleware.ts): documented on each such operation
+ * that does not declare it itself, under the component of those that do (`unsupportedMediaType`).
+ */
+export const declareUnsupportedMediaType = (spec: Record<string, any>): Record<string, any> => {
+  const ref = "#/components/schemas/EnvelopeError415"
+  if (spec.components?.schemas?.EnvelopeError415 === undefined) return spec
+  for (const op of operations(spec)) {
+    const types = Object.keys(op.requestBody?.content ?? {})
+    if (types.length !== 1 || types[0] !== "application/json" || op.responses["415"] !== undefined) continue
+    op.responses["415"] = {
+      description: UNSUPPORTED_MEDIA_TYPE,
+      content: { "application/json": { schema: { $ref: ref } } }
+    }
+  }
+  return spec
+}
+
 export const HtmlPage = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" })).annotate({
   description: "Server-rendered HTML page."
 })

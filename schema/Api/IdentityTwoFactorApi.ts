@@ -1,7 +1,9 @@
 /**
  * The second factor (TOTP, RFC 6238, with recovery codes): envelope endpoints for the signed-in
  * user's Bearer token from `POST /auth/login`, and the set-up page for the session cookie. Every
- * change needs a sign-in younger than 10 minutes.
+ * change needs a sign-in younger than 10 minutes; turning the factor on or off and new recovery
+ * codes also need the current password. Turning it on or off ends every other sign-in of the
+ * account (sessions and relying parties' refresh tokens) and mails the owner.
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import {
@@ -16,11 +18,20 @@ import { envelopeError, htmlError, HtmlPage, Redirect } from "./IdentityErrors.j
 const recent = envelopeError(
   401,
   "10001/10002/10003 token problems; 10016 the sign-in is older than 10 minutes " +
-    "(`WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", max_age=600`, RFC 9470); " +
-    "10015 the code is wrong or already used."
+    "(`WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", max_age=600`, RFC 9470)."
 )
-const throttled = envelopeError(429, "10012: too many wrong codes for this account; `Retry-After`.")
-const malformed = envelopeError(400, "40001: the body is not `{code}` JSON.")
+const proven = envelopeError(
+  401,
+  "10001/10002/10003 token problems; 10016 the sign-in is older than 10 minutes " +
+    "(`WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", max_age=600`, RFC 9470); " +
+    "10011 `current_password` is wrong; 10015 the code is wrong or already used."
+)
+const throttled = envelopeError(
+  429,
+  "10012: too many wrong codes, or wrong passwords (five, then one a minute, shared with password changes), " +
+    "for this account; `Retry-After`."
+)
+const malformed = envelopeError(400, "40001: the body is not `{code, current_password}` JSON.")
 
 export class IdentityTwoFactorApi extends HttpApiGroup.make("twoFactor")
   .add(
@@ -45,7 +56,7 @@ export class IdentityTwoFactorApi extends HttpApiGroup.make("twoFactor")
       success: RecoveryCodesResponse,
       error: [
         malformed,
-        recent,
+        proven,
         envelopeError(409, "40901: no set-up is pending, or a second factor is already on."),
         throttled
       ]
@@ -53,8 +64,9 @@ export class IdentityTwoFactorApi extends HttpApiGroup.make("twoFactor")
       .annotate(OpenApi.Summary, "Turn the second factor on")
       .annotate(
         OpenApi.Description,
-        "Confirms the pending key with a current code from the app. From now on sign-in asks for a code. Answers " +
-          "ten recovery codes, shown only this once."
+        "Confirms the pending key with a current code from the app, after the current password. From now on " +
+          "sign-in asks for a code. Answers ten recovery codes, shown only this once. Every other session of the " +
+          "account ends and every refresh token it holds at any client is revoked; the owner is mailed."
       )
   )
   .add(
@@ -63,7 +75,7 @@ export class IdentityTwoFactorApi extends HttpApiGroup.make("twoFactor")
       success: TwoFactorRemovedResponse,
       error: [
         malformed,
-        recent,
+        proven,
         envelopeError(409, "40901: no second factor is on."),
         throttled
       ]
@@ -71,7 +83,9 @@ export class IdentityTwoFactorApi extends HttpApiGroup.make("twoFactor")
       .annotate(OpenApi.Summary, "Turn the second factor off")
       .annotate(
         OpenApi.Description,
-        "Removes the key and the recovery codes after a current code or a recovery code (`{code}` in the body)."
+        "Removes the key and the recovery codes after the current password and a current code or a recovery code " +
+          "(`{code, current_password}` in the body). Every other session of the account ends and every refresh " +
+          "token it holds at any client is revoked; the owner is mailed."
       )
   )
   .add(
@@ -80,7 +94,7 @@ export class IdentityTwoFactorApi extends HttpApiGroup.make("twoFactor")
       success: RecoveryCodesResponse,
       error: [
         malformed,
-        recent,
+        proven,
         envelopeError(409, "40901: no second factor is on."),
         throttled
       ]
@@ -88,7 +102,8 @@ export class IdentityTwoFactorApi extends HttpApiGroup.make("twoFactor")
       .annotate(OpenApi.Summary, "New recovery codes")
       .annotate(
         OpenApi.Description,
-        "After a current code or a recovery code, ten new recovery codes replace all earlier ones."
+        "After the current password and a current code or a recovery code, ten new recovery codes replace all " +
+          "earlier ones."
       )
   )
   .annotate(OpenApi.Title, "Second factor")
@@ -113,15 +128,18 @@ export class IdentityTwoFactorPagesApi extends HttpApiGroup.make("twoFactorPages
       payload: TwoFactorForm.pipe(HttpApiSchema.asFormUrlEncoded()),
       success: HtmlPage,
       error: [
-        htmlError(401, "The page again: the code is wrong or already used."),
+        htmlError(400, "The page again: the code or the current password is missing."),
+        htmlError(401, "The page again: the current password is wrong, or the code is wrong or already used."),
         htmlError(403, "Invalid CSRF token."),
-        htmlError(429, "The page again: too many wrong codes (`Retry-After`).")
+        htmlError(429, "The page again: too many wrong codes or passwords (`Retry-After`).")
       ]
     })
       .annotate(OpenApi.Summary, "Change the second factor (form)")
       .annotate(
         OpenApi.Description,
-        "Turns the factor on (showing the recovery codes once), off, or renews the recovery codes."
+        "Turns the factor on (showing the recovery codes once), off, or renews the recovery codes; each needs a " +
+          "code and the current password. Turning it on or off ends every other sign-in of the account and mails " +
+          "the owner."
       )
   )
   .annotate(OpenApi.Title, "Second factor pages")

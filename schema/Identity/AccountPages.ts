@@ -25,6 +25,10 @@ export const RegisterSendCodeForm = Schema.Struct({
 })
 export type RegisterSendCodeForm = typeof RegisterSendCodeForm.Type
 
+/**
+ * The second step of registration. The pending value of the code (src/identity/account/EmailCodes.ts)
+ * is not a field: the first step's answer keeps it in an HttpOnly cookie scoped like the session's.
+ */
 export const RegisterForm = Schema.Struct({
   csrf,
   email: field(MaxLength.email, "Address the code was sent to."),
@@ -51,7 +55,12 @@ export type ProfileForm = typeof ProfileForm.Type
 export const EmailForm = Schema.Struct({
   csrf,
   email: field(MaxLength.email, "The new address."),
-  code: field(16, "The code mailed to it (second step).")
+  code: field(16, "The code mailed to it (second step)."),
+  current_password: field(MaxLength.password, "The current password (second step)."),
+  two_factor_code: field(
+    MaxLength.twoFactorCode,
+    "Instead of the password, with a second factor on: an authenticator or recovery code (second step)."
+  )
 })
 export type EmailForm = typeof EmailForm.Type
 

@@ -41,7 +41,8 @@ export const EnvelopeCodes = {
     10004,
     400,
     "Verification code invalid",
-    "The emailed verification code is wrong, used or expired. Request a new one."
+    "The emailed verification code is wrong, used or expired, or is not the code of the `pending` value sent " +
+      "with it. Request a new one."
   ),
   EMAIL_TAKEN: entry(10006, 409, "Email already registered", "Another account uses this email address."),
   WEAK_PASSWORD: entry(
@@ -56,7 +57,7 @@ export const EnvelopeCodes = {
     401,
     "Wrong password",
     "The password is wrong: at sign-in (an unknown email gets the same answer, so accounts cannot be enumerated), " +
-      "or the `current_password` of a password change."
+      "or the `current_password` of a password change or of a change of the second factor."
   ),
   TOO_MANY_ATTEMPTS: entry(
     10012,
@@ -70,7 +71,8 @@ export const EnvelopeCodes = {
     10013,
     429,
     "Code requested too soon",
-    "A code was sent to this address, or from this client address, too recently. Wait as `Retry-After` says."
+    "This requester asked a code for this address too recently, this client address asked too many codes, or the " +
+      "address received too many code mails this hour. Wait as `Retry-After` says."
   ),
   TWO_FACTOR_REQUIRED: entry(
     10014,
@@ -159,8 +161,8 @@ export const EnvelopeCodes = {
     17004,
     400,
     "Statement invalid",
-    "The statement is missing, shorter than 20 or longer than 4000 characters, or `portfolio_url` is not an " +
-      "http(s) URL of at most 2048 characters."
+    "The statement is missing, shorter than 20 or longer than 4000 characters, `portfolio_url` is not an " +
+      "http(s) URL of at most 2048 characters, or the body has another member."
   ),
   APPLICATION_NOT_FOUND: entry(17005, 404, "No such application", "No creator application has this id."),
   // Generic envelope failures outside the 10xxx, 15xxx and 17xxx ranges
@@ -191,6 +193,13 @@ export const EnvelopeCodes = {
     413,
     "Payload too large",
     "The request body is larger than the server accepts (`IDENTITY_MAX_BODY_BYTES`, 64 KiB by default). It was not read."
+  ),
+  UNSUPPORTED_MEDIA_TYPE: entry(
+    41501,
+    415,
+    "Unsupported media type",
+    "The endpoint takes a JSON body, and this one was not sent as `application/json` (no parameter but " +
+      "`charset=utf-8`; RFC 9110 section 15.5.16). It was not read."
   ),
   RATE_LIMITED: entry(42901, 429, "Rate limited", "Too many requests. Wait as `Retry-After` says."),
   INTERNAL_ERROR: entry(50001, 500, "Internal error", "An unexpected server failure. Retry with backoff."),

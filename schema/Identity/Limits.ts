@@ -29,7 +29,7 @@ export const MaxLength = {
   jwt: 8192,
   /** `exp.mac`: at most 12 digits, a dot and 43 characters (src/identity/frontend/Csrf.ts). */
   csrf: 56,
-  /** `uid.exp.mac` of a sign-in between its password and its code (src/identity/frontend/PendingSignIn.ts). */
+  /** `uid.exp.nonce.mac` of a sign-in between its password and its code (src/identity/frontend/PendingSignIn.ts). */
   pendingSignIn: 128,
   /** A 6-digit TOTP or a recovery code, with whatever spaces and dashes a person types. */
   twoFactorCode: 64,

@@ -1,7 +1,7 @@
 /**
  * The signed-in user's own account (`GET`/`PATCH /api/v1/auth/me`, in the envelope) and the
- * self-service requests around it: profile, email change, password change, sessions and
- * registration. Everything here answers only the account's owner, so it may carry the email.
+ * self-service requests around it: profile, email change, password change, sessions,
+ * registration and recovery. Everything here answers only the account's owner, so it may carry the email.
  */
 import { Schema } from "effect"
 import { isNotBlank } from "../Text.js"
@@ -76,12 +76,50 @@ export class CodeSent extends Schema.Class<CodeSent>("CodeSent")(
 
 export const CodeSentResponse = Envelope(CodeSent)
 
+/**
+ * The opaque value that binds an anonymous flow (registration, recovery) to its emailed code: only
+ * the holder of the value that asked for a code can try it. Ours are 43 characters.
+ */
+export const PendingValue = Bounded(128, 1).annotate({
+  description: "The `pending` value from the send-code answer that mailed the code.",
+  examples: ["q2f0cT1hX3Q4bW9vbl9ieV9hbm90aGVyX25hbWVfb2s"]
+})
+
+export class PendingCodeSent extends Schema.Class<PendingCodeSent>("PendingCodeSent")(
+  Schema.Struct({
+    pending: PendingValue.annotate({
+      description: "Send it back with the code: the code works only together with this value. Keep it private."
+    }),
+    expires_in: Schema.Int.annotate({ description: "Seconds the code stays valid (600).", examples: [600] })
+  }).annotate({
+    identifier: "PendingCodeSent",
+    description: "A code is on its way (the same answer whether or not the address has an account), bound to `pending`."
+  }),
+  {
+    description: "A code is on its way (the same answer whether or not the address has an account), bound to `pending`."
+  }
+) {}
+
+export const PendingCodeSentResponse = Envelope(PendingCodeSent)
+
 export class ChangeEmailRequest extends Schema.Class<ChangeEmailRequest>("ChangeEmailRequest")(
   Schema.Struct({
     email: Email,
-    code: EmailedCode
-  }).annotate({ identifier: "ChangeEmailRequest", description: "The new address and the code mailed to it." }),
-  { description: "The new address and the code mailed to it." }
+    code: EmailedCode,
+    current_password: Schema.optionalKey(
+      Bounded(MaxLength.password, 1).annotate({ description: "The account's current password." })
+    ),
+    two_factor_code: Schema.optionalKey(
+      Bounded(MaxLength.twoFactorCode, 1).annotate({
+        description: "Instead of the password, when the account has a second factor: a current authenticator code " +
+          "or an unused recovery code."
+      })
+    )
+  }).annotate({
+    identifier: "ChangeEmailRequest",
+    description: "The new address, the code mailed to it, and the current password or a second-factor code."
+  }),
+  { description: "The new address, the code mailed to it, and the current password or a second-factor code." }
 ) {}
 
 export class ChangePasswordRequest extends Schema.Class<ChangePasswordRequest>("ChangePasswordRequest")(
@@ -123,14 +161,31 @@ export const SessionIdParam = Schema.Struct({ id: Bounded(64, 1) })
 export class RegisterRequest extends Schema.Class<RegisterRequest>("RegisterRequest")(
   Schema.Struct({
     email: Email,
+    pending: PendingValue,
     code: EmailedCode,
     password: Bounded(MaxLength.password, 1),
     name: DisplayName
   }).annotate({
     identifier: "RegisterRequest",
-    description: "A new account: the address, the code mailed to it, a password and a display name."
+    description: "A new account: the address, the `pending` value and code of its send-code, a password and a " +
+      "display name."
   }),
-  { description: "A new account: the address, the code mailed to it, a password and a display name." }
+  {
+    description: "A new account: the address, the `pending` value and code of its send-code, a password and a " +
+      "display name."
+  }
+) {}
+
+export class ResetPasswordRequest extends Schema.Class<ResetPasswordRequest>("ResetPasswordRequest")(
+  Schema.Struct({
+    pending: PendingValue,
+    code: EmailedCode,
+    password: Bounded(MaxLength.password, 1).annotate({ description: "The new password." })
+  }).annotate({
+    identifier: "ResetPasswordRequest",
+    description: "A new password, with the `pending` value and the code of `password/forgot/send-code`."
+  }),
+  { description: "A new password, with the `pending` value and the code of `password/forgot/send-code`." }
 ) {}
 
 /** Success without data (`{code: 0, message: "ok", data: null}`). */

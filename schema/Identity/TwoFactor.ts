@@ -1,6 +1,7 @@
 /**
  * The second factor's envelope endpoints (`/api/v1/auth/2fa...`): TOTP set-up (RFC 6238) and
- * recovery codes. Every change needs a sign-in younger than 10 minutes.
+ * recovery codes. Every change needs a sign-in younger than 10 minutes; turning the factor on or
+ * off and new recovery codes also need the current password.
  */
 import { Schema } from "effect"
 import { Envelope } from "./Envelope.js"
@@ -17,14 +18,24 @@ export const TwoFactorCode = Bounded(MaxLength.twoFactorCode, 1).annotate({
 // shows the encoded Struct, which would otherwise be an undescribed `<Name>Encoded`; the class's
 // own description is the one a response takes.
 
+/** The account's password, asked again before the way it signs in changes. */
+export const CurrentPassword = Bounded(MaxLength.password, 1).annotate({
+  description: "The account's current password (wrong: 401 10011, counted like a password change's guesses)."
+})
+
 export class TwoFactorCodeRequest extends Schema.Class<TwoFactorCodeRequest>("TwoFactorCodeRequest")(
   Schema.Struct({
-    code: TwoFactorCode
+    code: TwoFactorCode,
+    current_password: CurrentPassword
   }).annotate({
     identifier: "TwoFactorCodeRequest",
-    description: "A code proving the factor (or, to enable it, the first code of the new secret)."
+    description:
+      "A code proving the factor (or, to enable it, the first code of the new secret) and the current password."
   }),
-  { description: "A code proving the factor (or, to enable it, the first code of the new secret)." }
+  {
+    description:
+      "A code proving the factor (or, to enable it, the first code of the new secret) and the current password."
+  }
 ) {}
 
 export class TwoFactorSetup extends Schema.Class<TwoFactorSetup>("TwoFactorSetup")(
@@ -70,6 +81,7 @@ export const TwoFactorRemovedResponse = Envelope(Schema.Null)
 export const TwoFactorForm = Schema.Struct({
   csrf: field(MaxLength.csrf, "CSRF token of the page."),
   action: field(MaxLength.keyword, "`enable`, `disable`, `recovery-codes`, or `restart` (a new key for the set-up)."),
-  code: field(MaxLength.twoFactorCode, "A code of the app, or (to disable or renew the codes) a recovery code.")
+  code: field(MaxLength.twoFactorCode, "A code of the app, or (to disable or renew the codes) a recovery code."),
+  current_password: field(MaxLength.password, "The account's current password (`enable`, `disable`, `recovery-codes`).")
 })
 export type TwoFactorForm = typeof TwoFactorForm.Type

@@ -24,7 +24,9 @@ const parseUserId = (raw: string) => isUserId(raw) ? Effect.succeed(Number(raw))
 // ---------------------------------------------------------------------------------------------
 
 const userCreate = Command.make("create", {
-  email: Flag.String("email").pipe(Flag.withDescription("Sign-in email (unique, case-insensitive)")),
+  email: Flag.String("email").pipe(Flag.withDescription(
+    "Sign-in email (unique, case-insensitive): a valid email address as the WHATWG HTML Standard defines it"
+  )),
   password: Flag.Redacted("password").pipe(Flag.withDescription("Initial password (8 to 1024 characters)")),
   name: Flag.String("name").pipe(Flag.withDescription("Display name")),
   role: Flag.String("role").pipe(

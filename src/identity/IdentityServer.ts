@@ -24,6 +24,7 @@ import { HttpDiscoveryLive } from "./http/DiscoveryHttp.js"
 import { identityErrorMiddleware } from "./http/ErrorMiddleware.js"
 import { HttpOAuthLive } from "./http/OAuthHttp.js"
 import { HttpPagesLive } from "./http/PagesHttp.js"
+import { HttpRecoveryPagesLive } from "./http/RecoveryPagesHttp.js"
 import { HttpTwoFactorLive, HttpTwoFactorPagesLive } from "./http/TwoFactorHttp.js"
 import { IdentityConfig } from "./IdentityConfig.js"
 import { IdentityServicesLive } from "./IdentityServices.js"
@@ -47,6 +48,7 @@ export const IdentityApiLive = HttpApiBuilder.layer(IdentityApi, { openapiPath: 
     HttpAuthLive,
     HttpAccountLive,
     HttpAccountPagesLive,
+    HttpRecoveryPagesLive,
     HttpDirectoryLive,
     HttpCreatorLive,
     HttpTwoFactorLive,

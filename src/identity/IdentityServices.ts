@@ -7,6 +7,7 @@ import { RateLimiterLive, RateLimiterMemory } from "../platform/RateLimiter.js"
 import { Account } from "./account/Account.js"
 import { Avatars } from "./account/Avatars.js"
 import { EmailCodes } from "./account/EmailCodes.js"
+import { Recovery } from "./account/Recovery.js"
 import { EndUsers } from "./auth/EndUsers.js"
 import { Login } from "./auth/Login.js"
 import { IdentityCleanup } from "./cleanup/Cleanup.js"
@@ -79,7 +80,7 @@ export const IdentityServicesLive = Layer.mergeAll(
   IdentityCleanup.layer,
   Directory.layer,
   CreatorApplications.layer,
-  Account.layer.pipe(Layer.provide(EmailCodes.layer)),
+  Layer.mergeAll(Account.layer, Recovery.layer).pipe(Layer.provide(EmailCodes.layer)),
   Avatars.layer,
   PageForms.layer,
   // The outbox's delivery worker runs as long as the server's stack (src/identity/mail/MailDelivery.ts).

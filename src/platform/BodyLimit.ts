@@ -17,6 +17,7 @@
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { ByteSize, Effect, Stream } from "effect"
 import { HttpIncomingMessage, HttpMethod, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { parseMediaType } from "./MediaType.js"
 
 /**
  * A route that takes an upload: `multipart/form-data` is let through to it (its handler parses the
@@ -133,10 +134,22 @@ export const jsonDepth = (text: string): number => {
   return deepest
 }
 
-/** Whether the body of `request` is read as JSON: declared so, or of no declared type. */
+/**
+ * Whether the body of `request` may be read as JSON, so its depth is bounded: of no declared type,
+ * of a JSON media type (`json` or a `+json` suffix, RFC 6839 section 3.1), or of a `Content-Type` that
+ * is not a media type at all (MediaType.ts), which an endpoint refuses but which is bounded all the same.
+ */
 const isJsonBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
   const contentType = request.headers["content-type"]
-  return contentType === undefined || contentType.toLowerCase().includes("json")
+  if (contentType === undefined) return true
+  const mediaType = parseMediaType(contentType)
+  return mediaType === undefined || mediaType.subtype === "json" || mediaType.subtype.endsWith("+json")
+}
+
+/** Whether the body of `request` is declared a `multipart/*` one (RFC 2046 section 5.1). */
+const isMultipartBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const contentType = request.headers["content-type"]
+  return contentType !== undefined && parseMediaType(contentType)?.type === "multipart"
 }
 
 /**
@@ -195,8 +208,7 @@ export const limitBody = <R>(limit: BodyLimit<R>) =>
     )
     const maxBytes = upload?.maxBytes ?? limit.maxBytes
     const bounded = Effect.provideService(app, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBytes))
-    const multipart = (request.headers["content-type"] ?? "").toLowerCase().includes("multipart/")
-    if (multipart && HttpMethod.hasBody(request.method) && upload === undefined) {
+    if (isMultipartBody(request) && HttpMethod.hasBody(request.method) && upload === undefined) {
       return closing(yield* limit.multipart(request))
     }
     const declared = request.headers["content-length"]

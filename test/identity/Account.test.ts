@@ -144,17 +144,24 @@ describe("Self-service account endpoints", () => {
         expect(sent).toMatchObject({ status: 200, body: { code: 0, data: { expires_in: 600 } } })
         const code = yield* lastCode(identity, target)
         const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, "0")
+        const current_password = user.password
         const refused = yield* call(identity, "PUT", "/auth/email", {
           token: accessToken,
-          body: { email: target, code: wrong }
+          body: { email: target, code: wrong, current_password }
         })
         expect(refused.status).toBe(400)
         expect(refused.body).toEqual({ code: 10004, message: "Verification code invalid", data: null })
-        const moved = yield* call(identity, "PUT", "/auth/email", { token: accessToken, body: { email: target, code } })
+        const moved = yield* call(identity, "PUT", "/auth/email", {
+          token: accessToken,
+          body: { email: target, code, current_password }
+        })
         expect(moved.status).toBe(200)
         expect(moved.body.data).toMatchObject({ email: target, email_verified: true })
         // A code is used once.
-        const again = yield* call(identity, "PUT", "/auth/email", { token: accessToken, body: { email: target, code } })
+        const again = yield* call(identity, "PUT", "/auth/email", {
+          token: accessToken,
+          body: { email: target, code, current_password }
+        })
         expect(again.body.code).toBe(10004)
         const told = yield* mailTo(identity, user.email)
         expect(told.at(-1)!.subject).toMatch(/email address was changed/)
@@ -176,7 +183,7 @@ describe("Self-service account endpoints", () => {
         const code = yield* lastCode(identity, other.email)
         const taken = yield* call(identity, "PUT", "/auth/email", {
           token: accessToken,
-          body: { email: other.email, code }
+          body: { email: other.email, code, current_password: user.password }
         })
         expect(taken.status).toBe(409)
         expect(taken.body).toEqual({ code: 10006, message: "Email already registered", data: null })
@@ -197,7 +204,10 @@ describe("Self-service account endpoints", () => {
         const answer = yield* Effect.gen(function*() {
           yield* sql`UPDATE users SET email = ${target} WHERE id = ${other.id}`
           const request = yield* Effect.forkChild(
-            call(identity, "PUT", "/auth/email", { token: accessToken, body: { email: target, code } })
+            call(identity, "PUT", "/auth/email", {
+              token: accessToken,
+              body: { email: target, code, current_password: user.password }
+            })
           )
           yield* eventually(
             sql`SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'`.pipe(
@@ -215,21 +225,32 @@ describe("Self-service account endpoints", () => {
     it.effect("an emailed code takes 5 tries, then 429 10012 even for the right code", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
+        const sql = yield* SqlClient.SqlClient
         const user = yield* createUser()
         const { accessToken } = yield* promise(() => login(identity, user))
         const target = freshEmail()
         yield* call(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: target } })
         const code = yield* lastCode(identity, target)
         const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, "0")
+        const current_password = user.password
         const codes: Array<number> = []
         for (let i = 0; i < 5; i++) {
           codes.push(
-            (yield* call(identity, "PUT", "/auth/email", { token: accessToken, body: { email: target, code: wrong } }))
+            (yield* call(identity, "PUT", "/auth/email", {
+              token: accessToken,
+              body: { email: target, code: wrong, current_password }
+            }))
               .body.code
           )
         }
         expect(codes).toEqual([10004, 10004, 10004, 10004, 10012])
-        const right = yield* call(identity, "PUT", "/auth/email", { token: accessToken, body: { email: target, code } })
+        // Each change also spends one of the account's five password checks: give them back, so the
+        // last answer is the code's own.
+        yield* sql`DELETE FROM rate_limit_buckets WHERE key = ${`password-change:${user.id}`}`
+        const right = yield* call(identity, "PUT", "/auth/email", {
+          token: accessToken,
+          body: { email: target, code, current_password }
+        })
         expect(right.status).toBe(429)
         expect(right.body.code).toBe(10012)
       }))
@@ -423,7 +444,12 @@ describe("Self-service account endpoints", () => {
         const { identity, issuer } = yield* IdentityServers
         const email = freshEmail()
         const sent = yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })
-        expect(sent.body).toEqual({ code: 0, message: "ok", data: { expires_in: 600 } })
+        expect(sent.body).toEqual({
+          code: 0,
+          message: "ok",
+          data: { pending: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), expires_in: 600 }
+        })
+        const pending = sent.body.data.pending as string
         const code = yield* lastCode(identity, email)
         const mail = (yield* mailTo(identity, email)).at(-1)!
         expect(mail.html).toContain(code)
@@ -431,7 +457,7 @@ describe("Self-service account endpoints", () => {
           fetch(`${identity}/api/v1/auth/register`, {
             method: "POST",
             headers: { "content-type": "application/json" },
-            body: JSON.stringify({ email, code, password: "a long enough passphrase", name: "Nadeko" })
+            body: JSON.stringify({ email, pending, code, password: "a long enough passphrase", name: "Nadeko" })
           })
         )
         const body = yield* promise(() => res.json() as Promise<any>)
@@ -451,7 +477,7 @@ describe("Self-service account endpoints", () => {
         expect(me.body.data).toMatchObject({ email, name: "Nadeko", email_verified: true, roles: [] })
         // The code is spent and the address is taken.
         const again = yield* call(identity, "POST", "/auth/register", {
-          body: { email, code, password: "a long enough passphrase", name: "Nadeko" }
+          body: { email, pending, code, password: "a long enough passphrase", name: "Nadeko" }
         })
         expect(again.body.code).toBe(10004)
       }))
@@ -460,10 +486,10 @@ describe("Self-service account endpoints", () => {
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const email = freshEmail()
-        yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })
+        const { pending } = (yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })).body.data
         const code = yield* lastCode(identity, email)
         const weak = yield* call(identity, "POST", "/auth/register", {
-          body: { email, code, password: "12345678", name: "Weak" }
+          body: { email, pending, code, password: "12345678", name: "Weak" }
         })
         expect(weak.status).toBe(400)
         expect(weak.body.code).toBe(10010)
@@ -471,12 +497,13 @@ describe("Self-service account endpoints", () => {
           fetch(`${identity}/api/v1/auth/register`, {
             method: "POST",
             headers: { "content-type": "text/plain" },
-            body: JSON.stringify({ email, code, password: "a long enough passphrase", name: "Form" })
+            body: JSON.stringify({ email, pending, code, password: "a long enough passphrase", name: "Form" })
           })
         )
-        expect(form.status).toBe(400)
+        // Not sent as application/json: 415 41501 (README, "Request bodies").
+        expect(form.status).toBe(415)
         const ok = yield* call(identity, "POST", "/auth/register", {
-          body: { email, code, password: "a long enough passphrase", name: "Strong" }
+          body: { email, pending, code, password: "a long enough passphrase", name: "Strong" }
         })
         expect(ok.status).toBe(200)
       }))
@@ -489,7 +516,13 @@ describe("Self-service account endpoints", () => {
         const a = yield* call(identity, "POST", "/auth/register/send-code", { body: { email: known.email } })
         const b = yield* call(identity, "POST", "/auth/register/send-code", { body: { email: unknown } })
         expect(a.status).toBe(b.status)
-        expect(a.body).toEqual(b.body)
+        // Only the pending value differs, and it has the same length either way.
+        expect(a.body.data.pending).toMatch(/^[A-Za-z0-9_-]{43}$/)
+        expect(b.body.data.pending).toMatch(/^[A-Za-z0-9_-]{43}$/)
+        expect({ ...a.body, data: { ...a.body.data, pending: "" } }).toEqual({
+          ...b.body,
+          data: { ...b.body.data, pending: "" }
+        })
         for (const header of ["content-type", "content-length", "cache-control", "set-cookie", "retry-after"]) {
           expect(a.headers.get(header)).toBe(b.headers.get(header))
         }
@@ -506,12 +539,18 @@ describe("Self-service account endpoints", () => {
         expect((yield* rowsFor(known.email))[0]).toEqual({ codes: 1, mails: 1 })
         // The code made for a known address is never mailed, so registration there fails like a wrong code.
         const guess = yield* call(identity, "POST", "/auth/register", {
-          body: { email: known.email, code: "000000", password: "a long enough passphrase", name: "X" }
+          body: {
+            email: known.email,
+            pending: a.body.data.pending,
+            code: "000000",
+            password: "a long enough passphrase",
+            name: "X"
+          }
         })
         expect(guess.body.code).toBe(10004)
       }))
 
-    it.effect("send-code is limited per address: a second code within a minute is 429 10013 with Retry-After", () =>
+    it.effect("send-code is limited per client and target address: a second code within a minute is 429 10013 with Retry-After", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const email = freshEmail()
@@ -528,12 +567,12 @@ describe("Self-service account endpoints", () => {
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const email = freshEmail()
-        yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })
+        const { pending } = (yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })).body.data
         const code = yield* lastCode(identity, email)
         const answers = yield* Effect.all(
           Array.from({ length: 8 }, (_, i) =>
             call(identity, "POST", "/auth/register", {
-              body: { email, code, password: "a long enough passphrase", name: `Racer ${i}` }
+              body: { email, pending, code, password: "a long enough passphrase", name: `Racer ${i}` }
             })),
           { concurrency: "unbounded" }
         )

@@ -82,6 +82,14 @@ const seed = Effect.gen(function*() {
     sql`INSERT INTO rate_limit_buckets (key, tokens, updated_at) VALUES (${key}, 1, ${at(sql, touched)})`
   for (const key of ["b-old-1", "b-old-2", "b-old-3"]) yield* bucket(key, "-2 days")
   yield* bucket("b-fresh", "-1 minute")
+
+  const pending = (nonce: string, expires: string) =>
+    sql`
+      INSERT INTO pending_sign_ins (nonce, user_id, password_digest, expires_at)
+      VALUES (${nonce.padEnd(22, "0")}, ${userId}, sha256('x'::bytea), ${at(sql, expires)})
+    `
+  for (const nonce of ["p-old-1", "p-old-2", "p-old-3"]) yield* pending(nonce, "-2 days")
+  yield* pending("p-live", "+5 minutes")
 })
 
 const keys = (table: string, column: string) =>
@@ -104,12 +112,14 @@ describe("identity cleanup job", () => {
         expect(total("refreshFamilies")).toBe(2)
         expect(total("refreshTokens")).toBe(5)
         expect(total("rateLimitBuckets")).toBe(3)
+        expect(total("pendingSignIns")).toBe(3)
 
         expect(yield* keys("sessions", "id")).toEqual(["s-expired-recently", "s-live"])
         expect(yield* keys("authorization_codes", "code_hash")).toEqual(["c-live"])
         expect(yield* keys("refresh_families", "id")).toEqual(["00000000-0000-4000-8000-000000000003"])
         expect(yield* keys("refresh_tokens", "token_hash")).toEqual(["t-current", "t-rotated-recently"])
         expect(yield* keys("rate_limit_buckets", "key")).toEqual(["b-fresh"])
+        expect(yield* keys("pending_sign_ins", "nonce")).toEqual(["p-live".padEnd(22, "0")])
 
         // Nothing left to do: a second run deletes nothing.
         expect(yield* cleanup.run()).toEqual({
@@ -120,7 +130,8 @@ describe("identity cleanup job", () => {
           rateLimitBuckets: 0,
           mailOutbox: 0,
           emailCodes: 0,
-          avatars: 0
+          avatars: 0,
+          pendingSignIns: 0
         })
       }))
   })

@@ -173,7 +173,8 @@ describe("creator applications", () => {
         const form = yield* apply(issuer, accessToken, new URLSearchParams({ statement }).toString(), {
           "content-type": "application/x-www-form-urlencoded"
         })
-        expectRefused(form, 400, 40001)
+        // Not sent as application/json: 415 41501 (README, "Request bodies").
+        expectRefused(form, 415, 41501)
         // Larger than IDENTITY_MAX_BODY_BYTES (64 KiB): 413 envelope 41301, not read.
         expectRefused(yield* apply(issuer, accessToken, { statement: "z".repeat(70_000) }), 413, 41301)
         // Nothing was written.

@@ -158,7 +158,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         expect(yield* fourWrong(here.identity, hereUser)).toEqual([401, 401, 401, 401])
       }))
 
-    it.effect("a malformed body is envelope 40001; a form-encoded body is refused (no login CSRF)", () =>
+    it.effect("a malformed body is envelope 40001; a form-encoded body is refused 415 41501 (no login CSRF)", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const bad = yield* postLogin(identity, { email: "not-an-email" })
@@ -176,7 +176,8 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
           })
           return { res, body: await res.json() as any }
         })
-        expect(form.res.status).toBe(400)
+        expect(form.res.status).toBe(415)
+        expect(form.body.code).toBe(41501)
         expect(form.res.headers.get("set-cookie")).toBeNull()
       }))
 

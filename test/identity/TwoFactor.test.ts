@@ -79,7 +79,7 @@ const userWithFactor = (identity: string, step: number) =>
     // The previous step is still accepted (RFC 6238 section 5.2: one step back for delays).
     const enable = yield* call(`${identity}/api/v1/auth/2fa/enable`, {
       bearer: session.accessToken,
-      body: { code: codeAt(secret, step - 1) }
+      body: { code: codeAt(secret, step - 1), current_password: user.password }
     })
     expect(enable.status).toBe(200)
     return { user, session, secret, recoveryCodes: enable.body.data.recovery_codes as Array<string> }
@@ -120,7 +120,7 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
 
         const wrong = yield* call(`${identity}/api/v1/auth/2fa/enable`, {
           bearer: session.accessToken,
-          body: { code: wrongCode(new OTPAuth.TOTP({ secret }).generate()) }
+          body: { code: wrongCode(new OTPAuth.TOTP({ secret }).generate()), current_password: user.password }
         })
         expect(wrong.status).toBe(401)
         expect(wrong.body).toEqual({ code: 10015, message: "Second factor code wrong", data: null })
@@ -128,7 +128,7 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         const step = yield* quietStep
         const enable = yield* call(`${identity}/api/v1/auth/2fa/enable`, {
           bearer: session.accessToken,
-          body: { code: codeAt(secret, step) }
+          body: { code: codeAt(secret, step), current_password: user.password }
         })
         expect(enable.status).toBe(200)
         const codes: Array<string> = enable.body.data.recovery_codes
@@ -148,7 +148,7 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         expect(again.body).toEqual({ code: 40901, message: "Conflict", data: null })
         const enableAgain = yield* call(`${identity}/api/v1/auth/2fa/enable`, {
           bearer: session.accessToken,
-          body: { code: codeAt(secret, step + 1) }
+          body: { code: codeAt(secret, step + 1), current_password: user.password }
         })
         expect(enableAgain.status).toBe(409)
       }))
@@ -274,7 +274,7 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
           const res = yield* call(`${identity}${path}`, {
             method,
             bearer: on.session.accessToken,
-            body: { code: on.recoveryCodes[0]! }
+            body: { code: on.recoveryCodes[0]!, current_password: on.user.password }
           })
           expect(res.status).toBe(401)
           expect(res.body.code).toBe(10016)
@@ -296,7 +296,7 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         const { recoveryCodes, secret, session, user } = yield* userWithFactor(identity, step)
         const renewed = yield* call(`${identity}/api/v1/auth/2fa/recovery-codes`, {
           bearer: session.accessToken,
-          body: { code: codeAt(secret, step) }
+          body: { code: codeAt(secret, step), current_password: user.password }
         })
         expect(renewed.status).toBe(200)
         const fresh: Array<string> = renewed.body.data.recovery_codes
@@ -307,14 +307,14 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         const wrong = yield* call(`${identity}/api/v1/auth/2fa`, {
           method: "DELETE",
           bearer: session.accessToken,
-          body: { code: wrongCode(codeAt(secret, step + 1)) }
+          body: { code: wrongCode(codeAt(secret, step + 1)), current_password: user.password }
         })
         expect(wrong.status).toBe(401)
         expect(wrong.body.code).toBe(10015)
         const removed = yield* call(`${identity}/api/v1/auth/2fa`, {
           method: "DELETE",
           bearer: session.accessToken,
-          body: { code: fresh[0]! }
+          body: { code: fresh[0]!, current_password: user.password }
         })
         expect(removed.status).toBe(200)
         expect(removed.body).toEqual({ code: 0, message: "ok", data: null })
@@ -329,7 +329,7 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         const gone = yield* call(`${identity}/api/v1/auth/2fa`, {
           method: "DELETE",
           bearer: session.accessToken,
-          body: { code: fresh[1]! }
+          body: { code: fresh[1]!, current_password: user.password }
         })
         expect(gone.status).toBe(409)
         expect(gone.body.code).toBe(40901)
@@ -427,10 +427,10 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
           return_to: hiddenValue(stepHtml, "return_to")
         }
         // The pending sign-in names its user under a MAC: another user id does not pass.
-        const [uid, exp, mac] = fields.pending.split(".")
+        const [uid, exp, nonce, mac] = fields.pending.split(".")
         const forged = yield* post({
           ...fields,
-          pending: `${Number(uid) + 1}.${exp}.${mac}`,
+          pending: `${Number(uid) + 1}.${exp}.${nonce}.${mac}`,
           otp: codeAt(secret, step)
         })
         expect(forged.status).toBe(401)

@@ -3,7 +3,8 @@
  * playwright-core, as in test/identity/Browser.test.ts): a signed-in user sets up TOTP on the
  * set-up page (RFC 6238), signs out, signs in again with the password and then the code, and a
  * relying party's authorization code flow (RFC 6749 section 4.1, PKCE per RFC 7636) receives an
- * id_token whose `amr` is `["pwd", "otp"]` (OpenID Connect Core 1.0 section 2, RFC 8176).
+ * id_token whose `amr` is `["pwd", "otp"]` (OpenID Connect Core 1.0 section 2, RFC 8176). Turning
+ * the factor on takes the account's password along with the first code.
  * Screenshots of the set-up page and the code step go to test-results/screenshots/.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -66,7 +67,10 @@ describe("second factor in headless Chromium", () => {
           const key = OTPAuth.Secret.fromBase32(secret)
           const enableStep = Math.floor(Date.now() / 30_000)
           const codeAt = (step: number) => OTPAuth.HOTP.generate({ secret: key, counter: step })
-          // A wrong code first: an announced error tied to its input.
+          // The password is asked with the code; a wrong code first: an announced error tied to its input.
+          const password = () => page.getByLabel("Your password")
+          expect(yield* promise(() => password().getAttribute("autocomplete"))).toBe("current-password")
+          yield* promise(() => password().fill(user.password))
           yield* promise(() =>
             page.getByLabel("Code from the app").fill(String((Number(codeAt(enableStep)) + 1) % 1e6).padStart(6, "0"))
           )
@@ -75,7 +79,9 @@ describe("second factor in headless Chromium", () => {
           expect(yield* promise(() => page.getByLabel("Code from the app").getAttribute("aria-describedby"))).toContain(
             "enable-code-error"
           )
-          // The right one, typed with the keyboard.
+          // The right one, typed with the keyboard (the page does not keep the password it was sent).
+          expect(yield* promise(() => password().inputValue())).toBe("")
+          yield* promise(() => password().fill(user.password))
           yield* promise(() => page.getByLabel("Code from the app").focus())
           yield* promise(() => page.keyboard.type(codeAt(enableStep)))
           yield* promise(() => page.keyboard.press("Enter"))

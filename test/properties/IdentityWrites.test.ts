@@ -108,9 +108,27 @@ const accountForm = (
   valid: (s: SignedIn) => ReadonlyArray<Record<string, string>> = () => []
 ) => Effect.flatMap(signIn(ctx.identity), (s) => pageForm(ctx, page, { session: s.cookie, valid: valid(s) }))
 
-/** Several users: for routes that throttle per account (five wrong current passwords, then 429). */
+/**
+ * Several users: for routes that throttle per account (five wrong current passwords, then 429).
+ * Eight for `npm test`, more for a long run, so most bodies still reach the handler.
+ */
+const ACCOUNTS = Math.max(8, Math.ceil(PROPERTY_RUNS / 250))
+
 const perUser = <A, R>(n: number, make: Effect.Effect<A, never, R>) =>
   Effect.all(Array.from({ length: n }, () => make), { concurrency: 2 })
+
+/** The pending value a send-code answers for `email` (registration, recovery). */
+const pendingOf = (ctx: Context, path: string, email: string) =>
+  Effect.map(
+    promise(() =>
+      fetch(`${ctx.identity}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email })
+      }).then((res) => res.json() as Promise<any>)
+    ),
+    (body) => ({ email, pending: body.data.pending as string })
+  )
 
 const clientFields = (client: TestClient) => ({ client_id: client.clientId, client_secret: client.secret ?? "" })
 
@@ -152,10 +170,15 @@ const setups: Record<
   "account.updateMe": (ctx) => signedIn(ctx, () => [{ name: "A new name", bio: "A few words." }]),
   "account.uploadAvatar": (ctx) => signedIn(ctx),
   "account.sendEmailCode": (ctx) => signedIn(ctx, () => [{ email: freshEmail("new") }]),
-  "account.changeEmail": (ctx) => signedIn(ctx, () => [{ email: freshEmail("new"), code: "123456" }]),
+  // The current password goes with the change, counted per account like a password change's: several users.
+  "account.changeEmail": (ctx) =>
+    perUser(
+      ACCOUNTS,
+      signedIn(ctx, (s) => [{ email: freshEmail("new"), code: "123456", current_password: s.user.password }])
+    ),
   "account.changePassword": (ctx) =>
     perUser(
-      8,
+      ACCOUNTS,
       signedIn(ctx, (s) => [{ current_password: s.user.password, new_password: "a much longer new password" }])
     ),
   "account.endSession": (ctx) =>
@@ -170,14 +193,26 @@ const setups: Record<
       return { headers: bearer(s.accessToken), params: others.map(({ id }) => ({ id })) }
     }),
   "account.sendRegistrationCode": () => Effect.succeed({ valid: [{ email: freshEmail("register") }] }),
-  "account.register": () =>
-    Effect.succeed({
-      valid: [{ email: freshEmail("register"), code: "123456", password: "a long enough password", name: "New User" }]
-    }),
+  "account.register": (ctx) =>
+    Effect.map(pendingOf(ctx, "/api/v1/auth/register/send-code", freshEmail("register")), ({ email, pending }) => ({
+      valid: [{ email, pending, code: "123456", password: "a long enough password", name: "New User" }]
+    })),
+  "account.sendRecoveryCode": () => Effect.succeed({ valid: [{ email: freshEmail("recover") }] }),
+  "account.resetPassword": (ctx) =>
+    // Recoveries under way, of an account and of an address without one: each takes five wrong codes.
+    Effect.all(
+      Array.from({ length: 8 }, (_, i) =>
+        Effect.gen(function*() {
+          const email = i % 2 === 0 ? (yield* signIn(ctx.identity)).user.email : freshEmail("recover")
+          const { pending } = yield* pendingOf(ctx, "/api/v1/auth/password/forgot/send-code", email)
+          return { valid: [{ pending, code: "123456", password: "a long enough password" }] } satisfies RouteSetup
+        })),
+      { concurrency: 2 }
+    ),
   "creator.apply": (ctx) =>
     // One application per user: several users, so more than the first body reaches the database.
     perUser(
-      8,
+      ACCOUNTS,
       Effect.map(signedIn(ctx), (setup) => ({
         ...setup,
         valid: [
@@ -187,15 +222,22 @@ const setups: Record<
       }))
     ),
   "twoFactor.setup": (ctx) => signedIn(ctx),
+  // The current password goes with every change of the factor, counted per account like a password
+  // change's: several users.
   "twoFactor.enable": (ctx) =>
-    Effect.gen(function*() {
-      const setup = yield* signedIn(ctx, () => [{ code: "123456" }])
-      // A pending key, so a code is checked rather than refused as 409 (nothing to enable).
-      yield* promise(() => fetch(`${ctx.identity}/api/v1/auth/2fa/setup`, { method: "POST", headers: setup.headers }))
-      return setup
-    }),
-  "twoFactor.disable": (ctx) => signedIn(ctx, () => [{ code: "123456" }]),
-  "twoFactor.recoveryCodes": (ctx) => signedIn(ctx, () => [{ code: "123456" }]),
+    perUser(
+      ACCOUNTS,
+      Effect.gen(function*() {
+        const setup = yield* signedIn(ctx, (s) => [{ code: "123456", current_password: s.user.password }])
+        // A pending key, so a code is checked rather than refused as 409 (nothing to enable).
+        yield* promise(() => fetch(`${ctx.identity}/api/v1/auth/2fa/setup`, { method: "POST", headers: setup.headers }))
+        return setup
+      })
+    ),
+  "twoFactor.disable": (ctx) =>
+    perUser(ACCOUNTS, signedIn(ctx, (s) => [{ code: "123456", current_password: s.user.password }])),
+  "twoFactor.recoveryCodes": (ctx) =>
+    perUser(ACCOUNTS, signedIn(ctx, (s) => [{ code: "123456", current_password: s.user.password }])),
   "pages.submitLogin": (ctx) =>
     Effect.gen(function*() {
       const s = yield* signIn(ctx.identity)
@@ -231,25 +273,77 @@ const setups: Record<
       fields: [form.fields[0]!, { ...form.fields[0]!, email: `register-${Date.now()}@example.com` }]
     })),
   "accountPages.submitRegister": (ctx) =>
-    pageForm(ctx, "/api/v1/ui/register", {
-      valid: [{ email: freshEmail("register"), code: "123456", name: "New User", password: "a long enough password" }]
+    Effect.gen(function*() {
+      const email = freshEmail("register")
+      const form = yield* pageForm(ctx, "/api/v1/ui/register", {
+        valid: [{ email, code: "123456", name: "New User", password: "a long enough password" }]
+      })
+      // The first step, so the browser holds the cookie with the code's pending value.
+      const sent = yield* promise(() =>
+        fetch(`${ctx.identity}/api/v1/ui/register/send-code`, {
+          method: "POST",
+          redirect: "manual",
+          headers: { ...form.headers, "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ csrf: form.fields[0]!.csrf!, email }).toString()
+        })
+      )
+      return { ...form, headers: { cookie: [form.headers.cookie, ...cookiesOf(sent)].join("; ") } }
     }),
+  "recoveryPages.recoverySendCode": (ctx) =>
+    pageForm(ctx, "/api/v1/ui/password/forgot", { valid: [{ email: freshEmail("recover") }] }),
+  "recoveryPages.submitRecovery": (ctx) =>
+    // Recoveries under way, of accounts and of addresses without one: each takes five wrong codes.
+    Effect.all(
+      Array.from({ length: 8 }, (_, i) =>
+        Effect.gen(function*() {
+          const email = i % 2 === 0 ? (yield* signIn(ctx.identity)).user.email : freshEmail("recover")
+          const form = yield* pageForm(ctx, "/api/v1/ui/password/forgot")
+          const sent = yield* promise(() =>
+            fetch(`${ctx.identity}/api/v1/ui/password/forgot/send-code`, {
+              method: "POST",
+              headers: { ...form.headers, "content-type": "application/x-www-form-urlencoded" },
+              body: new URLSearchParams({ csrf: form.fields[0]!.csrf!, email }).toString()
+            })
+          )
+          const html = yield* promise(() => sent.text())
+          if (sent.status !== 200) {
+            return yield* Effect.die(new Error(`send-code: ${sent.status} ${html.slice(0, 200)}`))
+          }
+          const fields = { csrf: hiddenValue(html, "csrf"), pending: hiddenValue(html, "pending"), email }
+          return {
+            headers: form.headers,
+            fields: [fields],
+            valid: [{ ...fields, code: "123456", password: "a long enough password" }]
+          } satisfies RouteSetup
+        })),
+      { concurrency: 2 }
+    ),
   "accountPages.saveProfile": (ctx) => accountForm(ctx, "/api/v1/ui/account", () => [{ name: "New name", bio: "Bio" }]),
   "accountPages.uploadAvatarForm": (ctx) => accountForm(ctx, "/api/v1/ui/account"),
   "accountPages.sendEmailCodeForm": (ctx) =>
     accountForm(ctx, "/api/v1/ui/account", () => [{ email: freshEmail("new") }]),
   "accountPages.changeEmailForm": (ctx) =>
-    accountForm(ctx, "/api/v1/ui/account", () => [{ email: freshEmail("new"), code: "123456" }]),
+    perUser(
+      ACCOUNTS,
+      accountForm(ctx, "/api/v1/ui/account", (s) => [
+        { email: freshEmail("new"), code: "123456", current_password: s.user.password }
+      ])
+    ),
   "accountPages.changePasswordForm": (ctx) =>
     perUser(
-      8,
+      ACCOUNTS,
       accountForm(ctx, "/api/v1/ui/account", (s) => [
         { current_password: s.user.password, new_password: "a much longer new password" }
       ])
     ),
   "accountPages.endSessionForm": (ctx) => accountForm(ctx, "/api/v1/ui/account"),
   "twoFactorPages.submitTwoFactor": (ctx) =>
-    accountForm(ctx, "/api/v1/ui/account/two-factor", () => [{ action: "enable", code: "123456" }])
+    perUser(
+      ACCOUNTS,
+      accountForm(ctx, "/api/v1/ui/account/two-factor", (s) => [
+        { action: "enable", code: "123456", current_password: s.user.password }
+      ])
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -332,7 +426,9 @@ const unlimited = {
   IDENTITY_CODE_IP_BURST: "100000000",
   IDENTITY_AUTHORIZE_RATE_BURST: "100000000",
   IDENTITY_USERINFO_RATE_BURST: "100000000",
-  IDENTITY_REVOKE_RATE_BURST: "100000000"
+  IDENTITY_REVOKE_RATE_BURST: "100000000",
+  IDENTITY_AVATAR_USER_BURST: "100000000",
+  IDENTITY_AVATAR_IP_BURST: "100000000"
 }
 
 describe("identity write routes take generated and hostile bodies (docs/api-contract.md, \"Errors: identity (OAuth errors and the envelope)\")", () => {

@@ -5,17 +5,27 @@
  * change is committed.
  *
  * Changing the email or the password needs a sign-in younger than 10 minutes
- * (src/identity/auth/SignedIn.ts `requireRecentSignIn`, applied by the handlers). A password change
- * ends every other session of the account and revokes every refresh family, so whoever held an old
- * session or a relying party's refresh token must sign in with the new password.
+ * (src/identity/auth/SignedIn.ts `requireRecentSignIn`, applied by the handlers) and the current
+ * password (for the email, a second-factor code instead when the account has one), so a stolen
+ * session alone cannot take the account over; wrong ones share one budget per account. Either
+ * change ends every other session of the account and revokes every refresh family, so whoever held
+ * an old session or a relying party's refresh token must sign in again.
  *
- * Registration never tells whether an address has an account: asking for a code answers the same,
- * meets the same limits and does the same work either way; a known address gets a mail saying
- * someone tried to register it instead of the code.
+ * Registration never tells whether an address has an account: asking for a code answers the same
+ * (a new pending value, src/identity/account/EmailCodes.ts), meets the same limits and does the
+ * same work either way; a known address gets a mail saying someone tried to register it instead of
+ * the code.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { AccountSession, AccountSessions, CodeSent, Me, ProfileLength } from "../../../schema/Identity/Me.js"
+import {
+  AccountSession,
+  AccountSessions,
+  CodeSent,
+  Me,
+  PendingCodeSent,
+  ProfileLength
+} from "../../../schema/Identity/Me.js"
 import { GrantedRole, Subject, UserId } from "../../../schema/Identity/User.js"
 import { isBlankName } from "../../../schema/Text.js"
 import type { BucketPolicy } from "../../platform/RateLimiter.js"
@@ -27,12 +37,16 @@ import { Passwords } from "../crypto/Passwords.js"
 import { escapeHtml } from "../frontend/Html.js"
 import { Mailer } from "../mail/Mailer.js"
 import { refused, retryAfter } from "../Refused.js"
-import { Sessions } from "../sessions/Sessions.js"
+import { endSignInsOf, Sessions } from "../sessions/Sessions.js"
+import { TwoFactor } from "../twofactor/TwoFactor.js"
 import { Users } from "../users/Users.js"
-import { CODE_TTL_SECONDS, EmailCodes } from "./EmailCodes.js"
+import { CODE_TTL_SECONDS, codeMail, EmailCodes } from "./EmailCodes.js"
 import { weakPasswordReason } from "./PasswordPolicy.js"
 
-/** Wrong current passwords per account before a change is refused for a while (429 10012). */
+/**
+ * Wrong current passwords (or second-factor codes) per account before a password or email change
+ * is refused for a while (429 10012); both changes share the budget.
+ */
 const currentPasswordGuesses: BucketPolicy = { capacity: 5, refillPerSecond: 1 / 60 }
 
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000)
@@ -69,13 +83,11 @@ export interface ClientInfo {
   readonly userAgent: string
 }
 
-const codeMail = (code: string, purpose: string) => ({
-  subject: `Your shiori code: ${code}`,
-  text:
-    `Your code to ${purpose} is ${code}.\n\nIt is valid for 10 minutes. If you did not ask for it, ignore this mail.\n`,
-  html: `<p>Your code to ${purpose} is <strong>${code}</strong>.</p>` +
-    `<p>It is valid for 10 minutes. If you did not ask for it, ignore this mail.</p>`
-})
+/** How the owner proves an email change: the current password, or a code of the second factor. */
+export interface CurrentProof {
+  readonly current_password?: string | undefined
+  readonly two_factor_code?: string | undefined
+}
 
 export class Account extends Context.Service<Account>()("identity/Account", {
   make: Effect.gen(function*() {
@@ -87,6 +99,34 @@ export class Account extends Context.Service<Account>()("identity/Account", {
     const sessions = yield* Sessions
     const login = yield* Login
     const limiter = yield* RateLimiter
+    const twoFactor = yield* TwoFactor
+
+    /**
+     * The owner's proof for a sensitive change, counted against the account's budget of wrong
+     * guesses: the current password (401 10011 when wrong), or a current code or unused recovery
+     * code of the account's second factor (401 10015 when wrong, or without a factor). Neither is
+     * 400 40001.
+     */
+    const proveOwner = Effect.fn("Account.proveOwner")(function*(endUser: EndUser, proof: CurrentProof, ip: string) {
+      const password = proof.current_password
+      const otp = proof.two_factor_code?.trim()
+      if (password === undefined && (otp === undefined || otp === "")) return yield* refused("INVALID_REQUEST")
+      const guesses = yield* limiter.take(`password-change:${endUser.user.id}`, currentPasswordGuesses)
+      if (!guesses.allowed) return yield* refused("TOO_MANY_ATTEMPTS", retryAfter(guesses.retryAfterSeconds))
+      const user = yield* users.findById(endUser.user.id)
+      if (Option.isNone(user)) return yield* refused("TOKEN_INVALID")
+      if (password !== undefined) {
+        if (!(yield* passwords.verify(password, user.value.passwordHash))) return yield* refused("WRONG_PASSWORD")
+        return user.value
+      }
+      if (!(yield* twoFactor.isEnabled(user.value.id))) return yield* refused("TWO_FACTOR_INVALID")
+      const digits = otp!.replace(/\s+/g, "")
+      yield* twoFactor.verifySignIn(
+        user.value.id,
+        /^[0-9]{6}$/.test(digits) ? { otp: digits, ip } : { recoveryCode: otp!, ip }
+      )
+      return user.value
+    })
 
     const me = Effect.fn("Account.me")(function*(userId: number) {
       const rows = yield* sql`
@@ -136,20 +176,29 @@ export class Account extends Context.Service<Account>()("identity/Account", {
       email: string,
       ip: string
     ) {
-      yield* codes.admitSend(email, ip)
+      yield* codes.admitSend("email_change", email, ip, endUser.user.id)
       yield* Effect.gen(function*() {
-        const code = yield* codes.issue("email_change", email, endUser.user.id)
+        const code = yield* codes.issueForAccount(endUser.user.id, email)
         yield* mailer.send({ to: email, ...codeMail(code, "confirm this address for your shiori account") })
       }).pipe(sql.withTransaction, Effect.orDie)
       return new CodeSent({ expires_in: CODE_TTL_SECONDS })
     })
 
-    /** Moves the account to `email` (proven by its code); the old address is told. 409 10006 when taken. */
-    const changeEmail = Effect.fn("Account.changeEmail")(function*(endUser: EndUser, email: string, code: string) {
-      const codeId = yield* codes.verify("email_change", email, endUser.user.id, code)
+    /**
+     * Moves the account to `email` (proven by its code, the owner by `proof`), ends every other
+     * session and refresh family, and tells the old address. 409 10006 when taken.
+     */
+    const changeEmail = Effect.fn("Account.changeEmail")(function*(
+      endUser: EndUser,
+      input: CurrentProof & { readonly email: string; readonly code: string },
+      ip: string
+    ) {
+      const { code, email } = input
+      yield* proveOwner(endUser, input, ip)
+      const verified = yield* codes.verify({ purpose: "email_change", userId: endUser.user.id }, code, email)
       const previous = endUser.user.email
       const taken = yield* Effect.gen(function*() {
-        yield* codes.markUsed(codeId)
+        yield* codes.markUsed(verified.id)
         const rows = yield* sql`
           UPDATE users SET email = ${email}, email_verified = true, updated_at = now()
           WHERE id = ${endUser.user.id}
@@ -157,14 +206,15 @@ export class Account extends Context.Service<Account>()("identity/Account", {
           RETURNING id
         `
         if (rows.length === 0) return true
+        yield* endSignInsOf(sql, endUser.user.id, "email_changed", endUser.session.id)
         if (previous.toLowerCase() !== email.toLowerCase()) {
           yield* mailer.send({
             to: previous,
             subject: "Your shiori email address was changed",
-            text: `The email address of your shiori account was changed to ${email}.\n\n` +
-              "If you did not do this, reply to this mail at once.\n",
-            html: `<p>The email address of your shiori account was changed to ${escapeHtml(email)}.</p>` +
-              "<p>If you did not do this, reply to this mail at once.</p>"
+            text: `The email address of your shiori account was changed to ${email}, and every other sign-in ` +
+              "was ended.\n\nIf you did not do this, reply to this mail at once.\n",
+            html: `<p>The email address of your shiori account was changed to ${escapeHtml(email)}, and every ` +
+              "other sign-in was ended.</p><p>If you did not do this, reply to this mail at once.</p>"
           })
         }
         return false
@@ -201,14 +251,7 @@ export class Account extends Context.Service<Account>()("identity/Account", {
           UPDATE users SET password_hash = ${hash}, password_changed_at = now(), updated_at = now()
           WHERE id = ${user.value.id}
         `
-        yield* sql`
-          UPDATE sessions SET ended_at = now()
-          WHERE user_id = ${user.value.id} AND ended_at IS NULL AND id <> ${endUser.session.id}
-        `
-        yield* sql`
-          UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'password_changed'
-          WHERE user_id = ${user.value.id} AND revoked_at IS NULL
-        `
+        yield* endSignInsOf(sql, user.value.id, "password_changed", endUser.session.id)
         yield* mailer.send({
           to: user.value.email,
           subject: "Your shiori password was changed",
@@ -251,11 +294,11 @@ export class Account extends Context.Service<Account>()("identity/Account", {
     })
 
     const sendRegistrationCode = Effect.fn("Account.sendRegistrationCode")(function*(email: string, ip: string) {
-      yield* codes.admitSend(email, ip)
-      yield* Effect.gen(function*() {
+      yield* codes.admitSend("register", email, ip, null)
+      const pending = yield* Effect.gen(function*() {
         const existing = yield* users.findByEmail(email)
         // A code either way, so both answers cost the same work; a known address never sees it.
-        const code = yield* codes.issue("register", email, null)
+        const { code, pending } = yield* codes.issuePending("register", email, null)
         if (Option.isSome(existing)) {
           yield* mailer.send({
             to: existing.value.email,
@@ -265,19 +308,26 @@ export class Account extends Context.Service<Account>()("identity/Account", {
             html: "<p>Someone asked to register a new shiori account with this address, which already has one.</p>" +
               "<p>If it was you, sign in instead. Otherwise, ignore this mail.</p>"
           })
-          return
+          return pending
         }
         yield* mailer.send({ to: email, ...codeMail(code, "create your shiori account") })
+        return pending
       }).pipe(sql.withTransaction, Effect.orDie)
-      return new CodeSent({ expires_in: CODE_TTL_SECONDS })
+      return new PendingCodeSent({ pending, expires_in: CODE_TTL_SECONDS })
     })
 
     /**
-     * Creates the account (its address proven by the code) and signs it in: a session and an
+     * Creates the account (its address proven by the code of the request's pending value) and signs it in: a session and an
      * access token bound to it, like a password sign-in.
      */
     const register = Effect.fn("Account.register")(function*(
-      input: { readonly email: string; readonly code: string; readonly password: string; readonly name: string },
+      input: {
+        readonly email: string
+        readonly pending: string
+        readonly code: string
+        readonly password: string
+        readonly name: string
+      },
       client: ClientInfo
     ) {
       const name = input.name.trim()
@@ -285,9 +335,9 @@ export class Account extends Context.Service<Account>()("identity/Account", {
       if (weakPasswordReason(input.password, { email: input.email, name }) !== undefined) {
         return yield* refused("WEAK_PASSWORD")
       }
-      const codeId = yield* codes.verify("register", input.email, null, input.code)
+      const verified = yield* codes.verify({ purpose: "register", pending: input.pending }, input.code, input.email)
       const created = yield* Effect.gen(function*() {
-        yield* codes.markUsed(codeId)
+        yield* codes.markUsed(verified.id)
         return yield* users.create({
           email: input.email,
           password: input.password,

@@ -24,7 +24,9 @@
  *
  * An account with a second factor (src/identity/twofactor/TwoFactor.ts) needs a code after the right
  * password before any session exists: `otp` or `recovery_code` in the same request, or, on the
- * sign-in page, in a second form (`resume`). The session records the methods used (RFC 8176 `amr`).
+ * sign-in page, in a second form (`resume`) that completes a half-done sign-in once
+ * (src/identity/frontend/PendingSignIn.ts). A right password for such an account cancels its older
+ * half-done sign-ins. The session records the methods used (RFC 8176 `amr`).
  */
 import { Context, Data, Effect, Layer, Option } from "effect"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
@@ -32,6 +34,8 @@ import type { Attempt } from "../../platform/RateLimiter.js"
 import { RateLimiter } from "../../platform/RateLimiter.js"
 import { FIRST_PARTY_CLIENT_ID } from "../clients/Clients.js"
 import { Passwords } from "../crypto/Passwords.js"
+import type { Pending } from "../frontend/PendingSignIn.js"
+import { PendingSignIn } from "../frontend/PendingSignIn.js"
 import { addressBucket } from "../http/ClientAddress.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 import { Sessions } from "../sessions/Sessions.js"
@@ -44,7 +48,13 @@ import { Users } from "../users/Users.js"
 export class LoginFailed extends Data.TaggedError("LoginFailed")<{
   readonly code: Extract<
     EnvelopeCodeName,
-    "WRONG_PASSWORD" | "ACCOUNT_BANNED" | "TOO_MANY_ATTEMPTS" | "TWO_FACTOR_REQUIRED" | "TWO_FACTOR_INVALID"
+    | "WRONG_PASSWORD"
+    | "ACCOUNT_BANNED"
+    | "TOO_MANY_ATTEMPTS"
+    | "TWO_FACTOR_REQUIRED"
+    | "TWO_FACTOR_INVALID"
+    // The half-done sign-in of `resume` was used, cancelled or voided by a password change.
+    | "TOKEN_INVALID"
   >
   readonly retryAfterSeconds?: number
 }> {}
@@ -58,6 +68,7 @@ export class Login extends Context.Service<Login>()("identity/Login", {
     const tokens = yield* Tokens
     const limiter = yield* RateLimiter
     const twoFactor = yield* TwoFactor
+    const pendingSignIns = yield* PendingSignIn
 
     const perAddress = (ip: string) =>
       Effect.flatMap(limiter.take(`login:ip:${addressBucket(ip)}`, config.rateLimits.loginPerIp), (byIp) =>
@@ -95,7 +106,10 @@ export class Login extends Context.Service<Login>()("identity/Login", {
       const user = found.value
       if (user.banned) return yield* new LoginFailed({ code: "ACCOUNT_BANNED" })
       yield* users.rehashIfNeeded(user, input.password)
-      return { user, secondFactor: yield* twoFactor.isEnabled(user.id) }
+      const secondFactor = yield* twoFactor.isEnabled(user.id)
+      // A newer sign-in: whatever half-done one the account had is void.
+      if (secondFactor) yield* pendingSignIns.cancel(user.id)
+      return { user, secondFactor }
     })
 
     /** The code step: the sign-in's methods, or why the code is refused. */
@@ -103,11 +117,13 @@ export class Login extends Context.Service<Login>()("identity/Login", {
       readonly otp?: string | undefined
       readonly recoveryCode?: string | undefined
       readonly ip: string
+      readonly pending?: Pending | undefined
     }) =>
       twoFactor.verifySignIn(user.id, input).pipe(
         Effect.catchTag("Refused", (refused) =>
           new LoginFailed({
-            code: refused.code === "TWO_FACTOR_REQUIRED" || refused.code === "TOO_MANY_ATTEMPTS"
+            code: refused.code === "TWO_FACTOR_REQUIRED" || refused.code === "TOO_MANY_ATTEMPTS" ||
+                refused.code === "TOKEN_INVALID"
               ? refused.code
               : "TWO_FACTOR_INVALID",
             ...(refused.headers["retry-after"] === undefined
@@ -154,20 +170,21 @@ export class Login extends Context.Service<Login>()("identity/Login", {
     })
 
     /**
-     * The second step of a page sign-in whose password step vouched for `userId` (a signed pending
-     * sign-in, src/identity/http/PagesHttp.ts): the code, then the session.
+     * The second step of a page sign-in whose password step vouched for `pending.userId` (a signed
+     * pending sign-in, src/identity/http/PagesHttp.ts): the code, which spends the pending sign-in
+     * with it (`TOKEN_INVALID` when it was spent or cancelled meanwhile), then the session.
      */
-    const resume = Effect.fn("Login.resume")(function*(userId: number, input: {
+    const resume = Effect.fn("Login.resume")(function*(pending: Pending, input: {
       readonly otp?: string | undefined
       readonly recoveryCode?: string | undefined
       readonly ip: string
       readonly userAgent: string
     }) {
       yield* perAddress(input.ip)
-      const found = yield* users.findById(userId)
+      const found = yield* users.findById(pending.userId)
       if (Option.isNone(found)) return yield* new LoginFailed({ code: "WRONG_PASSWORD" })
       if (found.value.banned) return yield* new LoginFailed({ code: "ACCOUNT_BANNED" })
-      const amr = yield* checkCode(found.value, input)
+      const amr = yield* checkCode(found.value, { ...input, pending })
       return yield* start(found.value, input, amr)
     })
 

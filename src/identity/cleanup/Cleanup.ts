@@ -12,7 +12,8 @@
  *   timeout they stay until their family dies;
  * - rate limit rows untouched for a day (every bucket is full by then, every backoff has forgotten);
  * - outbox mail sent or given up on (migrations/0014_mail_outbox.ts), kept meanwhile for the
- *   development mailbox and for inspection.
+ *   development mailbox and for inspection;
+ * - half-done page sign-ins past their five minutes (migrations/0025_pending_sign_ins.ts).
  *
  * Dead rows are kept a day first: a replayed code within that day still revokes what it produced
  * (src/identity/oauth/Grants.ts `revokeCodeReplay`), and the day-old state can be inspected.
@@ -44,6 +45,7 @@ export interface CleanupCounts {
   readonly mailOutbox: number
   readonly emailCodes: number
   readonly avatars: number
+  readonly pendingSignIns: number
 }
 
 export class IdentityCleanup extends Context.Service<IdentityCleanup>()("identity/IdentityCleanup", {
@@ -160,6 +162,16 @@ export class IdentityCleanup extends Context.Service<IdentityCleanup>()("identit
       `
     )
 
+    // Half-done sign-ins past their lifetime (migrations/0025); a used or cancelled one is deleted at once.
+    const pendingSignIns = drain(() =>
+      sql`
+        DELETE FROM pending_sign_ins WHERE nonce IN (
+          SELECT nonce FROM pending_sign_ins WHERE expires_at < ${retention}
+          LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+        ) RETURNING 1
+      `
+    )
+
     /** One pass over every kind of row; safe to run in several processes at once. */
     const run = Effect.fn("IdentityCleanup.run")(function*() {
       const counts: CleanupCounts = {
@@ -170,7 +182,8 @@ export class IdentityCleanup extends Context.Service<IdentityCleanup>()("identit
         rateLimitBuckets: yield* rateLimitBuckets,
         mailOutbox: yield* mailOutbox,
         emailCodes: yield* emailCodes,
-        avatars: yield* avatars
+        avatars: yield* avatars,
+        pendingSignIns: yield* pendingSignIns
       }
       const total = Object.values(counts).reduce((sum, n) => sum + n, 0)
       if (total > 0) yield* Effect.logInfo("identity cleanup deleted rows").pipe(Effect.annotateLogs({ ...counts }))

@@ -2,7 +2,8 @@
  * Creator applications (schema/Api/IdentityCreatorApi.ts; migrations/0017_creator_applications.ts):
  * a signed-in user asks for the `creator` role, an operator decides with the CLI.
  *
- * - `apply` refuses, in this order: a body outside the request schema's bounds (17004), a user who
+ * - `apply` refuses, in this order: a body outside the request schema's bounds or with a member it
+ *   does not name, `"status": "approved"` say (17004), a user who
  *   already holds `creator` (17003), an undecided application (17002), a declined one decided less
  *   than 30 days ago (17001, `Retry-After` until then). The user's roles and newest application are
  *   read in one statement, so they come from one snapshot. Two simultaneous applications both pass
@@ -71,7 +72,8 @@ const decodeStanding = Schema.decodeUnknownEffect(Schema.Array(StandingRow))
 const StatusRow = Schema.Struct({ status: CreatorApplicationStatus, decided_at: Schema.NullOr(Schema.Date) })
 const decodeStatus = Schema.decodeUnknownEffect(Schema.Array(StatusRow))
 
-const decodeRequest = Schema.decodeUnknownEffect(CreatorApplicationRequest)
+/** As the endpoint declares (schema/Api/IdentityCreatorApi.ts): a member the body's schema does not name is refused. */
+const decodeRequest = Schema.decodeUnknownEffect(CreatorApplicationRequest, { onExcessProperty: "error" })
 
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000)
 

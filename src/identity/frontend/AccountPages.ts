@@ -27,6 +27,8 @@ const field = (input: {
   readonly hint?: string | undefined
   readonly maxLength?: number | undefined
   readonly inputMode?: "numeric" | undefined
+  /** An alternative to another field: not `required`. */
+  readonly optional?: boolean | undefined
 }) => {
   const described = [
     input.error === undefined ? "" : `${input.id}-error`,
@@ -34,13 +36,13 @@ const field = (input: {
   ]
     .filter((id) => id !== "").join(" ")
   return html`<p><label for="${input.id}">${input.label}</label>
-<input id="${input.id}" name="${input.name}" type="${input.type}" autocomplete="${input.autocomplete}" required${
-    input.value === undefined ? "" : html` value="${input.value}"`
-  }${input.maxLength === undefined ? "" : html` maxlength="${input.maxLength}"`}${
-    input.inputMode === undefined ? "" : html` inputmode="${input.inputMode}" pattern="[0-9]{6}"`
-  }${described === "" ? "" : html` aria-describedby="${described}"`}${
-    input.error === undefined ? "" : html` aria-invalid="true"`
-  }>
+<input id="${input.id}" name="${input.name}" type="${input.type}" autocomplete="${input.autocomplete}"${
+    input.optional === true ? "" : " required"
+  }${input.value === undefined ? "" : html` value="${input.value}"`}${
+    input.maxLength === undefined ? "" : html` maxlength="${input.maxLength}"`
+  }${input.inputMode === undefined ? "" : html` inputmode="${input.inputMode}" pattern="[0-9]{6}"`}${
+    described === "" ? "" : html` aria-describedby="${described}"`
+  }${input.error === undefined ? "" : html` aria-invalid="true"`}>
 ${input.hint === undefined ? "" : html`<span id="${input.id}-hint" class="muted">${input.hint}</span>`}
 ${input.error === undefined ? "" : html`<span id="${input.id}-error" class="field-error">${input.error}</span>`}</p>`
 }
@@ -137,7 +139,7 @@ const when = (seconds: number) => new Date(seconds * 1000).toISOString().replace
 
 const NOTICES: Readonly<Record<string, string>> = {
   profile: "Your profile was saved.",
-  email: "Your email address was changed.",
+  email: "Your email address was changed. Every other sign-in was ended.",
   password: "Your password was changed. Every other sign-in was ended.",
   session: "The session was ended.",
   avatar: "Your avatar was changed.",
@@ -253,6 +255,32 @@ ${
             maxLength: 6,
             error: input.errors.code
           })
+        }
+${
+          field({
+            id: "email-current-password",
+            name: "current_password",
+            label: "Your current password",
+            type: "password",
+            autocomplete: "current-password",
+            error: input.errors.current_password,
+            optional: me.two_factor,
+            hint: "Changing the address signs you out everywhere else."
+          })
+        }
+${
+          me.two_factor
+            ? field({
+              id: "email-two-factor-code",
+              name: "two_factor_code",
+              label: "Or a code from your authenticator app",
+              type: "text",
+              autocomplete: "one-time-code",
+              error: input.errors.two_factor_code,
+              optional: true,
+              hint: "Instead of the password: the app's 6-digit code, or one of your recovery codes."
+            })
+            : ""
         }
 <p><button type="submit">Change the email</button></p>
 </form>`

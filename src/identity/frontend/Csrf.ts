@@ -13,7 +13,7 @@ import { constantTimeEquals, randomToken } from "../crypto/Secrets.js"
 export const CSRF_COOKIE = "shiori_csrf"
 const TTL_SECONDS = 3600
 
-export type CsrfPurpose = "login" | "consent" | "logout" | "two-factor" | "register" | "account"
+export type CsrfPurpose = "login" | "consent" | "logout" | "two-factor" | "register" | "account" | "recovery"
 
 export class Csrf extends Context.Service<Csrf>()("identity/Csrf", {
   make: Effect.gen(function*() {

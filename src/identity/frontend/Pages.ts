@@ -65,6 +65,9 @@ ${
 <input id="password" name="password" type="password" autocomplete="current-password" required></p>
 <p><button type="submit">Sign in</button></p>
 </form>
+<p class="muted"><a href="${ctx.basePath}/ui/password/forgot${
+      input.returnTo === "" ? "" : html`?return_to=${encodeURIComponent(input.returnTo)}`
+    }">Forgot your password?</a></p>
 <p class="muted">New to shiori? <a href="${ctx.basePath}/ui/register${
       input.returnTo === "" ? "" : html`?return_to=${encodeURIComponent(input.returnTo)}`
     }">Create an account</a>.</p>`

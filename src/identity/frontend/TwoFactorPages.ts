@@ -86,15 +86,31 @@ ${fieldError("recovery_code-error", recoveryError)}
 // ---------------------------------------------------------------------------------------------
 
 export type TwoFactorFormName = "enable" | "disable" | "recovery-codes"
+/** The inputs of each form: the code and the current password. */
+export type TwoFactorField = "code" | "password"
 
 interface PageBase {
   readonly csrf: string
   readonly email: string
-  readonly error?: { readonly form: TwoFactorFormName; readonly message: string } | undefined
+  readonly error?:
+    | { readonly form: TwoFactorFormName; readonly field: TwoFactorField; readonly message: string }
+    | undefined
 }
 
-const errorFor = (input: PageBase, form: TwoFactorFormName) =>
-  input.error?.form === form ? input.error.message : undefined
+const errorFor = (input: PageBase, form: TwoFactorFormName, field: TwoFactorField) =>
+  input.error?.form === form && input.error.field === field ? input.error.message : undefined
+
+/**
+ * The account's current password, asked with every change of the factor (src/identity/twofactor/TwoFactor.ts):
+ * a session alone does not change how the account signs in.
+ */
+const passwordInput = (id: string, error: string | undefined) =>
+  html`${fieldError(`${id}-error`, error)}
+<p><label for="${id}">Your password</label>
+<input id="${id}" name="current_password" type="password" autocomplete="current-password" required ${
+    describedBy(`${id}-hint`, `${id}-error`, error)
+  }>
+<span id="${id}-hint" class="muted">The password you sign in with.</span></p>`
 
 const back = (ctx: PageContext) => html`<p><a href="${ctx.basePath}${ACCOUNT_PATH}">Back to your account</a></p>`
 
@@ -114,7 +130,8 @@ export const twoFactorSetupPage = (
     readonly qrSvg: Html
   }
 ): string => {
-  const error = errorFor(input, "enable")
+  const error = errorFor(input, "enable", "code")
+  const passwordError = errorFor(input, "enable", "password")
   return layout(
     ctx,
     "Set up two-factor authentication",
@@ -135,6 +152,8 @@ ${
         html`${fieldError("enable-code-error", error)}
 <p><label for="enable-code">Code from the app</label>
 ${codeInput("enable-code", "code", "6 digits.", error)}</p>
+${passwordInput("enable-password", passwordError)}
+<p>Turning it on signs you out everywhere else.</p>
 <p><button type="submit">Turn on</button></p>`
       )
     }
@@ -153,8 +172,10 @@ export const twoFactorEnabledPage = (
     readonly notice?: string | undefined
   }
 ): string => {
-  const renewError = errorFor(input, "recovery-codes")
-  const disableError = errorFor(input, "disable")
+  const renewError = errorFor(input, "recovery-codes", "code")
+  const renewPasswordError = errorFor(input, "recovery-codes", "password")
+  const disableError = errorFor(input, "disable", "code")
+  const disablePasswordError = errorFor(input, "disable", "password")
   const codeHint = "A code from the app, or one of your recovery codes."
   return layout(
     ctx,
@@ -184,6 +205,7 @@ ${
           describedBy("renew-code-hint", "renew-code-error", renewError)
         }>
 <span id="renew-code-hint" class="muted">${codeHint} The old recovery codes stop working.</span></p>
+${passwordInput("renew-password", renewPasswordError)}
 <p><button type="submit" class="secondary">Make new recovery codes</button></p>`
       )
     }
@@ -199,6 +221,8 @@ ${
           describedBy("disable-code-hint", "disable-code-error", disableError)
         }>
 <span id="disable-code-hint" class="muted">${codeHint}</span></p>
+${passwordInput("disable-password", disablePasswordError)}
+<p>Turning it off signs you out everywhere else.</p>
 <p><button type="submit" class="secondary">Turn off two-factor authentication</button></p>`
       )
     }
@@ -212,7 +236,7 @@ export const twoFactorOffPage = (ctx: PageContext, input: { readonly email: stri
     ctx,
     "Two-factor authentication is off",
     html`<h1>Two-factor authentication is off</h1>
-<p role="status">Signing in as <strong>${input.email}</strong> asks only for the password again. Your recovery codes no longer work.</p>
+<p role="status">Signing in as <strong>${input.email}</strong> asks only for the password again. Your recovery codes no longer work, and every other sign-in of the account was ended.</p>
 <p><a href="${ctx.basePath}${TWO_FACTOR_PATH}">Set it up again</a></p>
 ${back(ctx)}`
   )

@@ -1,16 +1,19 @@
 /**
  * Handlers of the `account` group: each finds the signed-in user (src/identity/auth/SignedIn.ts),
- * checks a recent sign-in where the change is sensitive, calls one `Account` method and answers
- * the envelope; a refusal becomes its envelope code.
+ * checks a recent sign-in where the change is sensitive, calls one `Account` method (or, for account
+ * recovery, one `Recovery` method, which needs no user) and answers the envelope; a refusal becomes
+ * its envelope code.
  */
 import { Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
-import { AvatarUploaded } from "../../../schema/Identity/Me.js"
+import { AvatarUploaded, PendingCodeSent } from "../../../schema/Identity/Me.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Account } from "../account/Account.js"
 import { Avatars } from "../account/Avatars.js"
+import { CODE_TTL_SECONDS } from "../account/EmailCodes.js"
+import { Recovery } from "../account/Recovery.js"
 import { EndUsers } from "../auth/EndUsers.js"
 import { requireRecentSignIn, signedInUser } from "../auth/SignedIn.js"
 import { IdentityConfig } from "../IdentityConfig.js"
@@ -23,6 +26,7 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
     const config = yield* IdentityConfig
     const account = yield* Account
     const avatars = yield* Avatars
+    const recovery = yield* Recovery
     const sessions = yield* Sessions
     const endUsers = yield* EndUsers
     const address = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
@@ -51,9 +55,11 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
       .handleRaw("uploadAvatar", ({ request }) =>
         signedIn.pipe(
           Effect.flatMap((endUser) =>
-            Effect.flatMap(
-              request.arrayBuffer,
-              (body) => avatars.uploadBody(endUser.user.id, request.headers["content-type"] ?? "", new Uint8Array(body))
+            avatars.uploadBody(
+              endUser.user.id,
+              clientAddress(request, config.trustedProxies),
+              request.headers["content-type"] ?? "",
+              Effect.map(request.arrayBuffer, (body) => new Uint8Array(body))
             )
           ),
           Effect.map((picture) => envelopeSuccess(new AvatarUploaded({ picture }))),
@@ -82,8 +88,8 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("changeEmail", ({ payload }) =>
-        recentUser.pipe(
-          Effect.flatMap((endUser) => account.changeEmail(endUser, payload.email, payload.code)),
+        Effect.all([recentUser, address]).pipe(
+          Effect.flatMap(([endUser, ip]) => account.changeEmail(endUser, payload, ip)),
           Effect.map((me) => envelopeSuccess(me)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
@@ -109,6 +115,17 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
         address.pipe(
           Effect.flatMap((ip) => account.sendRegistrationCode(payload.email, ip)),
           Effect.map((sent) => envelopeSuccess(sent)),
+          Effect.catchTag("Refused", refusal)
+        ), runToCompletion)
+      .handle("sendRecoveryCode", ({ payload }) =>
+        address.pipe(
+          Effect.flatMap((ip) => recovery.sendCode(payload.email, ip)),
+          Effect.map(({ pending }) => envelopeSuccess(new PendingCodeSent({ pending, expires_in: CODE_TTL_SECONDS }))),
+          Effect.catchTag("Refused", refusal)
+        ), runToCompletion)
+      .handle("resetPassword", ({ payload }) =>
+        recovery.reset(payload).pipe(
+          Effect.as(envelopeSuccess(null)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("register", ({ payload }) =>

@@ -3,18 +3,21 @@
  * `Account` operations as the envelope endpoints (src/identity/account/Account.ts), with the user
  * of the session cookie instead of a Bearer token; a refusal comes back as the page with the error
  * next to its field and the code's HTTP status. Forms carry CSRF tokens (src/identity/http/PageForms.ts);
- * a successful post redirects (303), so reloading never posts twice.
+ * a successful post redirects (303), so reloading never posts twice. Between the two steps of
+ * registration, the pending value its code is bound to (src/identity/account/EmailCodes.ts) waits in
+ * an HttpOnly cookie scoped like the session's, so it stays out of URLs and pages.
  */
 import { Effect, Option } from "effect"
-import { HttpServerRequest } from "effect/http"
-import type { HttpServerResponse } from "effect/http"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
+import { isEmailAddress } from "../../../schema/Identity/User.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Account } from "../account/Account.js"
 import { Avatars, parseUpload } from "../account/Avatars.js"
+import { CODE_TTL_SECONDS } from "../account/EmailCodes.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import { EndUsers } from "../auth/EndUsers.js"
 import { requireRecentSignIn } from "../auth/SignedIn.js"
@@ -44,6 +47,10 @@ const MESSAGES: Partial<Record<EnvelopeCodeName, { readonly field: string; reado
   },
   EMAIL_TAKEN: { field: "email", message: "Another account uses this email address." },
   WRONG_PASSWORD: { field: "current_password", message: "This is not your current password." },
+  TWO_FACTOR_INVALID: {
+    field: "two_factor_code",
+    message: "This code is wrong or was already used. Wait for the next one in your app, or use a recovery code."
+  },
   REAUTHENTICATION_REQUIRED: {
     field: "reauthenticate",
     message: "For your safety, this change needs a recent sign-in. Sign in again, then make the change."
@@ -76,6 +83,16 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
       const { ctx } = forms
       const accountPath = `${config.basePath}/ui/account`
       const toSignIn = redirectTo(`${config.basePath}/ui/login?return_to=${encodeURIComponent(accountPath)}`, 302)
+
+      // The pending value of a registration between its two steps, scoped like the session cookie.
+      const registerCookie = config.secureCookies ? "__Host-shiori_register" : "shiori_register"
+      const withRegisterCookie = (response: HttpServerResponse.HttpServerResponse, pending: string) =>
+        HttpServerResponse.setCookieUnsafe(response, registerCookie, pending, {
+          ...sessions.cookieOptions,
+          maxAge: `${CODE_TTL_SECONDS} seconds`
+        })
+      const withoutRegisterCookie = (response: HttpServerResponse.HttpServerResponse) =>
+        HttpServerResponse.expireCookieUnsafe(response, registerCookie, sessions.cookieOptions)
 
       // --- registration ---
 
@@ -196,7 +213,7 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
             if (!(yield* forms.verifyToken(request, payload.csrf, "register", Option.none()))) {
               return forms.formExpired()
             }
-            if (!/^[^\s@]+@[^\s@]+$/.test(email)) {
+            if (!isEmailAddress(email)) {
               return yield* renderRegister(request, {
                 email,
                 step: "email",
@@ -206,11 +223,14 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
               })
             }
             return yield* account.sendRegistrationCode(email, clientAddress(request, config.trustedProxies)).pipe(
-              Effect.as(
-                redirectTo(
-                  `${config.basePath}/ui/register?email=${encodeURIComponent(email)}` +
-                    (returnTo === "" ? "" : `&return_to=${encodeURIComponent(returnTo)}`),
-                  303
+              Effect.map(({ pending }) =>
+                withRegisterCookie(
+                  redirectTo(
+                    `${config.basePath}/ui/register?email=${encodeURIComponent(email)}` +
+                      (returnTo === "" ? "" : `&return_to=${encodeURIComponent(returnTo)}`),
+                    303
+                  ),
+                  pending
                 )
               ),
               Effect.catchTag("Refused", (refused) =>
@@ -240,13 +260,17 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
             if (Object.keys(errors).length > 0) {
               return yield* renderRegister(request, { email, step: "code", name, returnTo, errors, status: 400 })
             }
+            // Without the cookie of the first step (another browser, or it expired) no code can match.
+            const pending = request.cookies[registerCookie] ?? ""
             return yield* account.register(
-              { email, code: payload.code!.trim(), password: payload.password!, name },
+              { email, pending, code: payload.code!.trim(), password: payload.password!, name },
               { ip: clientAddress(request, config.trustedProxies), userAgent: request.headers["user-agent"] ?? "" }
             ).pipe(
               Effect.map(({ cookie }) =>
                 sessions.setCookie(
-                  redirectTo(returnTo === "" ? `${accountPath}?done=registered` : returnTo, 303),
+                  withoutRegisterCookie(
+                    redirectTo(returnTo === "" ? `${accountPath}?done=registered` : returnTo, 303)
+                  ),
                   cookie
                 )
               ),
@@ -294,7 +318,8 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
             if (!(yield* forms.verifyToken(request, token, "account", endUser))) return forms.formExpired()
             return yield* Option.match(parsed, {
               onNone: () => refused("INVALID_REQUEST"),
-              onSome: ({ file }) => avatars.upload(endUser.value.user.id, file)
+              onSome: ({ file }) =>
+                avatars.upload(endUser.value.user.id, clientAddress(request, config.trustedProxies), file)
             }).pipe(
               Effect.as(redirectTo(`${accountPath}?done=avatar`, 303)),
               Effect.catchTag("Refused", (refusal) =>
@@ -311,7 +336,7 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
               const email = (payload.email ?? "").trim()
               return requireRecentSignIn(endUser).pipe(
                 Effect.andThen(
-                  /^[^\s@]+@[^\s@]+$/.test(email)
+                  isEmailAddress(email)
                     ? account.sendEmailChangeCode(endUser, email, clientAddress(request, config.trustedProxies))
                     : refused("INVALID_REQUEST")
                 ),
@@ -328,17 +353,24 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
         .handle("changeEmailForm", ({ payload }) =>
           accountPost(
             payload.csrf,
-            (endUser) =>
+            (endUser, request) =>
               requireRecentSignIn(endUser).pipe(
                 Effect.andThen(
-                  account.changeEmail(endUser, (payload.email ?? "").trim(), (payload.code ?? "").trim())
+                  account.changeEmail(endUser, {
+                    email: (payload.email ?? "").trim(),
+                    code: (payload.code ?? "").trim(),
+                    // An empty field of the form is one not filled in.
+                    current_password: payload.current_password === "" ? undefined : payload.current_password,
+                    two_factor_code: payload.two_factor_code?.trim() === "" ? undefined : payload.two_factor_code
+                  }, clientAddress(request, config.trustedProxies))
                 ),
                 Effect.as(`${accountPath}?done=email`)
               ),
             (_, refused) => ({
               pendingEmail: refused.code === "EMAIL_TAKEN" || refused.code === "REAUTHENTICATION_REQUIRED"
                 ? undefined
-                : payload.email
+                : payload.email,
+              field: refused.code === "INVALID_REQUEST" ? "current_password" : undefined
             })
           ), runToCompletion)
         .handle("changePasswordForm", ({ payload }) =>

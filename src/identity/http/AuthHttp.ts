@@ -21,11 +21,9 @@ export const HttpAuthLive = HttpApiBuilder.group(IdentityApi, "auth", (handlers)
     return handlers
       .handle("login", ({ payload }) =>
         Effect.gen(function*() {
+          // Only an `application/json` body reaches here (415 otherwise, ErrorMiddleware.ts): a cross-site
+          // page can post a form or text/plain, never JSON without CORS, so it cannot sign a browser in.
           const request = yield* HttpServerRequest.HttpServerRequest
-          // A cross-site HTML form can post urlencoded bodies; only JSON (which needs CORS) may sign in.
-          if (!(request.headers["content-type"] ?? "").toLowerCase().includes("application/json")) {
-            return envelopeError("INVALID_REQUEST")
-          }
           return yield* login.login({
             email: payload.email,
             password: payload.password,

@@ -3,7 +3,9 @@
  * `CreatorApplications` method, answered in the envelope.
  *
  * `apply` reads its body itself (`handleRaw`): the declared payload documents the request, but a body
- * outside its bounds is 17004, not the decoder's generic 40001. What is not JSON at all stays 40001.
+ * outside its bounds, or with a member it does not name, is 17004, not the decoder's generic 40001.
+ * What is not JSON at all stays 40001; a body not sent as `application/json` never gets here (415,
+ * ErrorMiddleware.ts).
  */
 import { Effect, Option } from "effect"
 import { HttpServerResponse } from "effect/http"
@@ -14,7 +16,7 @@ import { runToCompletion } from "../../platform/HttpListener.js"
 import { EndUsers } from "../auth/EndUsers.js"
 import { signedInUser } from "../auth/SignedIn.js"
 import { CreatorApplications } from "../creator/CreatorApplications.js"
-import { envelopeError, envelopeSuccess, refusal } from "./Responses.js"
+import { envelopeSuccess, refusal } from "./Responses.js"
 
 /** The newest application, or (the user never applied) a success without a `data` member. */
 const mineResponse = HttpServerResponse.schemaJson(MyCreatorApplicationResponse)
@@ -29,9 +31,6 @@ export const HttpCreatorLive = HttpApiBuilder.group(IdentityApi, "creator", (han
       .handleRaw("apply", ({ request }) =>
         Effect.gen(function*() {
           const { user } = yield* signedIn
-          if (!(request.headers["content-type"] ?? "").toLowerCase().includes("application/json")) {
-            return envelopeError("INVALID_REQUEST")
-          }
           // A body that cannot be read is the error middleware's to answer: 413 when too large
           // (src/platform/BodyLimit.ts), 40001 when it is not JSON.
           const body = yield* Effect.orDie(request.json)

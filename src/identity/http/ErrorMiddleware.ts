@@ -7,20 +7,27 @@
  * (they are browser navigations and must never redirect on a malformed request); everything else
  * answers the envelope (README.md, "Envelope codes"). Declared failures pass through to their own
  * schemas. Request bodies are bounded here too (src/platform/BodyLimit.ts, `IDENTITY_MAX_BODY_BYTES`):
- * a larger one is answered 413 in the same three shapes, before it is read.
+ * a larger one is answered 413 in the same three shapes, before it is read. And an endpoint that takes
+ * a JSON body takes it only as `application/json` (BodyTypes.ts), judged here once for every such
+ * endpoint before anything reads the body: otherwise 415 envelope 41501, or on a protocol endpoint
+ * (which takes a form too) `invalid_request`, 400 as RFC 6749 section 5.2 answers a malformed request.
  */
 import { Cause, Effect, Option } from "effect"
 import type { Types } from "effect"
-import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpMethod, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
+import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
 import { isBodyTooLarge, limitBody } from "../../platform/BodyLimit.js"
 import { identityMaxAvatarBytes, identityMaxBodyBytes } from "../../platform/Config.js"
+import { jsonBodyType } from "../../platform/MediaType.js"
 import { isDatabaseUnavailable } from "../../platform/ProblemMiddleware.js"
+import { RouteTable } from "../../platform/RouteTable.js"
 import { errorPage } from "../frontend/Pages.js"
 import { NO_STORE } from "../oauth/OAuthFailure.js"
+import { type BodyKind, bodyKindOf, declaredBodyKinds } from "./BodyTypes.js"
 import { BASE_PATH, envelopeError, page, prefersJson } from "./Responses.js"
 
 type Shape = "oauth" | "page" | "envelope"
@@ -79,8 +86,52 @@ const isRequestDecodeError = (u: unknown): u is HttpApiError.HttpApiSchemaError 
   HttpApiError.HttpApiSchemaError.is(u) && u.kind !== "Body" && u.kind !== "ResponseHeaders"
 
 /** The body is sent as JSON (no `Content-Type` is JSON too, as the decoder reads it). */
-const isJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
-  (request.headers["content-type"] || "application/json").toLowerCase().includes("application/json")
+const isJsonBody = (request: HttpServerRequest.HttpServerRequest) => {
+  const kind = jsonBodyType(request.headers["content-type"])._tag
+  return kind === "Json" || kind === "Missing"
+}
+
+const routes = RouteTable.fromApi(IdentityApi)
+
+/** The kinds of body the endpoint of `request` takes, when one of them is JSON. */
+const jsonEndpointKinds = (request: HttpServerRequest.HttpServerRequest): ReadonlySet<BodyKind> | undefined => {
+  const match = routes.match(request.method, new URL(request.url, "http://localhost").pathname)
+  if (match === undefined) return undefined
+  const kinds = declaredBodyKinds(match.route.endpoint)
+  return kinds.has("json") ? kinds : undefined
+}
+
+/** Whether the request carries a body (a length above zero, or a chunked one). */
+const carriesBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const length = request.headers["content-length"]
+  return length !== undefined ? Number(length) > 0 : request.headers["transfer-encoding"] !== undefined
+}
+
+/**
+ * A body the endpoint takes as JSON (or, at the token and revocation endpoints, as a form too) sent
+ * as anything else, without a `Content-Type`, or with one that is not a media type: refused before
+ * it is read, whatever it holds (RFC 9110 section 15.5.16), so no cross-site form or `text/plain`
+ * post, which a browser sends without asking CORS first, can sign a browser in or act for it.
+ */
+const refusedBodyType = (
+  request: HttpServerRequest.HttpServerRequest,
+  kinds: ReadonlySet<BodyKind>
+): HttpServerResponse.HttpServerResponse | undefined => {
+  const kind = bodyKindOf(request.headers["content-type"])
+  if (kind !== undefined && kinds.has(kind)) return undefined
+  if (shapeOf(new URL(request.url, "http://localhost").pathname) === "oauth") {
+    return oauthError(
+      400,
+      "invalid_request",
+      "Send the parameters as application/x-www-form-urlencoded or application/json."
+    )
+  }
+  return answer(
+    request,
+    { status: 415, oauth: "invalid_request", envelope: "UNSUPPORTED_MEDIA_TYPE" },
+    "Send the body as application/json."
+  )
+}
 
 /**
  * A JSON body that is not JSON at all. The decoder reports it as a payload it could not decode; it is
@@ -138,23 +189,37 @@ export const identityErrorMiddleware = HttpRouter.middleware(
         isJsonBody(request) ? isUnparsableJson(request) : Effect.succeed(false),
         (malformed) => malformed ? malformedBody(request) : invalidRequest(request)
       )
-    const bounded = limitBody({
+    const limited = limitBody({
       maxBytes,
       uploads: AVATAR_PATHS.map((path) => ({ method: "POST", path, maxBytes: avatarBytes })),
       tooLarge: (request) => Effect.succeed(tooLarge(request)),
-      multipart: (request) =>
-        Effect.succeed(answer(
-          request,
-          { status: 400, oauth: "invalid_request", envelope: "INVALID_REQUEST" },
-          "Send the body as application/x-www-form-urlencoded or application/json."
-        ))
+      multipart: (request) => {
+        const kinds = jsonEndpointKinds(request)
+        return Effect.succeed(
+          (kinds === undefined ? undefined : refusedBodyType(request, kinds)) ?? answer(
+            request,
+            { status: 400, oauth: "invalid_request", envelope: "INVALID_REQUEST" },
+            "Send the body as application/x-www-form-urlencoded or application/json."
+          )
+        )
+      }
     })
+    /** The body bounded, then, on an endpoint that takes JSON, its media type checked. */
+    const bounded = (app: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>) =>
+      limited(Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const kinds = HttpMethod.hasBody(request.method) && carriesBody(request)
+          ? jsonEndpointKinds(request)
+          : undefined
+        const refused = kinds === undefined ? undefined : refusedBodyType(request, kinds)
+        return refused === undefined ? app : Effect.succeed(refused)
+      }))
     return (app: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>) =>
       bounded(app).pipe(
-        // The decoder answers a body whose type the endpoint does not declare with its own bare 415
-        // (no handler answers 415): a body it refused, answered as such.
+        // The decoder answers a body whose type the endpoint does not declare with its own bare,
+        // plain-text 415 (on a page, say; an endpoint that takes JSON never gets that far): a body it
+        // refused, answered as such.
         Effect.flatMap((response) =>
-          response.status === 415
+          response.status === 415 && response.headers["content-type"]?.startsWith("text/plain") === true
             ? Effect.flatMap(HttpServerRequest.HttpServerRequest, refusedBody)
             : Effect.succeed(response)
         ),

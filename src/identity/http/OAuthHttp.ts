@@ -24,6 +24,7 @@ import { TokenService } from "../oauth/TokenService.js"
 import { UserInfoService } from "../oauth/UserInfoService.js"
 import type { AddressLimitedEndpoint } from "../ratelimit/AddressLimits.js"
 import { AddressLimits } from "../ratelimit/AddressLimits.js"
+import { bodyKindOf } from "./BodyTypes.js"
 import { addressBucket, clientAddress } from "./ClientAddress.js"
 import { BASE_PATH, envelopeError, page, prefersJson, redirectTo } from "./Responses.js"
 
@@ -40,9 +41,10 @@ export const outcomeResponse = (request: HttpServerRequest.HttpServerRequest, ou
   )
 }
 
+/** RFC 6749 section 4.1.3 (a form) or JSON, each judged by its parsed media type (BodyTypes.ts). */
 const isJsonOrForm = (request: HttpServerRequest.HttpServerRequest) => {
-  const type = (request.headers["content-type"] ?? "").toLowerCase()
-  return type.includes("application/json") || type.includes("application/x-www-form-urlencoded")
+  const kind = bodyKindOf(request.headers["content-type"])
+  return kind === "json" || kind === "form"
 }
 
 /** 429 of the authorization endpoint: a page for a browser, the envelope for a JSON caller. */

@@ -10,7 +10,9 @@
  * An account with a second factor signs in in two steps: the right password answers the code form
  * (src/identity/frontend/TwoFactorPages.ts) with a signed pending sign-in
  * (src/identity/frontend/PendingSignIn.ts) instead of a session; the code form posts back here with
- * it, and only a right code starts the session.
+ * it, and only a right code starts the session. The pending sign-in is spent with that code, so it
+ * starts one session at most; a spent, cancelled or expired one sends the browser back to the
+ * password.
  */
 import { Effect, Option, Result } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -46,7 +48,8 @@ const LOGIN_MESSAGES = {
   ACCOUNT_BANNED: "This account is banned.",
   TOO_MANY_ATTEMPTS: "Too many attempts. Wait a little, then try again.",
   TWO_FACTOR_REQUIRED: "Enter the code from your authenticator app.",
-  TWO_FACTOR_INVALID: "That code is not right, or was already used. Enter the code the app shows now."
+  TWO_FACTOR_INVALID: "That code is not right, or was already used. Enter the code the app shows now.",
+  TOKEN_INVALID: "This sign-in expired or was already used. Please sign in again."
 } as const
 
 export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handlers) =>
@@ -206,14 +209,14 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
       Effect.gen(function*() {
         const email = payload.email ?? ""
         const pending = payload.pending ?? ""
-        const userId = yield* pendingSignIns.verify(pending, request.cookies[config.cookies.csrf])
-        if (Option.isNone(userId)) {
+        const verified = yield* pendingSignIns.verify(pending, request.cookies[config.cookies.csrf])
+        if (Option.isNone(verified)) {
           return yield* renderLogin(request, {
             email,
             returnTo,
             selectAccount: false,
-            error: "The sign-in took too long. Please sign in again.",
-            status: 401
+            error: LOGIN_MESSAGES.TOKEN_INVALID,
+            status: EnvelopeCodes.TOKEN_INVALID.status
           })
         }
         const otp = payload.otp === undefined || payload.otp.trim() === "" ? undefined : payload.otp
@@ -235,10 +238,10 @@ export const HttpPagesLive = HttpApiBuilder.group(IdentityApi, "pages", (handler
           ip: clientAddress(request, config.trustedProxies),
           userAgent: request.headers["user-agent"] ?? ""
         }
-        return yield* login.resume(userId.value, { otp, recoveryCode, ...client }).pipe(
+        return yield* login.resume(verified.value, { otp, recoveryCode, ...client }).pipe(
           Effect.map(({ cookie }) => signedIn(cookie, returnTo, email)),
           Effect.catchTag("LoginFailed", (failed) =>
-            failed.code === "WRONG_PASSWORD" || failed.code === "ACCOUNT_BANNED"
+            failed.code === "WRONG_PASSWORD" || failed.code === "ACCOUNT_BANNED" || failed.code === "TOKEN_INVALID"
               ? renderLogin(request, {
                 email,
                 returnTo,

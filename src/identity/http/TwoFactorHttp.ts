@@ -6,28 +6,37 @@
  * - `twoFactorPages`: the set-up page for the session cookie. A browser without a sign-in younger
  *   than 10 minutes is sent to the sign-in page, which brings it back here. Its forms carry a CSRF
  *   token bound to the browser's CSRF cookie and the session (src/identity/http/PageForms.ts).
+ *
+ * Both take the current password with every change (checked by `TwoFactor`), and the session making
+ * the change is the one that stays signed in when the factor goes on or off.
  */
 import { Effect, Option, Result } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
-import type { TwoFactorForm } from "../../../schema/Identity/TwoFactor.js"
+import type { TwoFactorCodeRequest, TwoFactorForm } from "../../../schema/Identity/TwoFactor.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import { EndUsers } from "../auth/EndUsers.js"
 import { requireRecentSignIn, signedInUser } from "../auth/SignedIn.js"
 import { Html } from "../frontend/Html.js"
 import { messagePage } from "../frontend/Pages.js"
-import type { TwoFactorFormName } from "../frontend/TwoFactorPages.js"
+import type { TwoFactorField, TwoFactorFormName } from "../frontend/TwoFactorPages.js"
 import { twoFactorEnabledPage, twoFactorOffPage, twoFactorSetupPage } from "../frontend/TwoFactorPages.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 import type { Refused } from "../Refused.js"
 import { Sessions } from "../sessions/Sessions.js"
+import type { ChangeProof } from "../twofactor/TwoFactor.js"
 import { TwoFactor } from "../twofactor/TwoFactor.js"
 import { clientAddress } from "./ClientAddress.js"
 import { PageForms } from "./PageForms.js"
 import { envelopeSuccess, page, redirectTo, refusal } from "./Responses.js"
+
+const proofOf = (payload: TwoFactorCodeRequest): ChangeProof => ({
+  code: payload.code,
+  password: payload.current_password
+})
 
 export const HttpTwoFactorLive = HttpApiBuilder.group(IdentityApi, "twoFactor", (handlers) =>
   Effect.gen(function*() {
@@ -56,27 +65,32 @@ export const HttpTwoFactorLive = HttpApiBuilder.group(IdentityApi, "twoFactor", 
         ), runToCompletion)
       .handle("enable", ({ payload }) =>
         withAddress.pipe(
-          Effect.flatMap(([endUser, ip]) => twoFactor.enable(endUser.user.id, payload.code, ip)),
+          Effect.flatMap(([endUser, ip]) => twoFactor.enable(endUser, proofOf(payload), ip)),
           Effect.map((codes) => envelopeSuccess({ recovery_codes: codes })),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("disable", ({ payload }) =>
         withAddress.pipe(
-          Effect.flatMap(([endUser, ip]) => twoFactor.disable(endUser.user.id, payload.code, ip)),
+          Effect.flatMap(([endUser, ip]) => twoFactor.disable(endUser, proofOf(payload), ip)),
           Effect.as(envelopeSuccess(null)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("recoveryCodes", ({ payload }) =>
         withAddress.pipe(
-          Effect.flatMap(([endUser, ip]) => twoFactor.regenerateRecoveryCodes(endUser.user.id, payload.code, ip)),
+          Effect.flatMap(([endUser, ip]) => twoFactor.regenerateRecoveryCodes(endUser, proofOf(payload), ip)),
           Effect.map((codes) => envelopeSuccess({ recovery_codes: codes })),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
   }))
 
-const CODE_MESSAGES: Partial<Record<Refused["code"], string>> = {
-  TWO_FACTOR_INVALID: "That code is not right, or was already used. Enter the code the app shows now.",
-  TOO_MANY_ATTEMPTS: "Too many wrong codes. Wait a little, then try again."
+/** A refusal the page explains next to one field of the form that was sent. */
+const FIELD_MESSAGES: Partial<Record<Refused["code"], { readonly field: TwoFactorField; readonly message: string }>> = {
+  TWO_FACTOR_INVALID: {
+    field: "code",
+    message: "That code is not right, or was already used. Enter the code the app shows now."
+  },
+  WRONG_PASSWORD: { field: "password", message: "That password is not right." },
+  TOO_MANY_ATTEMPTS: { field: "code", message: "Too many wrong codes or passwords. Wait a little, then try again." }
 }
 
 export const HttpTwoFactorPagesLive = HttpApiBuilder.group(
@@ -113,7 +127,11 @@ export const HttpTwoFactorPagesLive = HttpApiBuilder.group(
 
       /** The page as the account stands: set-up (pending key) without a factor, the changes with one. */
       const render = (request: HttpServerRequest.HttpServerRequest, endUser: EndUser, extra: {
-        readonly error?: { readonly form: TwoFactorFormName; readonly message: string }
+        readonly error?: {
+          readonly form: TwoFactorFormName
+          readonly field: TwoFactorField
+          readonly message: string
+        }
         readonly recoveryCodes?: ReadonlyArray<string>
         readonly notice?: string
         readonly status?: number
@@ -176,13 +194,14 @@ export const HttpTwoFactorPagesLive = HttpApiBuilder.group(
           const ip = clientAddress(request, config.trustedProxies)
           const userId = endUser.user.id
           const code = payload.code ?? ""
+          const password = payload.current_password ?? ""
           const action = payload.action
-          /** A refused change: the page again, the error next to the form that was sent. */
+          /** A refused change: the page again, the error next to the field of the form that was sent. */
           const refusedOn = (form: TwoFactorFormName) => (refused: Refused) =>
             render(request, endUser, {
-              ...(CODE_MESSAGES[refused.code] === undefined
+              ...(FIELD_MESSAGES[refused.code] === undefined
                 ? { notice: "Nothing was changed: the account changed meanwhile." }
-                : { error: { form, message: CODE_MESSAGES[refused.code]! } }),
+                : { error: { form, ...FIELD_MESSAGES[refused.code]! } }),
               status: EnvelopeCodes[refused.code].status,
               headers: refused.headers
             })
@@ -198,18 +217,31 @@ export const HttpTwoFactorPagesLive = HttpApiBuilder.group(
             })
           }
           if (code.trim() === "") {
-            return yield* render(request, endUser, { error: { form: action, message: "Enter the code." }, status: 400 })
+            return yield* render(request, endUser, {
+              error: { form: action, field: "code", message: "Enter the code." },
+              status: 400
+            })
           }
+          if (password === "") {
+            return yield* render(request, endUser, {
+              error: { form: action, field: "password", message: "Enter your password." },
+              status: 400
+            })
+          }
+          const proof: ChangeProof = { code, password }
           switch (action) {
             case "enable":
-              return yield* twoFactor.enable(userId, code, ip).pipe(
+              return yield* twoFactor.enable(endUser, proof, ip).pipe(
                 Effect.flatMap((recoveryCodes) =>
-                  render(request, endUser, { recoveryCodes, notice: "Two-factor authentication is on." })
+                  render(request, endUser, {
+                    recoveryCodes,
+                    notice: "Two-factor authentication is on. Every other sign-in of the account was ended."
+                  })
                 ),
                 Effect.catchTag("Refused", refusedOn(action))
               )
             case "recovery-codes":
-              return yield* twoFactor.regenerateRecoveryCodes(userId, code, ip).pipe(
+              return yield* twoFactor.regenerateRecoveryCodes(endUser, proof, ip).pipe(
                 Effect.flatMap((recoveryCodes) =>
                   render(request, endUser, {
                     recoveryCodes,
@@ -219,7 +251,7 @@ export const HttpTwoFactorPagesLive = HttpApiBuilder.group(
                 Effect.catchTag("Refused", refusedOn(action))
               )
             case "disable":
-              return yield* twoFactor.disable(userId, code, ip).pipe(
+              return yield* twoFactor.disable(endUser, proof, ip).pipe(
                 Effect.as(page(twoFactorOffPage(ctx, { email: endUser.user.email }))),
                 Effect.catchTag("Refused", refusedOn(action))
               )

@@ -8,6 +8,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpServerResponse } from "effect/http"
+import type { SqlError } from "effect/sql"
 import { SqlClient } from "effect/sql"
 import { randomToken, sha256Hex } from "../crypto/Secrets.js"
 import { IdentityConfig } from "../IdentityConfig.js"
@@ -43,6 +44,29 @@ const toSession = (row: typeof SessionRow.Type): Session => ({
   expiresAt: row.expires_at,
   amr: row.amr
 })
+
+/**
+ * Ends every session of `userId` except `keep` (the session making a change, or none) and revokes
+ * every refresh family of the account, so old cookies and every relying party's refresh tokens
+ * (`invalid_grant`) stop working. `reason` is recorded on the families (`password_changed`, ...).
+ * Runs in the caller's transaction, next to the change it follows from.
+ */
+export const endSignInsOf = (
+  sql: SqlClient.SqlClient,
+  userId: number,
+  reason: string,
+  keep?: string
+): Effect.Effect<void, SqlError.SqlError> =>
+  Effect.gen(function*() {
+    yield* sql`
+      UPDATE sessions SET ended_at = now()
+      WHERE user_id = ${userId} AND ended_at IS NULL AND id <> ${keep ?? ""}
+    `
+    yield* sql`
+      UPDATE refresh_families SET revoked_at = now(), revoked_reason = ${reason}
+      WHERE user_id = ${userId} AND revoked_at IS NULL
+    `
+  })
 
 export class Sessions extends Context.Service<Sessions>()("identity/Sessions", {
   make: Effect.gen(function*() {

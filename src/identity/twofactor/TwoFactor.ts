@@ -14,6 +14,14 @@
  * - Every code check is throttled like a password (src/identity/auth/Login.ts): per (account,
  *   address) and by growing delays per account, never a lockout, with the sign-in policies of
  *   src/identity/IdentityConfig.ts. A right code takes its count back.
+ * - Turning the factor on or off and making new recovery codes need the account's current password
+ *   besides the recent sign-in the handlers check (src/identity/auth/SignedIn.ts), so a session
+ *   alone (a borrowed browser, a stolen token) cannot change how the account signs in. Password
+ *   guesses share the bucket of a password change (src/identity/account/Account.ts): five, then
+ *   one a minute, per account.
+ * - Turning the factor on or off ends every other session of the account and revokes every refresh
+ *   family, like a password change, cancels half-done sign-ins (src/identity/frontend/PendingSignIn.ts),
+ *   and mails the owner, all in the transaction of the change.
  */
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -21,14 +29,20 @@ import * as Crypto from "node:crypto"
 import * as OTPAuth from "otpauth"
 import QRCode from "qrcode"
 import { AppSecret } from "../../platform/Config.js"
-import type { Attempt } from "../../platform/RateLimiter.js"
+import type { Attempt, BucketPolicy } from "../../platform/RateLimiter.js"
 import { RateLimiter } from "../../platform/RateLimiter.js"
+import type { EndUser } from "../auth/EndUsers.js"
+import { Passwords } from "../crypto/Passwords.js"
 import { constantTimeEquals, sha256Hex } from "../crypto/Secrets.js"
+import type { Pending } from "../frontend/PendingSignIn.js"
+import { PendingSignIn } from "../frontend/PendingSignIn.js"
 import { addressBucket } from "../http/ClientAddress.js"
 import { IdentityConfig } from "../IdentityConfig.js"
 import { deriveSecretKey, gcmOpen, gcmSeal } from "../keys/SigningKeyCipher.js"
+import { Mailer } from "../mail/Mailer.js"
 import type { Refused } from "../Refused.js"
 import { refused, retryAfter } from "../Refused.js"
+import { endSignInsOf } from "../sessions/Sessions.js"
 
 /** RFC 6238 section 4 parameters every authenticator app supports. */
 const ALGORITHM = "SHA1"
@@ -46,6 +60,27 @@ const RECOVERY_CODE_BYTES = 10
 /** The name authenticator apps show next to the account. */
 const OTP_ISSUER = "shiori"
 const HKDF_INFO = "shiori totp-secret encryption v1"
+/**
+ * Wrong current passwords per account: the bucket (`password-change:<id>`) and the policy of a
+ * password change (src/identity/account/Account.ts), so guesses add up whichever change makes them.
+ */
+const currentPasswordBucket = (userId: number) => `password-change:${userId}`
+const currentPasswordGuesses: BucketPolicy = { capacity: 5, refillPerSecond: 1 / 60 }
+
+/** What a change of the factor is proven with: a code (or recovery code) and the current password. */
+export interface ChangeProof {
+  readonly code: string
+  readonly password: string
+}
+
+const changeMail = (state: "on" | "off") => {
+  const what = `Two-factor authentication was turned ${state} for your shiori account`
+  return {
+    subject: what,
+    text: `${what}, and every other sign-in was ended.\n\nIf you did not do this, reply to this mail at once.\n`,
+    html: `<p>${what}, and every other sign-in was ended.</p><p>If you did not do this, reply to this mail at once.</p>`
+  }
+}
 
 /** The authentication methods of a sign-in (RFC 8176 section 2). */
 export type Amr = ReadonlyArray<"pwd" | "otp">
@@ -129,6 +164,9 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
     const sql = yield* SqlClient.SqlClient
     const config = yield* IdentityConfig
     const limiter = yield* RateLimiter
+    const passwords = yield* Passwords
+    const mailer = yield* Mailer
+    const pendingSignIns = yield* PendingSignIn
     const { secret: appSecret } = yield* AppSecret
     const key = deriveSecretKey(appSecret, HKDF_INFO)
     const decodeTotp = Schema.decodeUnknownEffect(Schema.Array(TotpRow))
@@ -249,6 +287,28 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
         )
       })
 
+    /**
+     * The account's current password, counted in the password change's bucket whether right or
+     * wrong: 401 10011 when wrong, 429 10012 past the bucket.
+     */
+    const requirePassword = (endUser: EndUser, password: string) =>
+      Effect.gen(function*() {
+        const guesses = yield* limiter.take(currentPasswordBucket(endUser.user.id), currentPasswordGuesses)
+        if (!guesses.allowed) return yield* refused("TOO_MANY_ATTEMPTS", retryAfter(guesses.retryAfterSeconds))
+        if (!(yield* passwords.verify(password, endUser.user.passwordHash))) return yield* refused("WRONG_PASSWORD")
+      })
+
+    /**
+     * In the transaction of a change that turned the factor on or off: every other session ends,
+     * every refresh family is revoked, half-done sign-ins are cancelled and the owner is told.
+     */
+    const afterChange = (endUser: EndUser, state: "on" | "off") =>
+      Effect.gen(function*() {
+        yield* endSignInsOf(sql, endUser.user.id, "two_factor_changed", endUser.session.id)
+        yield* pendingSignIns.cancel(endUser.user.id)
+        yield* mailer.send({ to: endUser.user.email, ...changeMail(state) })
+      })
+
     const status = Effect.fn("TwoFactor.status")(function*(userId: number) {
       const rows = yield* sql`
         SELECT t.confirmed_at, coalesce(t.pending_secret IS NOT NULL AND t.pending_expires_at > now(), false)
@@ -304,11 +364,16 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
       return yield* setup(userId, label)
     })
 
-    /** Confirms the pending secret with a first code: the factor is on; answers the recovery codes. */
-    const enable = Effect.fn("TwoFactor.enable")(function*(userId: number, code: string, ip: string) {
+    /**
+     * Confirms the pending secret with a first code, after the current password: the factor is on,
+     * every other sign-in ended; answers the recovery codes.
+     */
+    const enable = Effect.fn("TwoFactor.enable")(function*(endUser: EndUser, proof: ChangeProof, ip: string) {
+      const userId = endUser.user.id
+      yield* requirePassword(endUser, proof.password)
       const before = yield* status(userId)
       if (Option.isSome(before.enabledAt) || !before.pending) return yield* refused("CONFLICT")
-      const presented = classify(code)
+      const presented = classify(proof.code)
       return yield* throttled(
         userId,
         ip,
@@ -331,22 +396,29 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
             WHERE user_id = ${userId}
           `.pipe(Effect.orDie)
           yield* sql`UPDATE users SET totp_enabled_at = now() WHERE id = ${userId}`.pipe(Effect.orDie)
-          return yield* replaceRecoveryCodes(userId)
+          const codes = yield* replaceRecoveryCodes(userId)
+          yield* afterChange(endUser, "on")
+          return codes
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       )
     })
 
-    /** Spends a code of the enabled factor, then runs `then` in the same transaction. */
+    /**
+     * After the current password, spends a code of the enabled factor, then runs `then` in the same
+     * transaction.
+     */
     const withCode = <A>(
-      userId: number,
-      code: string,
+      endUser: EndUser,
+      proof: ChangeProof,
       ip: string,
       then: Effect.Effect<A, never, never>
     ) =>
       Effect.gen(function*() {
+        const userId = endUser.user.id
+        yield* requirePassword(endUser, proof.password)
         const before = yield* status(userId)
         if (Option.isNone(before.enabledAt)) return yield* refused("CONFLICT")
-        const presented = classify(code)
+        const presented = classify(proof.code)
         return yield* throttled(
           userId,
           ip,
@@ -359,24 +431,32 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
         )
       })
 
-    /** Removes the factor and its recovery codes, after a current code or a recovery code. */
-    const disable = Effect.fn("TwoFactor.disable")(function*(userId: number, code: string, ip: string) {
+    /**
+     * Removes the factor and its recovery codes, after the current password and a current code or a
+     * recovery code; every other sign-in ends.
+     */
+    const disable = Effect.fn("TwoFactor.disable")(function*(endUser: EndUser, proof: ChangeProof, ip: string) {
+      const userId = endUser.user.id
       return yield* withCode(
-        userId,
-        code,
+        endUser,
+        proof,
         ip,
         Effect.gen(function*() {
           yield* sql`DELETE FROM two_factor_totp WHERE user_id = ${userId}`
           yield* sql`DELETE FROM two_factor_recovery_codes WHERE user_id = ${userId}`
           yield* sql`UPDATE users SET totp_enabled_at = NULL WHERE id = ${userId}`
+          yield* afterChange(endUser, "off")
         }).pipe(Effect.orDie)
       )
     })
 
-    /** Ten new recovery codes in place of the old ones, after a current code or a recovery code. */
+    /**
+     * Ten new recovery codes in place of the old ones, after the current password and a current
+     * code or a recovery code.
+     */
     const regenerateRecoveryCodes = Effect.fn("TwoFactor.regenerateRecoveryCodes")(
-      function*(userId: number, code: string, ip: string) {
-        return yield* withCode(userId, code, ip, replaceRecoveryCodes(userId))
+      function*(endUser: EndUser, proof: ChangeProof, ip: string) {
+        return yield* withCode(endUser, proof, ip, replaceRecoveryCodes(endUser.user.id))
       }
     )
 
@@ -384,13 +464,26 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
      * The second step of a sign-in whose password was right: the methods of the sign-in, `pwd`
      * alone without a factor; with one, `TWO_FACTOR_REQUIRED` when no code came, else the code is
      * spent (`TWO_FACTOR_INVALID` when wrong or used).
+     *
+     * `pending`: the sign-in page's half-done sign-in this step completes. It is spent in the
+     * transaction that spends the code; when it was already spent or cancelled, nothing is spent and
+     * the step is refused with `TOKEN_INVALID` (the sign-in starts again), which is not counted as a
+     * wrong code.
      */
     const verifySignIn = Effect.fn("TwoFactor.verifySignIn")(function*(userId: number, input: {
       readonly otp?: string | undefined
       readonly recoveryCode?: string | undefined
       readonly ip: string
+      readonly pending?: Pending | undefined
     }) {
-      if (!(yield* isEnabled(userId))) return PASSWORD_ONLY
+      const claim = input.pending === undefined
+        ? Effect.void
+        : Effect.flatMap(
+          pendingSignIns.consume(input.pending),
+          (spent) => spent ? Effect.void : refused("TOKEN_INVALID")
+        )
+      // The factor may have been removed since the password step: the password alone signs in.
+      if (!(yield* isEnabled(userId))) return yield* Effect.as(claim, PASSWORD_ONLY)
       const code = input.otp ?? input.recoveryCode
       if (code === undefined || code.trim() === "") return yield* refused("TWO_FACTOR_REQUIRED")
       // Each field is read as what it names: a recovery code sent as `otp` is simply wrong.
@@ -404,6 +497,8 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
           const row = yield* lockRow(userId)
           if (Option.isNone(row) || row.value.secret === null) return yield* refused("TWO_FACTOR_INVALID")
           yield* spend(userId, row.value, presented)
+          // After the code: a wrong code leaves the half-done sign-in usable for the right one.
+          yield* claim
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       )
       return PASSWORD_AND_OTP
