@@ -1,8 +1,10 @@
 /**
- * The release calendar (SPEC 2.2 `meta`, SPEC 2.7 CalendarMeta) on a seeded catalog whose dates are
- * placed around the real today: the dated month window with navigation, the year-only and undated
- * windows with null navigation, `today` in Asia/Tokyo, keyset paging (SPEC 4.1 rule 8) and the
- * content gate (DECISIONS 4). Runs on the real clock (the server reads today from `Clock`).
+ * The release calendar (the list's `meta`, CalendarMeta in schema/Catalog/Calendar.ts) on a seeded
+ * catalog whose dates are placed around the real today: the dated month window with navigation, the
+ * year-only and undated windows with null navigation, `today` in Asia/Tokyo, keyset paging
+ * (docs/api-contract.md, "Cursors and pages") and the content gate
+ * (docs/api-contract.md, "Credentials, scopes and the content limit").
+ * Runs on the real clock (the server reads today from `Clock`).
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -66,9 +68,9 @@ const tokyoToday = () =>
   new Intl.DateTimeFormat("en-CA", { timeZone: "Asia/Tokyo", year: "numeric", month: "2-digit", day: "2-digit" })
     .format(new Date())
 
-describe("release calendar (SPEC 2.7 CalendarMeta)", () => {
+describe("release calendar (CalendarMeta, schema/Catalog/Calendar.ts)", () => {
   layer(SeededCatalogLive({ works: 300, seed: 3 }), { timeout: "180 seconds", excludeTestServices: true })((it) => {
-    it.effect("default window: this Tokyo month, with today and the dated navigation (SPEC 2.7)", () =>
+    it.effect("default window: this Tokyo month, with today and the dated navigation (schema/Catalog/Calendar.ts)", () =>
       Effect.gen(function*() {
         const rows = yield* reference("nsfw")
         const today = tokyoToday()
@@ -114,7 +116,7 @@ describe("release calendar (SPEC 2.7 CalendarMeta)", () => {
         expect(entry.id).toBe(work!.work_id)
       }))
 
-    it.effect("month navigation at the edges: has_prev/has_next and min/max months (SPEC 2.7)", () =>
+    it.effect("month navigation at the edges: has_prev/has_next and min/max months (schema/Catalog/Calendar.ts)", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
         const { meta } = (yield* catalog.get("/v2/catalog/calendar")).body
@@ -134,7 +136,7 @@ describe("release calendar (SPEC 2.7 CalendarMeta)", () => {
         expect(after.meta).toMatchObject({ has_prev: true, has_next: false })
       }))
 
-    it.effect("year-only and undated windows: their releases, navigation fields null (SPEC 2.7)", () =>
+    it.effect("year-only and undated windows: their releases, navigation fields null (schema/Catalog/Calendar.ts)", () =>
       Effect.gen(function*() {
         const rows = yield* reference("nsfw")
         const yearOnly = rows.filter((r) => r.released?.length === 4)
@@ -153,7 +155,7 @@ describe("release calendar (SPEC 2.7 CalendarMeta)", () => {
         expect(undated.meta).toEqual({ today: tokyoToday(), ...nulls })
       }))
 
-    it.effect("content gate: an sfw credential sees no nsfw release and no release of an nsfw work (DECISIONS 4)", () =>
+    it.effect("content gate: an sfw credential sees no nsfw release and no release of an nsfw work (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const all = yield* reference("nsfw")
         const rows = yield* reference("sfw")
@@ -170,7 +172,7 @@ describe("release calendar (SPEC 2.7 CalendarMeta)", () => {
         expect(undated.items.map((i) => i.release.id)).toEqual(rows.filter((r) => r.key === null).map((r) => r.id))
       }))
 
-    it.effect("bad parameters: window/month/year conflicts, formats, foreign cursors (SPEC 7.1)", () =>
+    it.effect("bad parameters: window/month/year conflicts, formats, foreign cursors (docs/api-contract.md, \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const conflict = yield* problem("/v2/catalog/calendar?window=year&month=2024-05", "INVALID_PARAMETER")
         expect(conflict.errors).toEqual([expect.objectContaining({ parameter: "month", reason: "INCONSISTENT_WITH" })])

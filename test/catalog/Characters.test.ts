@@ -1,7 +1,10 @@
 /**
- * Characters over a seeded catalog: SPEC 2.4 (Character, view=full, detail-only includes,
- * Appearance), SPEC 2.2 / 4.1 rules 1, 5, 6, 8, 9 (lists, batch lane, merged ids), SPEC 7.1
- * (problems), DECISIONS 4 (content gate) and 10 (ETag).
+ * Characters over a seeded catalog: the records of schema/Catalog/Character.ts and Appearance.ts
+ * (view=full, detail-only includes), and these sections of docs/api-contract.md:
+ * "Records and lists" and "Cursors and pages" (lists, batch lane),
+ * "Errors: catalog problem documents" (merged ids, problems),
+ * "Credentials, scopes and the content limit" (content gate) and
+ * "Caching, ETags and freshness" (ETag).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
@@ -31,7 +34,10 @@ const one = <A>(rows: ReadonlyArray<A>) => {
   return rows[0]!
 }
 
-/** Every page of a cursor list (SPEC 4.1 rule 8: the end is the absence of next_cursor). */
+/**
+ * Every page of a cursor list (docs/api-contract.md, "Cursors and pages": the end is the absence of
+ * next_cursor).
+ */
 const walk = (path: string, key: "sfw" | "nsfw") =>
   Effect.gen(function*() {
     const c = yield* Catalog
@@ -51,9 +57,9 @@ const walk = (path: string, key: "sfw" | "nsfw") =>
     throw new Error("too many pages")
   })
 
-describe("characters (SPEC 2.4)", () => {
+describe("characters (schema/Catalog/Character.ts)", () => {
   it.layer(SeededCatalogLive(), { timeout: "180 seconds" })((it) => {
-    it.effect("SPEC 4.1 rule 8 + DECISIONS 4: the cursor list visits every visible character once, in id order", () =>
+    it.effect("the cursor list visits every visible character once, in id order (docs/api-contract.md, \"Cursors and pages\", \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const all = yield* walk("/v2/catalog/characters?limit=100", "nsfw")
@@ -70,7 +76,7 @@ describe("characters (SPEC 2.4)", () => {
         expect(sfw.some((c) => nsfwOnly.has(c.id))).toBe(false)
       }))
 
-    it.effect("SPEC 2.4: view=basic has the required fields only; view=full adds the seven profile fields", () =>
+    it.effect("view=basic has the required fields only; view=full adds the seven profile fields (schema/Catalog/Character.ts)", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const basic = yield* c.get("/v2/catalog/characters?limit=5")
@@ -93,7 +99,7 @@ describe("characters (SPEC 2.4)", () => {
         expect(detail.body).toEqual(basic.body.items[0])
       }))
 
-    it.effect("SPEC 2.4: includes on the detail face, each only when asked for; the image only when one exists", () =>
+    it.effect("includes on the detail face, each only when asked for; the image only when one exists (schema/Catalog/Character.ts)", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -138,7 +144,7 @@ describe("characters (SPEC 2.4)", () => {
         }
       }))
 
-    it.effect("DECISIONS 4: sexual traits are nsfw content, never shown to an sfw credential", () =>
+    it.effect("sexual traits are nsfw content, never shown to an sfw credential (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -158,7 +164,7 @@ describe("characters (SPEC 2.4)", () => {
         expect(sfw.body.traits.every((t: any) => t.is_sexual === false)).toBe(true)
       }))
 
-    it.effect("SPEC 4.1 rule 5 / 7.1: an unknown include is 400 UNKNOWN_INCLUDE naming the allowed tokens", () =>
+    it.effect("an unknown include is 400 UNKNOWN_INCLUDE naming the allowed tokens (docs/api-contract.md, \"Records and lists\", \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const body = yield* problem("/v2/catalog/characters/1?include=traits,voices", "UNKNOWN_INCLUDE")
         expect(body.errors[0]).toMatchObject({
@@ -169,7 +175,7 @@ describe("characters (SPEC 2.4)", () => {
         expect(body.errors).toHaveLength(1)
       }))
 
-    it.effect("SPEC 4.1 rules 6 and 9: the ids= lane answers in request order and lists the rest in missing[]", () =>
+    it.effect("the ids= lane answers in request order and lists the rest in missing[] (docs/api-contract.md, \"Records and lists\")", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -196,7 +202,7 @@ describe("characters (SPEC 2.4)", () => {
         expect(nsfw.body.missing).toEqual([merged.id, "99999999", "99999999999999999999"])
       }))
 
-    it.effect("SPEC 4.1 rules 1, 6, 8 and SPEC 8: limit, batch size and cursor problems", () =>
+    it.effect("limit, batch size and cursor problems (docs/api-contract.md, \"Records and lists\", \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         yield* problem("/v2/catalog/characters?limit=101", "LIMIT_TOO_LARGE")
         const tooMany = Array.from({ length: 101 }, (_, i) => String(i + 1)).join(",")
@@ -216,7 +222,7 @@ describe("characters (SPEC 2.4)", () => {
         yield* problem("/v2/catalog/characters/99999999999999999999", "NOT_FOUND")
       }))
 
-    it.effect("SPEC 4.1 rule 9 / 7.1: a merged character is 404 ENTITY_MERGED with current_id and a canonical Link", () =>
+    it.effect("a merged character is 404 ENTITY_MERGED with current_id and a canonical Link (docs/api-contract.md, \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const merged = one(
@@ -234,7 +240,7 @@ describe("characters (SPEC 2.4)", () => {
         expect((yield* c.get(`/v2/catalog/characters/${merged.current}`)).status).toBe(200)
       }))
 
-    it.effect("DECISIONS 4: an nsfw-only character is 404 NOT_FOUND for sfw (detail and appearances), 200 for nsfw", () =>
+    it.effect("an nsfw-only character is 404 NOT_FOUND for sfw (detail and appearances), 200 for nsfw (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -250,7 +256,7 @@ describe("characters (SPEC 2.4)", () => {
         for (const a of appearances.body.items) expect(a.work.content_rating).toBe("nsfw")
       }))
 
-    it.effect("SPEC 2.4: appearances carry the work at view=basic, the roster row's identity and the voices", () =>
+    it.effect("appearances carry the work at view=basic, the roster row's identity and the voices (schema/Catalog/Appearance.ts)", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -300,7 +306,7 @@ describe("characters (SPEC 2.4)", () => {
         }
       }))
 
-    it.effect("SPEC 2.4: a work reached only through a voice credit has no identity, role unknown, spoiler none", () =>
+    it.effect("a work reached only through a voice credit has no identity, role unknown, spoiler none (schema/Catalog/Appearance.ts)", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -332,7 +338,7 @@ describe("characters (SPEC 2.4)", () => {
         expect(rostered.identity).toEqual(expect.any(String))
       }))
 
-    it.effect("DECISIONS 4: appearances in nsfw works are dropped for an sfw credential", () =>
+    it.effect("appearances in nsfw works are dropped for an sfw credential (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -355,7 +361,7 @@ describe("characters (SPEC 2.4)", () => {
         expect(sfw.body.items).toHaveLength(nsfw.body.items.length - 1)
       }))
 
-    it.effect("SPEC 4.1 rule 8: appearances page by cursor; a cursor of another character is INVALID_CURSOR", () =>
+    it.effect("appearances page by cursor; a cursor of another character is INVALID_CURSOR (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -379,7 +385,7 @@ describe("characters (SPEC 2.4)", () => {
         yield* problem(`/v2/catalog/characters?cursor=${first.body.next_cursor}`, "INVALID_CURSOR")
       }))
 
-    it.effect("DECISIONS 10: the detail read sends a strong ETag and answers If-None-Match with 304", () =>
+    it.effect("the detail read sends a strong ETag and answers If-None-Match with 304 (docs/api-contract.md, \"Caching, ETags and freshness\")", () =>
       Effect.gen(function*() {
         const path = "/v2/catalog/characters/2?include=traits,aliases"
         const first = yield* raw(path)
@@ -394,7 +400,7 @@ describe("characters (SPEC 2.4)", () => {
         expect(other.headers.get("etag")).not.toBe(etag)
       }))
 
-    it.effect("SPEC 5 / DECISIONS 3: every character read needs the catalog:read scope", () =>
+    it.effect("every character read needs the catalog:read scope (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const keys = yield* ApiKeys
         const { key } = yield* keys.create({ site: "s", scopes: ["claims:write"], contentLimit: "nsfw", userId: null })

@@ -1,8 +1,12 @@
 /**
- * Companies (SPEC 2.5) on a seeded catalog: the cursor and batch lanes (SPEC 4.1 rules 6 and 8),
- * includes per lane, `work_count` under the content gate (DECISIONS 4), the detail read with ETag
- * (DECISIONS 10) and merged ids (SPEC 4.1 rule 9), and the family graph (SPEC 2.5, SPEC 8: 60 nodes,
- * 4 hops, `truncated`, no inverse edges), checked against a breadth-first walk over the tables.
+ * Companies (schema/Catalog/Company.ts) on a seeded catalog, against these sections of
+ * docs/api-contract.md:
+ * "Records and lists" and "Cursors and pages" (the cursor and batch lanes, includes per lane),
+ * "Credentials, scopes and the content limit" (`work_count` under the content gate),
+ * "Caching, ETags and freshness" (the detail read's ETag) and
+ * "Errors: catalog problem documents" (merged ids);
+ * and the family graph (schema/Catalog/Company.ts: 60 nodes, 4 hops, `truncated`, no inverse
+ * edges), checked against a breadth-first walk over the tables.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -22,7 +26,10 @@ const raw = (path: string, key: "sfw" | "nsfw" = "nsfw") =>
 const problem = (path: string, code: Parameters<typeof expectProblem>[1], key: "sfw" | "nsfw" = "nsfw") =>
   Effect.flatMap(raw(path, key), (res) => Effect.promise(() => expectProblem(res, code, path)))
 
-/** Every page of a cursor list, following `next_cursor` until it is absent (SPEC 4.1 rule 8). */
+/**
+ * Every page of a cursor list, following `next_cursor` until it is absent (docs/api-contract.md,
+ * "Cursors and pages").
+ */
 const walk = (path: string, key: "sfw" | "nsfw" = "nsfw") =>
   Effect.gen(function*() {
     const catalog = yield* Catalog
@@ -87,9 +94,9 @@ const expectedGraph = (f: Family, start: string) => {
 const sortEdges = (edges: ReadonlyArray<{ from_id: string; to_id: string; relation: string }>) =>
   [...edges].map((e) => `${e.from_id}-${e.relation}->${e.to_id}`).sort()
 
-describe("companies (SPEC 2.5)", () => {
+describe("companies (schema/Catalog/Company.ts)", () => {
   it.layer(SeededCatalogLive({ works: 300, seed: 7 }), { timeout: "180 seconds" })((it) => {
-    it.effect("cursor lane: every live company once, in id order; include_total agrees (SPEC 4.1 rule 8)", () =>
+    it.effect("cursor lane: every live company once, in id order; include_total agrees (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const expected = yield* sql<
@@ -105,7 +112,7 @@ describe("companies (SPEC 2.5)", () => {
         expect(all.body.items.every((c: any) => c.company_kind === "group")).toBe(true)
       }))
 
-    it.effect("includes: aliases and logo on every lane; intros and links only on detail and batch (SPEC 2.5)", () =>
+    it.effect("includes: aliases and logo on every lane; intros and links only on detail and batch (schema/Catalog/Company.ts)", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const [withIntro] = yield* sql<{ id: string }>`
@@ -151,7 +158,7 @@ describe("companies (SPEC 2.5)", () => {
         yield* problem("/v2/catalog/companies/1?include=refs", "UNKNOWN_INCLUDE")
       }))
 
-    it.effect("work_count counts the works visible under the credential's content limit (DECISIONS 4)", () =>
+    it.effect("work_count counts the works visible under the credential's content limit (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const truth = yield* sql<{ id: string; all: number; sfw: number }>`
@@ -173,7 +180,7 @@ describe("companies (SPEC 2.5)", () => {
           .toBe(gated.sfw)
       }))
 
-    it.effect("batch lane: request order, no next_cursor, merged/unknown/out-of-range ids in missing[] (SPEC 4.1 rule 6)", () =>
+    it.effect("batch lane: request order, no next_cursor, merged/unknown/out-of-range ids in missing[] (docs/api-contract.md, \"Records and lists\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const [merged] = yield* sql<
@@ -200,7 +207,7 @@ describe("companies (SPEC 2.5)", () => {
         ])
       }))
 
-    it.effect("cursors are bound to the collection and its filters (DECISIONS 6)", () =>
+    it.effect("cursors are bound to the collection and its filters (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
         const first = yield* catalog.get("/v2/catalog/companies?limit=2&company_kind=game_brand")
@@ -215,7 +222,7 @@ describe("companies (SPEC 2.5)", () => {
         expect(big.errors[0]).toMatchObject({ parameter: "limit", reason: "OUT_OF_RANGE" })
       }))
 
-    it.effect("detail: ETag and 304 (DECISIONS 10); merged is 404 ENTITY_MERGED, never a redirect (SPEC 4.1 rule 9)", () =>
+    it.effect("detail: ETag and 304 (docs/api-contract.md, \"Caching, ETags and freshness\"); merged is 404 ENTITY_MERGED, never a redirect (docs/api-contract.md, \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const catalog = yield* Catalog
@@ -244,7 +251,7 @@ describe("companies (SPEC 2.5)", () => {
         expect(long.errors[0]).toMatchObject({ parameter: "id", reason: "TOO_LONG" })
       }))
 
-    it.effect("graph: nearest 60 within 4 hops, stored edges only, truncated when the family goes on (SPEC 2.5, 8)", () =>
+    it.effect("graph: nearest 60 within 4 hops, stored edges only, truncated when the family goes on (schema/Catalog/Company.ts)", () =>
       Effect.gen(function*() {
         const f = yield* family
         const catalog = yield* Catalog

@@ -1,8 +1,9 @@
 /**
  * Response compression of the catalog (src/platform/Compression.ts; RFC 9110 sections 8.4, 12.5.3
- * and 15.4.5; DECISIONS 10): large JSON answers are gzip-encoded for clients that accept it, from
- * the stack and from the hot-response cache alike, with `Vary: Accept-Encoding` and an ETag of
- * their own; small answers and clients that do not accept gzip get the identity body.
+ * and 15.4.5; docs/api-contract.md, "Caching, ETags and freshness"): large JSON answers are
+ * gzip-encoded for clients that accept it, from the stack and from the hot-response cache alike,
+ * with `Vary: Accept-Encoding` and an ETag of their own; small answers and clients that do not
+ * accept gzip get the identity body.
  *
  * Requests go through `node:http` rather than fetch, which would negotiate and decode for us.
  */
@@ -51,7 +52,7 @@ describe("compression (RFC 9110 12.5.3): Accept-Encoding", () => {
     }
   })
 
-  it("the gzip representation's strong ETag is the identity tag marked -gzip (DECISIONS 10)", () => {
+  it("the gzip representation's strong ETag is the identity tag marked -gzip (docs/api-contract.md, \"Caching, ETags and freshness\")", () => {
     expect(gzipEtag("\"abc\"")).toBe("\"abc-gzip\"")
     expect(gzipEtag("W/\"abc\"")).toBe("W/\"abc-gzip\"")
   })
@@ -130,7 +131,7 @@ describe("compressed catalog answers (RFC 9110 8.4, 12.5.3)", () => {
         expect(identity304.headers.etag).toBe(etag)
       }))
 
-    it.effect("a record read the middleware compresses (a character) has the same two ETags and 304s (DECISIONS 10)", () =>
+    it.effect("a record read the middleware compresses (a character) has the same two ETags and 304s (docs/api-contract.md, \"Caching, ETags and freshness\")", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
         const auth = { authorization: `Bearer ${catalog.nsfwKey}` }

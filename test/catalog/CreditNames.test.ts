@@ -1,6 +1,10 @@
 /**
- * Credit names over a seeded catalog: SPEC 2.5 (CreditName, detail face, includes), NameCredit
- * lists, SPEC 4.1 rules 5, 6, 8, 9, SPEC 7.1, DECISIONS 4 (content gate) and 10 (ETag).
+ * Credit names over a seeded catalog: CreditName (schema/Catalog/Credit.ts: detail face, includes),
+ * NameCredit lists, and these sections of docs/api-contract.md:
+ * "Records and lists" and "Cursors and pages" (includes, batch lane, cursors),
+ * "Errors: catalog problem documents" (merged names, problems),
+ * "Credentials, scopes and the content limit" (content gate) and
+ * "Caching, ETags and freshness" (ETag).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -11,7 +15,10 @@ import { expectProblem } from "../support/Problems.js"
 const INCLUDES = ["aliases", "intros", "links", "refs", "photo", "siblings"]
 const BASIC = ["display_name", "id", "lang", "latin", "localized", "object", "person_id"]
 
-/** A new credit name credited only on an nsfw work (what only nsfw works contain, DECISIONS 4). */
+/**
+ * A new credit name credited only on an nsfw work (what only nsfw works contain:
+ * docs/api-contract.md, "Credentials, scopes and the content limit").
+ */
 const nsfwOnlyName = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const work = one(yield* sql<{ id: string }>`SELECT id::text AS id FROM works WHERE live AND nsfw ORDER BY id LIMIT 1`)
@@ -23,9 +30,9 @@ const nsfwOnlyName = Effect.gen(function*() {
   return { name: name.id, work: work.id }
 })
 
-describe("credit names (SPEC 2.5)", () => {
+describe("credit names (schema/Catalog/Credit.ts)", () => {
   it.layer(SeededCatalogLive(), { timeout: "180 seconds" })((it) => {
-    it.effect("SPEC 4.1 rule 8 + DECISIONS 4: the list visits every visible name once; nsfw-only names are sfw-hidden", () =>
+    it.effect("the list visits every visible name once; nsfw-only names are sfw-hidden (docs/api-contract.md, \"Cursors and pages\", \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const hidden = yield* nsfwOnlyName
@@ -54,7 +61,7 @@ describe("credit names (SPEC 2.5)", () => {
         expect(batch.body.missing).toEqual([hidden.name])
       }))
 
-    it.effect("SPEC 2.5: the detail face adds the person's birth date and gender only when recorded and public", () =>
+    it.effect("the detail face adds the person's birth date and gender only when recorded and public (schema/Catalog/Credit.ts)", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -93,7 +100,7 @@ describe("credit names (SPEC 2.5)", () => {
         expect(res.body.siblings).toEqual([])
       }))
 
-    it.effect("SPEC 2.5: includes on the detail and list lanes; siblings are the person's other public names", () =>
+    it.effect("includes on the detail and list lanes; siblings are the person's other public names (schema/Catalog/Credit.ts)", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -138,7 +145,7 @@ describe("credit names (SPEC 2.5)", () => {
         expect(page.body.items.find((i: any) => i.id === intro.id).intros[0].value).toBe(intro.value)
       }))
 
-    it.effect("SPEC 4.1 rules 5, 6, 9: unknown include, the batch lane, merged names", () =>
+    it.effect("unknown include, the batch lane, merged names (docs/api-contract.md, \"Records and lists\", \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -200,7 +207,7 @@ describe("credit names (SPEC 2.5)", () => {
         }
       }))
 
-    it.effect("DECISIONS 10: the detail read sends a strong ETag and answers If-None-Match with 304", () =>
+    it.effect("the detail read sends a strong ETag and answers If-None-Match with 304 (docs/api-contract.md, \"Caching, ETags and freshness\")", () =>
       Effect.gen(function*() {
         const path = "/v2/catalog/credit-names/2?include=siblings"
         const first = yield* raw(path)

@@ -1,5 +1,5 @@
 /**
- * DECISIONS 6 / SPEC 4.1 rule 8: cursors are opaque, authenticated and bound to their filters.
+ * Cursors are opaque, authenticated and bound to their filters (docs/api-contract.md, "Cursors and pages").
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
@@ -8,9 +8,9 @@ import { testConfig } from "../support/TestServers.js"
 
 const Env = Cursors.layer.pipe(Layer.provide(testConfig()))
 
-describe("cursors (DECISIONS 6)", () => {
+describe("cursors (docs/api-contract.md, \"Cursors and pages\")", () => {
   it.layer(Env)((it) => {
-    it.effect("round trip: the position comes back; the cursor matches the SPEC 2.2 pattern and length", () =>
+    it.effect("round trip: the position comes back; the cursor matches the pattern and length of docs/api-contract.md, \"Cursors and pages\"", () =>
       Effect.gen(function*() {
         const cursors = yield* Cursors
         const filters = filterDigest({ site: "x", q: "sakura" })

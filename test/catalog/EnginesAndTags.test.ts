@@ -1,7 +1,8 @@
 /**
- * Engines (SPEC 2.5) and tags on a seeded catalog: cursor and batch lanes (SPEC 4.1 rules 6, 8),
- * `work_count` under the content gate (DECISIONS 4), the detail reads with ETag (DECISIONS 10),
- * merged ids (SPEC 4.1 rule 9).
+ * Engines (schema/Catalog/Engine.ts) and tags on a seeded catalog, against these sections of
+ * docs/api-contract.md: cursor and batch lanes ("Records and lists", "Cursors and pages"),
+ * `work_count` under the content gate ("Credentials, scopes and the content limit"), the detail
+ * reads with ETag ("Caching, ETags and freshness"), merged ids ("Errors: catalog problem documents").
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -33,9 +34,9 @@ const walk = (path: string, key: "sfw" | "nsfw" = "nsfw") =>
     return items
   })
 
-describe("engines and tags (SPEC 2.5)", () => {
+describe("engines and tags (schema/Catalog/Engine.ts, schema/Catalog/Tag.ts)", () => {
   it.layer(SeededCatalogLive({ works: 300, seed: 11 }), { timeout: "180 seconds" })((it) => {
-    it.effect("engines: every live engine once with work_count under the content gate (DECISIONS 4)", () =>
+    it.effect("engines: every live engine once with work_count under the content gate (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const truth = yield* sql<{ id: string; all: number; sfw: number }>`
@@ -61,7 +62,7 @@ describe("engines and tags (SPEC 2.5)", () => {
         expect((yield* catalog.get("/v2/catalog/engines?include_total=true&limit=1")).body.total).toBe(truth.length)
       }))
 
-    it.effect("engines: detail with ETag/304, merged and unknown ids, batch lane (SPEC 4.1 rules 6, 9)", () =>
+    it.effect("engines: detail with ETag/304, merged and unknown ids, batch lane (docs/api-contract.md, \"Records and lists\", \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const catalog = yield* Catalog
@@ -84,7 +85,7 @@ describe("engines and tags (SPEC 2.5)", () => {
         expect(batch.body.missing).toEqual([merged!.id])
       }))
 
-    it.effect("tags: category filter, gated work_count, cursor bound to the filter (DECISIONS 4, 6)", () =>
+    it.effect("tags: category filter, gated work_count, cursor bound to the filter (docs/api-contract.md, \"Credentials, scopes and the content limit\", \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const truth = yield* sql<{ id: string; category: string; all: number; sfw: number }>`
@@ -115,7 +116,7 @@ describe("engines and tags (SPEC 2.5)", () => {
         ])
       }))
 
-    it.effect("tags: detail with ETag/304, merged and unknown ids (DECISIONS 10, SPEC 4.1 rule 9)", () =>
+    it.effect("tags: detail with ETag/304, merged and unknown ids (docs/api-contract.md, \"Caching, ETags and freshness\", \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const catalog = yield* Catalog

@@ -1,7 +1,7 @@
 /**
- * SPEC 4.1 rule 4 and section 1 (FacetValue: `count` is the hits after the same filters as the
- * items), counted by the in-memory facet copy (src/catalog/search/FacetIndex.ts): its table on its
- * own, and the copy of a seeded catalog against counts taken from `works`, `work_tags` and
+ * Facet counts (docs/api-contract.md, "Records and lists"; FacetValue in schema/Catalog/Common.ts:
+ * `count` is the hits after the same filters as the items), counted by the in-memory facet copy
+ * (src/catalog/search/FacetIndex.ts): its table on its own, and the copy of a seeded catalog against counts taken from `works`, `work_tags` and
  * `work_companies` directly, before and after writes.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -141,7 +141,7 @@ const truth = (q: string, olang?: string) =>
     return { counts: out, ids: ids.map((r) => r.id) }
   })
 
-describe("the facet copy of a seeded catalog (SPEC 4.1 rule 4)", () => {
+describe("the facet copy of a seeded catalog (docs/decisions.md, \"Search and facets\")", () => {
   it.layer(SeededCatalogLive({ works: 300, seed: 5 }), { timeout: "300 seconds" })((it) => {
     it.effect("counts what the source tables count, and follows writes committed before a count", () =>
       Effect.gen(function*() {

@@ -1,6 +1,7 @@
 /**
- * The demo-catalog generator (issue 3, point 3): deterministic for (works, seed), realistic shares,
- * and rows that satisfy the catalog's references, uniqueness rules and the wire schemas (SPEC 2).
+ * The demo-catalog generator (`seed`, README, "Operator CLI"): deterministic for (works, seed),
+ * realistic shares, and rows that satisfy the catalog's references, uniqueness rules and the wire
+ * schemas (schema/Catalog/).
  * Pure: no database.
  */
 import { describe, expect, it } from "@effect/vitest"

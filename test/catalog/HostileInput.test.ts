@@ -1,5 +1,6 @@
 /**
- * Bad input never hurts (issue 3 point 9; SPEC 7.1): hostile query strings and paths on the works
+ * Bad input never hurts (docs/api-contract.md, "Errors: catalog problem documents"): hostile query
+ * strings and paths on the works
  * and search reads get a problem document (or, where the input is merely odd, a normal answer) and
  * never a 5xx: injection-looking queries, 10 KB values, invalid percent-encoding, NUL bytes, 25-digit
  * ids, negative limits, repeated and unknown parameters.
@@ -148,7 +149,7 @@ const check = (path: string, mustReject: boolean, headers: Record<string, string
     }
   })
 
-describe("hostile input (issue 3 point 9, SPEC 7.1)", () => {
+describe("hostile input (docs/api-contract.md, \"Errors: catalog problem documents\")", () => {
   it.layer(SeededCatalogLive({ works: 60, seed: 5 }), { timeout: "300 seconds" })((it) => {
     it.effect("malformed, oversized, NUL-bearing, repeated and out-of-range parameters are 4xx problems", () =>
       Effect.forEach(rejected, (path) => check(path, true), { discard: true }))

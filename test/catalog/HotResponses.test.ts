@@ -1,8 +1,9 @@
 /**
  * Hot responses (src/catalog/shared/HotResponses.ts): a repeated works read is answered before the
  * request stack runs, and that answer must be indistinguishable from the stack's and must never
- * bypass a rule the stack enforces: the credential checks of SPEC 5 (revoked key -> 401, missing
- * scope -> 403), the content gate of DECISIONS 4, and conditional reads of DECISIONS 10.
+ * bypass a rule the stack enforces: the credential checks (revoked key -> 401, missing scope -> 403)
+ * and the content gate (docs/api-contract.md, "Credentials, scopes and the content limit"), and
+ * conditional reads (docs/api-contract.md, "Caching, ETags and freshness").
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Metric, Redacted } from "effect"
@@ -29,9 +30,9 @@ const stable = (res: Response) => {
 /** Hot answers so far (the servers run in this process). */
 const hits = Effect.map(Metric.value(hotResponses), (state) => state.count)
 
-describe("hot responses (issue 3, performance)", () => {
+describe("hot responses (docs/decisions.md, \"Catalog reads\")", () => {
   it.layer(SeededCatalogLive({ works: 40, seed: 11 }), serverLayerOptions("180 seconds"))((it) => {
-    it.effect("a repeated list, search and work answer equal the stack's, with a fresh X-Request-ID (SPEC 7.1)", () =>
+    it.effect("a repeated list, search and work answer equal the stack's, with a fresh X-Request-ID (docs/decisions.md, \"Catalog reads\")", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
         for (
@@ -56,7 +57,7 @@ describe("hot responses (issue 3, performance)", () => {
         }
       }))
 
-    it.effect("If-None-Match on a hot work: 304 with the ETag and no body (DECISIONS 10, RFC 9110 13.1.2)", () =>
+    it.effect("If-None-Match on a hot work: 304 with the ETag and no body (docs/api-contract.md, \"Caching, ETags and freshness\"; RFC 9110 section 13.1.2)", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
         const url = `${catalog.base}/v2/catalog/works/3`
@@ -74,7 +75,7 @@ describe("hot responses (issue 3, performance)", () => {
         expect((yield* hits) - before).toBe(5)
       }))
 
-    it.effect("a hot URL still needs a live key with the route's scope (SPEC 5) and keeps the content gate (DECISIONS 4)", () =>
+    it.effect("a hot URL still needs a live key with the route's scope and keeps the content gate (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
         const keys = yield* ApiKeys

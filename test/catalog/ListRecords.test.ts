@@ -1,7 +1,7 @@
 /**
  * Every list the catalog serves, over real HTTP on a seeded catalog: its items are records that
- * carry their fixed `object` (SPEC 2.1 rule 1), and a cursor answers only the collection that issued
- * it (SPEC 4.1 rule 8).
+ * carry their fixed `object` (docs/api-contract.md, "Records and lists"), and a cursor answers only
+ * the collection that issued it (docs/api-contract.md, "Cursors and pages").
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -53,13 +53,13 @@ const idOrdered = [
 ]
 
 describe("catalog lists", () => {
-  it("the OpenAPI document gives every list item a required `object` literal (SPEC 2.1 rule 1)", () => {
+  it("the OpenAPI document gives every list item a required `object` literal (docs/api-contract.md, \"Records and lists\")", () => {
     expect(lists.map((l) => l.path)).toEqual(expect.arrayContaining(["/v2/problems/reasons", ...idOrdered]))
     for (const { itemObject, path } of lists) expect(itemObject, path).toEqual(expect.any(String))
   })
 
   it.layer(SeededCatalogLive({ works: 120 }), serverLayerOptions("180 seconds"))((it) => {
-    it.effect("list items are records: each carries `object` (SPEC 2.1 rule 1)", () =>
+    it.effect("list items are records: each carries `object` (docs/api-contract.md, \"Records and lists\")", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -113,7 +113,7 @@ describe("catalog lists", () => {
         )
       }))
 
-    it.effect("a cursor of one id-ordered collection is INVALID_CURSOR on every other (SPEC 4.1 rule 8)", () =>
+    it.effect("a cursor of one id-ordered collection is INVALID_CURSOR on every other (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const cursors = new Map<string, string>()

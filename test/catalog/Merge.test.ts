@@ -1,7 +1,9 @@
 /**
- * `cli merge <object> <from_id> <into_id>` (issue 3 point 7): one transaction that produces the
- * redirect and the `gone` change (SPEC 2.7 Change, SPEC 6, DECISIONS 8), moves or re-points what
- * belongs with the survivor, keeps the gated work counts right (DECISIONS 4) and refuses bad merges.
+ * `cli merge <object> <from_id> <into_id>` (README, "Operator CLI"; docs/decisions.md,
+ * "Catalog reads"): one transaction that produces the redirect and the `gone` change
+ * (docs/change-feed.md, "What a mirror can rely on"), moves or re-points what belongs with the
+ * survivor, keeps the gated work counts right (docs/api-contract.md, "Credentials, scopes and the
+ * content limit") and refuses bad merges.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Redacted } from "effect"
@@ -59,7 +61,7 @@ const liveIds = (object: TargetObject, n: number) =>
       `
   ).pipe(Effect.map((rows) => rows.map((r) => r.id)))
 
-describe("merge (issue 3 point 7, DECISIONS 8)", () => {
+describe("merge (docs/decisions.md, \"Catalog reads\")", () => {
   it.layer(Env, { timeout: "180 seconds" })((it) => {
     it.effect("CLI merge work: one transaction marks the loser, writes redirect and gone change, moves its rows", () =>
       Effect.gen(function*() {
@@ -124,7 +126,7 @@ describe("merge (issue 3 point 7, DECISIONS 8)", () => {
         expect(yield* countMismatches).toEqual([])
       }))
 
-    it.effect("DECISIONS 8: chains are flattened to the final survivor", () =>
+    it.effect("chains are flattened to the final survivor (docs/change-feed.md, \"What a mirror can rely on\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const merges = yield* Merges

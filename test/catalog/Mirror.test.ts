@@ -1,7 +1,8 @@
 /**
- * The change feed and the merge map (SPEC 6, SPEC 2.7 Change, SPEC 2.2 list envelope, SPEC 4.1 rules
- * 1 and 8; docs/change-feed.md), over a seeded demo catalog. A committed change is served by the very
- * next read: the tests read right after each commit, never after a pause.
+ * The change feed and the merge map (docs/change-feed.md; the Change record in
+ * schema/Catalog/Change.ts; the list envelope, `limit` and cursors of docs/api-contract.md), over a
+ * seeded demo catalog. A committed change is served by the very next read: the tests read right
+ * after each commit, never after a pause.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Redacted, Schema } from "effect"
@@ -49,8 +50,9 @@ const drain = (
   })
 
 /**
- * Every feed item after the first has an `updated_at` no earlier than the item before it (SPEC 6: the
- * feed is in ascending update-time order; a mirror may checkpoint on `updated_at`).
+ * Every feed item after the first has an `updated_at` no earlier than the item before it
+ * (docs/change-feed.md, "What a mirror can rely on": the feed is in ascending update-time order; a
+ * mirror may checkpoint on `updated_at`).
  */
 const expectAscendingTimes = (items: ReadonlyArray<{ readonly updated_at: string }>, before = "") => {
   let previous = before
@@ -62,9 +64,9 @@ const expectAscendingTimes = (items: ReadonlyArray<{ readonly updated_at: string
 
 const key = (object: string, id: string) => `${object}/${id}`
 
-describe("change feed and redirects (SPEC 6, DECISIONS 8)", () => {
+describe("change feed and redirects (docs/change-feed.md, \"What a mirror can rely on\")", () => {
   it.layer(Env, { timeout: "120 seconds" })((it) => {
-    it.effect("SPEC 6 / 2.7: a cold start lists every entity exactly once in ascending update time, `gone` only ever true", () =>
+    it.effect("a cold start lists every entity exactly once in ascending update time, `gone` only ever true (docs/change-feed.md, \"What a mirror can rely on\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const rows = yield* sql<{ target_object: string; id: string; gone: boolean }>`
@@ -86,7 +88,8 @@ describe("change feed and redirects (SPEC 6, DECISIONS 8)", () => {
         expect(new Set(seen)).toEqual(new Set(rows.map((r) => key(r.target_object, r.id))))
         const gone = new Set(items.filter((i) => i.gone).map((i) => key(i.target_object, i.id)))
         expect(gone).toEqual(new Set(rows.filter((r) => r.gone).map((r) => key(r.target_object, r.id))))
-        // The seeded catalog has merged and withdrawn works: both are gone (DECISIONS 8).
+        // The seeded catalog has merged and withdrawn works: both are gone
+        // (docs/change-feed.md, "What a mirror can rely on").
         const notLive = yield* sql<{ id: string }>`SELECT id::text AS id FROM works WHERE NOT live`
         expect(notLive.length).toBeGreaterThan(0)
         for (const { id } of notLive) expect(gone.has(key("work", id)), id).toBe(true)
@@ -96,7 +99,7 @@ describe("change feed and redirects (SPEC 6, DECISIONS 8)", () => {
         )
       }))
 
-    it.effect("SPEC 6: polling with the stored cursor returns only what committed since; a row can come back", () =>
+    it.effect("polling with the stored cursor returns only what committed since; a row can come back (docs/change-feed.md, \"What a mirror can rely on\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const cold = yield* drain("changes")
@@ -127,7 +130,7 @@ describe("change feed and redirects (SPEC 6, DECISIONS 8)", () => {
         expect(Object.keys(second.items[0])).not.toContain("gone")
       }))
 
-    it.effect("SPEC 6: changes are served in commit order; a long writer holds back nobody and is not skipped", () =>
+    it.effect("changes are served in commit order; a long writer holds back nobody and is not skipped (docs/change-feed.md, \"What a mirror can rely on\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const cold = yield* drain("changes")
@@ -151,7 +154,7 @@ describe("change feed and redirects (SPEC 6, DECISIONS 8)", () => {
         expectAscendingTimes([...cold.items.slice(-1), ...during.items, ...after.items])
       }))
 
-    it.effect("SPEC 6: a transaction left open in another database of the same server does not hold the feed back", () =>
+    it.effect("a transaction left open in another database of the same server does not hold the feed back (docs/change-feed.md, \"How it works\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const catalog = yield* Catalog
@@ -183,7 +186,7 @@ describe("change feed and redirects (SPEC 6, DECISIONS 8)", () => {
         yield* withPgClient(admin, (client) => client.query(`DROP DATABASE ${quoteIdentifier(other)}`))
       }))
 
-    it.effect("DECISIONS 8: redirects map merged ids to the final survivor and are re-listed when a chain grows", () =>
+    it.effect("redirects map merged ids to the final survivor and are re-listed when a chain grows (docs/decisions.md, \"Mirroring\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const merges = yield* Merges
@@ -212,7 +215,7 @@ describe("change feed and redirects (SPEC 6, DECISIONS 8)", () => {
         )
       }))
 
-    it.effect("DECISIONS 4: an sfw credential sees nsfw works, releases and characters only as gone", () =>
+    it.effect("an sfw credential sees nsfw works, releases and characters only as gone (docs/change-feed.md, \"What a mirror can rely on\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const sfw = yield* drain("changes", { key: "sfw" })
@@ -255,7 +258,7 @@ describe("change feed and redirects (SPEC 6, DECISIONS 8)", () => {
         }
       }))
 
-    it.effect("SPEC 4.1 rules 1 and 8, DECISIONS 6: limit and cursor problems", () =>
+    it.effect("limit and cursor problems (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const { base, nsfwKey } = yield* Catalog
         const call = (path: string, headers: Record<string, string> = { authorization: `Bearer ${nsfwKey}` }) =>

@@ -1,5 +1,5 @@
 /**
- * The mirror proof (SPEC 6; docs/change-feed.md): a mirror client cold-starts from the change feed
+ * The mirror proof (docs/change-feed.md): a mirror client cold-starts from the change feed
  * and the redirects while concurrent writers commit, keeps polling from its stored cursors, and once
  * the writers stop and it has drained, its copy equals the catalog: the same live and gone ids per
  * entity type, and every merged id mapped to the final survivor of its chain. Along the way every
@@ -49,12 +49,12 @@ interface MirrorState {
   redirectsCursor: string | undefined
   /** Latest `updated_at` received. */
   maxSeen: string
-  /** Rows received with an `updated_at` earlier than one received before (SPEC 6 forbids any). */
+  /** Rows received with an `updated_at` earlier than one received before (docs/change-feed.md forbids any). */
   inversions: number
   sentFalse: number
 }
 
-describe("mirror under concurrent writers (SPEC 6)", () => {
+describe("mirror under concurrent writers (docs/change-feed.md, \"What a mirror can rely on\")", () => {
   it.layer(Env, { timeout: "120 seconds" })((it) => {
     it.effect("cold start + increments while writers commit end identical to the catalog, merges included", () =>
       Effect.gen(function*() {

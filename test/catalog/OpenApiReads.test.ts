@@ -1,7 +1,8 @@
 /**
- * The OpenAPI document lists every catalog read of issue 3 (SPEC 4.1 and the reads it implies,
- * DECISIONS 1 paths) and documents, for each read that takes `include=`, every token it accepts
- * (SPEC 4.1 rule 5); the works collection documents its sorts and facets (rules 2 and 4).
+ * The OpenAPI document lists every catalog read (README, "Reading the catalog"; paths as in
+ * docs/decisions.md, "Catalog reads") and documents, for each read that takes `include=`, every token
+ * it accepts (docs/api-contract.md, "Records and lists"); the works collection documents its sorts
+ * and facets (README, "Reading the catalog").
  */
 import { describe, expect, it } from "@effect/vitest"
 import { SchemaAST } from "effect"
@@ -88,7 +89,7 @@ const parameter = (path: string, name: string) =>
   (spec.paths[path]?.get?.parameters ?? []).find((p: any) => p.name === name && p.in === "query")
 
 describe("OpenAPI document: catalog reads", () => {
-  it("issue 3: every catalog read is documented, with summary, description and the bearer scheme", () => {
+  it("every catalog read is documented, with summary, description and the bearer scheme (docs/decisions.md, \"Catalog reads\")", () => {
     const missing = reads.filter((path) => spec.paths[path]?.get === undefined)
     expect(missing).toEqual([])
     for (const path of reads) {
@@ -100,7 +101,7 @@ describe("OpenAPI document: catalog reads", () => {
     }
   })
 
-  it("SPEC 4.1 rule 5: every read that takes include= documents each token it accepts", () => {
+  it("every read that takes include= documents each token it accepts (docs/api-contract.md, \"Records and lists\")", () => {
     const tokens = includeTokens()
     expect(tokens.size).toBeGreaterThan(0)
     for (const [key, allowed] of tokens) {
@@ -111,14 +112,14 @@ describe("OpenAPI document: catalog reads", () => {
       expect(allowed.length, key).toBeGreaterThan(0)
       for (const token of allowed) expect(include.description, `${key}: ${token}`).toContain(`\`${token}\``)
     }
-    // The works reads take exactly the eight tokens of SPEC 4.1 rule 5.
+    // The works reads take exactly the eight tokens of README, "Reading the catalog".
     for (const path of ["/v2/catalog/works", "/v2/catalog/search", "/v2/catalog/works/{id}"]) {
       expect([...tokens.get(`GET ${path}`)!].sort(), path).toEqual([...workIncludes].sort())
       expect(parameter(path, "include").description).toContain("UNKNOWN_INCLUDE")
     }
   })
 
-  it("SPEC 4.1 rules 1-4, 6-8: the works collection documents its parameters, sorts and facets", () => {
+  it("the works collection documents its parameters, sorts and facets (docs/api-contract.md, \"Records and lists\", \"Cursors and pages\")", () => {
     for (const path of ["/v2/catalog/works", "/v2/catalog/search"]) {
       for (
         const name of [
@@ -155,7 +156,7 @@ describe("OpenAPI document: catalog reads", () => {
     expect(detail).toContain("NotFoundProblem")
   })
 
-  it("DECISIONS 10: every single-record read that sends an ETag declares its 304 (no body)", () => {
+  it("every single-record read that sends an ETag declares its 304 (no body) (docs/api-contract.md, \"Caching, ETags and freshness\")", () => {
     const conditional = [
       "/v2/catalog/works/{id}",
       "/v2/catalog/releases/{id}",

@@ -1,6 +1,10 @@
 /**
  * Persons over a seeded catalog (record design in schema/Catalog/Person.ts): only publicly linked
- * persons are served; SPEC 4.1 rules 5, 6, 8, 9, SPEC 7.1, DECISIONS 4 (content gate) and 10 (ETag).
+ * persons are served. Against these sections of docs/api-contract.md:
+ * "Records and lists" and "Cursors and pages" (includes, batch lane, cursors),
+ * "Errors: catalog problem documents" (merged persons, problems),
+ * "Credentials, scopes and the content limit" (content gate) and
+ * "Caching, ETags and freshness" (ETag).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -24,7 +28,7 @@ const FIELDS = [
 
 describe("persons", () => {
   it.layer(SeededCatalogLive(), { timeout: "180 seconds" })((it) => {
-    it.effect("SPEC 4.1 rule 8: the list visits every live, publicly linked person once, in id order", () =>
+    it.effect("the list visits every live, publicly linked person once, in id order (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const served = yield* sql<{ id: string }>`SELECT p.id::text AS id FROM persons p WHERE p.live AND p.is_public
@@ -39,7 +43,7 @@ describe("persons", () => {
         }
       }))
 
-    it.effect("DECISIONS 4: a person whose names are credited only on nsfw works is hidden from sfw credentials", () =>
+    it.effect("a person whose names are credited only on nsfw works is hidden from sfw credentials (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -97,7 +101,7 @@ describe("persons", () => {
         for (const token of INCLUDES) expect(none.body).not.toHaveProperty(token)
       }))
 
-    it.effect("SPEC 4.1 rules 5, 6, 9: unknown include, the batch lane, merged and private persons", () =>
+    it.effect("unknown include, the batch lane, merged and private persons (docs/api-contract.md, \"Records and lists\", \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -133,7 +137,7 @@ describe("persons", () => {
         yield* problem("/v2/catalog/persons?cursor=cur_x", "INVALID_CURSOR")
       }))
 
-    it.effect("DECISIONS 10: the detail read sends a strong ETag and answers If-None-Match with 304", () =>
+    it.effect("the detail read sends a strong ETag and answers If-None-Match with 304 (docs/api-contract.md, \"Caching, ETags and freshness\")", () =>
       Effect.gen(function*() {
         const path = "/v2/catalog/persons/2?include=names"
         const first = yield* raw(path)

@@ -16,9 +16,9 @@ import { sleepReal } from "../support/Problems.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
 import { serverLayerOptions, testConfig } from "../support/TestServers.js"
 
-describe("catalog read cache (issue 3, performance)", () => {
+describe("catalog read cache (docs/life-of-a-request.md, \"Stored answers (the read cache)\")", () => {
   it.layer(SeededCatalogLive({ works: 60, seed: 5 }), serverLayerOptions("180 seconds"))((it) => {
-    it.effect("a list and a work are served from memory until a write touches the change feed (DECISIONS 8)", () =>
+    it.effect("a list and a work are served from memory until a write touches the change feed (docs/api-contract.md, \"Caching, ETags and freshness\")", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -50,7 +50,7 @@ describe("catalog read cache (issue 3, performance)", () => {
         expect(afterDetail.headers.get("etag")).not.toBe(beforeDetail.headers.get("etag"))
       }))
 
-    it.effect("a change served by the feed is never older than the records read after it (SPEC 6 mirroring)", () =>
+    it.effect("a change served by the feed is never older than the records read after it (docs/change-feed.md, \"The read cache and the feed\")", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
         const sql = yield* SqlClient.SqlClient
@@ -112,7 +112,7 @@ describe("catalog read cache (issue 3, performance)", () => {
         ))
       }))
 
-    it.effect("the content limit is part of the key: an sfw credential never gets an nsfw answer (DECISIONS 4)", () =>
+    it.effect("the content limit is part of the key: an sfw credential never gets an nsfw answer (docs/decisions.md, \"Catalog reads\")", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
         const sql = yield* SqlClient.SqlClient

@@ -1,8 +1,11 @@
 /**
- * Releases on a seeded catalog: the cursor lane with `work_id=` and the batch lane (SPEC 4.1
- * rules 6, 8), the content gate (DECISIONS 4: neither nsfw releases nor releases of nsfw works for an
- * `sfw` credential), partial dates, companies with roles, includes, ETag (DECISIONS 10) and merged
- * ids (SPEC 4.1 rule 9).
+ * Releases on a seeded catalog, against these sections of docs/api-contract.md:
+ * "Records and lists" and "Cursors and pages" (the cursor lane with `work_id=`, the batch lane),
+ * "Credentials, scopes and the content limit" (the content gate: neither nsfw releases nor releases
+ * of nsfw works for an `sfw` credential),
+ * "Caching, ETags and freshness" (ETag) and
+ * "Errors: catalog problem documents" (merged ids);
+ * and partial dates, companies with roles, includes.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -58,7 +61,7 @@ const truth = Effect.gen(function*() {
 
 describe("releases", () => {
   it.layer(SeededCatalogLive({ works: 300, seed: 5 }), { timeout: "180 seconds" })((it) => {
-    it.effect("cursor lane: every visible release once, in id order, with its partial date (DECISIONS 4)", () =>
+    it.effect("cursor lane: every visible release once, in id order, with its partial date (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const rows = yield* truth
         const all = yield* walk("/v2/catalog/releases?limit=100")
@@ -74,7 +77,7 @@ describe("releases", () => {
         expect(sfw.every((r) => r.content_rating === "sfw")).toBe(true)
       }))
 
-    it.effect("work_id= narrows to one work's releases; the cursor is bound to it (DECISIONS 6)", () =>
+    it.effect("work_id= narrows to one work's releases; the cursor is bound to it (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const rows = yield* truth
         const counts = new Map<string, number>()
@@ -95,7 +98,7 @@ describe("releases", () => {
         expect(mixed.errors).toEqual([expect.objectContaining({ parameter: "work_id", reason: "INCONSISTENT_WITH" })])
       }))
 
-    it.effect("batch lane: invisible under the gate and merged ids are missing (SPEC 4.1 rule 6, DECISIONS 4)", () =>
+    it.effect("batch lane: invisible under the gate and merged ids are missing (docs/api-contract.md, \"Records and lists\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const rows = yield* truth
@@ -111,7 +114,7 @@ describe("releases", () => {
         expect(sfw.body.missing).toEqual([nsfwRelease, merged!.id])
       }))
 
-    it.effect("detail: companies with roles, refs and links includes, ETag/304, 404s (DECISIONS 10, SPEC 4.1 rule 9)", () =>
+    it.effect("detail: companies with roles, refs and links includes, ETag/304, 404s (docs/api-contract.md, \"Caching, ETags and freshness\", \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const [withRef] = yield* sql<{ id: string }>`

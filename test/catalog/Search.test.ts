@@ -1,7 +1,9 @@
 /**
- * Title search over a seeded catalog of 300 works: SPEC 4.1 rule 3 (the search lane, `q=`, its
- * sorts, page mode), rule 4 (facets under the query), DECISIONS 7 (titles and aliases, Japanese,
- * Chinese and Korean by substring) and DECISIONS 4 (content gate).
+ * Title search over a seeded catalog of 300 works: the search lane (`q=`, its sorts, page mode;
+ * docs/api-contract.md, "Cursors and pages"), facets under the query (docs/api-contract.md,
+ * "Records and lists"), titles and aliases, Japanese, Chinese and Korean by substring
+ * (docs/decisions.md, "Search and facets") and the content gate (docs/api-contract.md,
+ * "Credentials, scopes and the content limit").
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
@@ -48,9 +50,9 @@ const expected = (text: string, nsfw: boolean) =>
 const sorted = (items: ReadonlyArray<any>) =>
   items.map((w) => w.id).sort((a: string, b: string) => Number(a) - Number(b))
 
-describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
+describe("search (docs/decisions.md, \"Search and facets\")", () => {
   it.layer(SeededCatalogLive({ works: 300, seed: 11 }), { timeout: "300 seconds" })((it) => {
-    it.effect("DECISIONS 7: Japanese, Chinese and Korean titles are found by any substring", () =>
+    it.effect("Japanese, Chinese and Korean titles are found by any substring (docs/decisions.md, \"Search and facets\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         for (const lang of ["ja", "zh-Hans", "ko"]) {
@@ -68,7 +70,7 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
         }
       }))
 
-    it.effect("DECISIONS 7: matching ignores case, width and accents, and covers romanizations and aliases", () =>
+    it.effect("matching ignores case, width and accents, and covers romanizations and aliases (docs/decisions.md, \"Search and facets\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const [latin] = yield* sql<{ id: string; latin: string }>`
@@ -88,7 +90,7 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
         }
       }))
 
-    it.effect("SPEC 4.1 rule 3: relevance (the default with q) puts an exact title first, then popularity", () =>
+    it.effect("relevance (the default with q) puts an exact title first, then popularity (docs/decisions.md, \"Search and facets\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const [work] = yield* sql<{ id: string; display_name: string }>`
@@ -116,7 +118,7 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
         }
       }))
 
-    it.effect("SPEC 4.1 rules 3 + 7 + 8: search pages (page and cursor modes) cover the hits once, in one order", () =>
+    it.effect("search pages (page and cursor modes) cover the hits once, in one order (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         for (const sort of ["relevance", "popularity", "released_desc", "released_asc", "rating_steam"]) {
           const all = yield* walk(`/v2/catalog/search?q=a&limit=13&sort=${sort}`)
@@ -136,7 +138,7 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
         }
       }))
 
-    it.effect("SPEC 4.1 rule 3: a query that folds to nothing finds nothing; /search without q lists every work", () =>
+    it.effect("a query that folds to nothing finds nothing; /search without q lists every work (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const none = yield* list(`/v2/catalog/search?q=${q("!!! ---")}&include_total=true&facets=olang`)
         expect(none.items).toEqual([])
@@ -151,7 +153,7 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
         expect(ids).toEqual(byList.map((w) => w.id))
       }))
 
-    it.effect("SPEC 4.1 rule 4: facets of a search count its hits; a value passed back filters to its count", () =>
+    it.effect("facets of a search count its hits; a value passed back filters to its count (docs/api-contract.md, \"Records and lists\")", () =>
       Effect.gen(function*() {
         const body = yield* list("/v2/catalog/search?q=a&facets=tag_id,company_id,olang,medium&include_total=true")
         for (const facet of ["tag_id", "company_id", "olang", "medium"]) {
@@ -166,7 +168,7 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
         }
       }))
 
-    it.effect("DECISIONS 4: a search by an sfw credential never finds, counts or facets an nsfw work", () =>
+    it.effect("a search by an sfw credential never finds, counts or facets an nsfw work (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const [nsfw] = yield* sql<{ id: string; display_name: string }>`
@@ -180,7 +182,7 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
         expect(sfw.facets.content_rating.map((v: any) => v.value)).toEqual(["sfw"])
       }))
 
-    it.effect("SPEC 4.1: q is 1..256 characters without NUL; an unknown sort with q is UNKNOWN_SORT", () =>
+    it.effect("q is 1..256 characters without NUL; an unknown sort with q is UNKNOWN_SORT (schema/Api/WorksApi.ts)", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         for (
@@ -199,7 +201,7 @@ describe("search (SPEC 4.1 rule 3, DECISIONS 7)", () => {
         }
       }))
 
-    it.effect("DECISIONS 7: the search ranks and facets on its own copy of the work's columns, which follows every write", () =>
+    it.effect("the search ranks and facets on its own copy of the work's columns, which follows every write (docs/decisions.md, \"Search and facets\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const drift = sql<{ n: number }>`

@@ -1,7 +1,8 @@
 /**
- * Catalog statistics (SPEC 2.7 CatalogStats): exact counts of live rows, works and characters under
- * the content gate (DECISIONS 4), ETag (DECISIONS 10), and the per-content-limit cache of 10 s
- * (driven here by the TestClock the server runs on).
+ * Catalog statistics (CatalogStats, schema/Catalog/Stats.ts): exact counts of live rows, works and
+ * characters under the content gate (docs/api-contract.md, "Credentials, scopes and the content
+ * limit"), ETag, and the per-content-limit cache of 10 s (docs/api-contract.md, "Caching, ETags and
+ * freshness"; driven here by the TestClock the server runs on).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -24,9 +25,9 @@ const counts = (sfw: boolean) =>
     return { object: "catalog_stats", ...row }
   })
 
-describe("catalog statistics (SPEC 2.7)", () => {
+describe("catalog statistics (schema/Catalog/Stats.ts)", () => {
   it.layer(SeededCatalogLive({ works: 300, seed: 9 }), { timeout: "180 seconds" })((it) => {
-    it.effect("exact live counts; works and characters under the content gate (DECISIONS 4)", () =>
+    it.effect("exact live counts; works and characters under the content gate (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
         const nsfw = yield* catalog.get("/v2/catalog/stats")
@@ -41,7 +42,7 @@ describe("catalog statistics (SPEC 2.7)", () => {
         expect(nsfw.body.works).toBeLessThan(n)
       }))
 
-    it.effect("ETag and 304 (DECISIONS 10); needs a credential (SPEC 5)", () =>
+    it.effect("ETag and 304 (docs/api-contract.md, \"Caching, ETags and freshness\"); needs a credential (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
         const res = yield* catalog.get("/v2/catalog/stats")

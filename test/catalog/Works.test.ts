@@ -1,7 +1,10 @@
 /**
- * The works collection and single-work reads over a seeded catalog of 300 works: SPEC 4.1 rules 1-9,
- * SPEC 2.2 (list envelope), SPEC 2.3 (Work views and includes), SPEC 7.1 (problem shapes),
- * DECISIONS 4 (content gate), 6 (cursors) and 10 (ETag).
+ * The works collection and single-work reads over a seeded catalog of 300 works, against these
+ * sections of docs/api-contract.md:
+ * "Records and lists" (the list envelope, views, includes, lanes), "Cursors and pages",
+ * "Errors: catalog problem documents" (problem shapes),
+ * "Credentials, scopes and the content limit" (content gate) and
+ * "Caching, ETags and freshness" (ETag).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
@@ -31,7 +34,7 @@ const BASIC_FIELDS = [
 ]
 const FULL_FIELDS = ["aliases", "created_at", "development_status", "engine", "links"]
 
-/** GET that must succeed; the body must decode with `schema` (SPEC 2: the records' constraints). */
+/** GET that must succeed; the body must decode with `schema` (the records' constraints, schema/Catalog/). */
 const ok = <A, I>(path: string, schema: Schema.Codec<A, I>, key: "sfw" | "nsfw" = "nsfw") =>
   Effect.gen(function*() {
     const c = yield* Catalog
@@ -44,7 +47,10 @@ const ok = <A, I>(path: string, schema: Schema.Codec<A, I>, key: "sfw" | "nsfw" 
 
 const list = (path: string, key: "sfw" | "nsfw" = "nsfw") => ok(path, ListWork, key)
 
-/** Every page of a cursor list (SPEC 4.1 rule 8: the end is the absence of next_cursor). */
+/**
+ * Every page of a cursor list (docs/api-contract.md, "Cursors and pages": the end is the absence of
+ * next_cursor).
+ */
 const walk = (path: string, key: "sfw" | "nsfw" = "nsfw") =>
   Effect.gen(function*() {
     const items: Array<any> = []
@@ -81,9 +87,9 @@ const works = Effect.flatMap(SqlClient.SqlClient, (sql) =>
 
 const byNumber = (a: string, b: string) => Number(a) - Number(b)
 
-describe("works (SPEC 4.1)", () => {
+describe("works (docs/api-contract.md, \"Records and lists\")", () => {
   it.layer(SeededCatalogLive({ works: 300, seed: 7 }), { timeout: "300 seconds" })((it) => {
-    it.effect("SPEC 2.2 + 2.3: a page is a list envelope of works at view=basic; view=full adds five fields", () =>
+    it.effect("a page is a list envelope of works at view=basic; view=full adds five fields (docs/api-contract.md, \"Records and lists\")", () =>
       Effect.gen(function*() {
         const body = yield* list("/v2/catalog/works?limit=5")
         expect(body.object).toBe("list")
@@ -98,7 +104,7 @@ describe("works (SPEC 4.1)", () => {
         }
       }))
 
-    it.effect("SPEC 4.1 rule 8: the id-ordered cursor walk visits every live work exactly once", () =>
+    it.effect("the id-ordered cursor walk visits every live work exactly once (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const rows = yield* works
         const live = rows.filter((r) => r.live).map((r) => r.id)
@@ -110,7 +116,7 @@ describe("works (SPEC 4.1)", () => {
         expect(exact.next_cursor).toBeUndefined()
       }))
 
-    it.effect("SPEC 4.1 rules 2 + 8: every sort pages through the whole population in its order, no duplicates", () =>
+    it.effect("every sort pages through the whole population in its order, no duplicates (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const rows = yield* works
         const live = new Map(rows.filter((r) => r.live).map((r) => [r.id, r]))
@@ -147,7 +153,7 @@ describe("works (SPEC 4.1)", () => {
         }
       }))
 
-    it.effect("SPEC 4.1 rule 2: rating sorts put works the source does not rate last", () =>
+    it.effect("rating sorts put works the source does not rate last (README, \"Reading the catalog\")", () =>
       Effect.gen(function*() {
         for (const source of ["vndb", "bangumi", "egs", "steam", "dlsite"]) {
           const all = yield* walk(`/v2/catalog/works?limit=100&sort=rating_${source}&include=ratings`)
@@ -160,7 +166,7 @@ describe("works (SPEC 4.1)", () => {
         }
       }))
 
-    it.effect("SPEC 4.1 rule 1: limit above 100 is LIMIT_TOO_LARGE, never clamped; 0 and -5 are out of range", () =>
+    it.effect("limit above 100 is LIMIT_TOO_LARGE, never clamped; 0 and -5 are out of range (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         expect((yield* list("/v2/catalog/works?limit=100")).items).toHaveLength(100)
         const large = yield* problem("/v2/catalog/works?limit=101", "LIMIT_TOO_LARGE")
@@ -172,7 +178,7 @@ describe("works (SPEC 4.1)", () => {
         yield* problem("/v2/catalog/search?q=a&limit=500", "LIMIT_TOO_LARGE")
       }))
 
-    it.effect("SPEC 4.1 rule 2: an unknown sort is UNKNOWN_SORT with the closed set in params.allowed", () =>
+    it.effect("an unknown sort is UNKNOWN_SORT with the closed set in params.allowed (README, \"Reading the catalog\")", () =>
       Effect.gen(function*() {
         const p = yield* problem("/v2/catalog/works?sort=rating_imdb", "UNKNOWN_SORT")
         expect(p.errors).toHaveLength(1)
@@ -180,7 +186,7 @@ describe("works (SPEC 4.1)", () => {
         expect(p.errors[0]!.params.allowed).toEqual([...workSorts])
       }))
 
-    it.effect("SPEC 4.1 rule 5: each include token adds its member ([] when empty); unknown is UNKNOWN_INCLUDE", () =>
+    it.effect("each include token adds its member ([] when empty); unknown is UNKNOWN_INCLUDE (docs/api-contract.md, \"Records and lists\")", () =>
       Effect.gen(function*() {
         const body = yield* list(`/v2/catalog/works?limit=40&include=${workIncludes.join(",")}`)
         for (const item of body.items) {
@@ -200,7 +206,7 @@ describe("works (SPEC 4.1)", () => {
         expect(p.errors[0]!.params.allowed).toEqual([...workIncludes])
       }))
 
-    it.effect("SPEC 4.1 rule 6: ids= returns visible works in the order asked, the rest in missing[]", () =>
+    it.effect("ids= returns visible works in the order asked, the rest in missing[] (docs/api-contract.md, \"Records and lists\")", () =>
       Effect.gen(function*() {
         const rows = yield* works
         const live = rows.filter((r) => r.live && !r.nsfw)
@@ -216,7 +222,8 @@ describe("works (SPEC 4.1)", () => {
         expect(body.missing).toEqual(
           ["999999", merged.id, "99999999999999999999", ...(withdrawn === undefined ? [] : [withdrawn.id])]
         )
-        // DECISIONS 4: for an sfw credential the nsfw work is just missing.
+        // For an sfw credential the nsfw work is just missing
+        // (docs/api-contract.md, "Credentials, scopes and the content limit").
         const sfw = yield* list(`/v2/catalog/works?ids=${asked.join(",")}`, "sfw")
         expect(sfw.items.map((w: any) => w.id)).toEqual([live[5]!.id, live[2]!.id])
         expect(sfw.missing).toContain(nsfw.id)
@@ -227,7 +234,7 @@ describe("works (SPEC 4.1)", () => {
           .toBeGreaterThan(90)
       }))
 
-    it.effect("SPEC 4.1 rule 6: refs= takes source:external_id pairs; unmatched pairs are listed as sent", () =>
+    it.effect("refs= takes source:external_id pairs; unmatched pairs are listed as sent (docs/api-contract.md, \"Records and lists\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const refs = yield* sql<{ source: string; external_id: string; id: string; live: boolean }>`
@@ -249,7 +256,7 @@ describe("works (SPEC 4.1)", () => {
         yield* problem(`/v2/catalog/works?refs=${many}`, "TOO_MANY_IDS")
       }))
 
-    it.effect("SPEC 4.1 rule 7: page mode has total and total_relation, no next_cursor, and matches cursor order", () =>
+    it.effect("page mode has total and total_relation, no next_cursor, and matches cursor order (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const all = yield* walk("/v2/catalog/works?limit=100&sort=popularity")
         const pages: Array<any> = []
@@ -265,7 +272,7 @@ describe("works (SPEC 4.1)", () => {
         expect(byId.items.map((w: any) => w.id)).toEqual(all.map((w) => w.id).sort(byNumber).slice(10, 20))
       }))
 
-    it.effect("SPEC 4.1 rule 7: page * limit above 10000 is INVALID_PARAMETER OUT_OF_RANGE with the last page", () =>
+    it.effect("page * limit above 10000 is INVALID_PARAMETER OUT_OF_RANGE with the last page (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const total = (yield* list("/v2/catalog/works?page=1&limit=1")).total as number
         // min(ceil(total / limit), floor(10000 / limit))
@@ -286,7 +293,7 @@ describe("works (SPEC 4.1)", () => {
         expect(past.total).toBe(total)
       }))
 
-    it.effect("SPEC 4.1 rule 8 + DECISIONS 6: a forged, truncated or foreign cursor is INVALID_CURSOR", () =>
+    it.effect("a forged, truncated or foreign cursor is INVALID_CURSOR (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const first = yield* list("/v2/catalog/works?limit=5&sort=popularity")
         const cursor = first.next_cursor as string
@@ -303,7 +310,7 @@ describe("works (SPEC 4.1)", () => {
         expect(next.items).toHaveLength(3)
       }))
 
-    it.effect("SPEC 4.1 rule 3: lanes do not mix; each offending parameter is an INCONSISTENT_WITH entry", () =>
+    it.effect("lanes do not mix; each offending parameter is an INCONSISTENT_WITH entry (docs/api-contract.md, \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
           ["/v2/catalog/works?page=2&cursor=cur_abc", ["cursor"]],
@@ -325,7 +332,7 @@ describe("works (SPEC 4.1)", () => {
         }
       }))
 
-    it.effect("SPEC 4.1 rule 4: facets are counted under the same filters as the items", () =>
+    it.effect("facets are counted under the same filters as the items (docs/api-contract.md, \"Records and lists\")", () =>
       Effect.gen(function*() {
         const body = yield* list(`/v2/catalog/works?facets=${workFacets.join(",")}&limit=1&include_total=true`)
         expect(Object.keys(body.facets).sort()).toEqual([...workFacets].sort())
@@ -350,7 +357,7 @@ describe("works (SPEC 4.1)", () => {
         expect(p.errors[0]!.params.allowed).toEqual([...workFacets])
       }))
 
-    it.effect("SPEC 4.1: include_total in cursor mode is the number of works the walk visits", () =>
+    it.effect("include_total in cursor mode is the number of works the walk visits (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         for (const query of ["", "&olang=ja", "&platform=win", "&sort=rating_bangumi", "&content_rating=sfw"]) {
           const first = yield* list(`/v2/catalog/works?limit=50&include_total=true${query}`)
@@ -360,7 +367,7 @@ describe("works (SPEC 4.1)", () => {
         }
       }))
 
-    it.effect("SPEC 4.1: platform filters works.platforms; owner_uid and site are validated (no claims yet)", () =>
+    it.effect("platform filters works.platforms; owner_uid and site are validated (no claims yet; schema/Api/WorksApi.ts)", () =>
       Effect.gen(function*() {
         const win = yield* walk("/v2/catalog/works?limit=100&platform=win")
         expect(win.length).toBeGreaterThan(0)
@@ -372,7 +379,7 @@ describe("works (SPEC 4.1)", () => {
         expect(p.errors.map((e) => e.parameter).sort()).toEqual(["owner_uid", "platform", "site"])
       }))
 
-    it.effect("DECISIONS 4: an sfw credential never sees an nsfw work, in items, totals or facets", () =>
+    it.effect("an sfw credential never sees an nsfw work, in items, totals or facets (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const rows = yield* works
         const sfwLive = rows.filter((r) => r.live && !r.nsfw).map((r) => r.id)
@@ -390,7 +397,7 @@ describe("works (SPEC 4.1)", () => {
         expect(nsfwOnly.total).toBe(0)
       }))
 
-    it.effect("SPEC 4.1 rule 9 + SPEC 7.1: a merged-away work is 404 ENTITY_MERGED with current_id and Link", () =>
+    it.effect("a merged-away work is 404 ENTITY_MERGED with current_id and Link (docs/api-contract.md, \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const rows = yield* works
         const merged = rows.find((r) => r.merged_into !== null)!
@@ -415,7 +422,7 @@ describe("works (SPEC 4.1)", () => {
         yield* problem(`/v2/catalog/works/${nsfw.id}/characters`, "NOT_FOUND", "sfw")
       }))
 
-    it.effect("SPEC 2.3 + DECISIONS 10: the single-work read is view=full with its roster, ETag and 304", () =>
+    it.effect("the single-work read is view=full with its roster, ETag and 304 (docs/api-contract.md, \"Records and lists\", \"Caching, ETags and freshness\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const [id] = yield* sql<{ id: string }>`
@@ -441,7 +448,8 @@ describe("works (SPEC 4.1)", () => {
         expect(Object.keys(basic.body).sort()).toEqual([...BASIC_FIELDS, ...workIncludes].sort())
         Schema.decodeUnknownSync(Work)(basic.body)
         yield* problem(`${path}?include=bogus`, "UNKNOWN_INCLUDE")
-        // One representation (SPEC 2.3): the detail is the batch lane's item with the same view and
+        // One representation (docs/api-contract.md, "Records and lists"): the detail is the batch
+        // lane's item with the same view and
         // includes, plus the embedded roster, which is the roster list's first page.
         const every = `view=full&include=${workIncludes.join(",")}`
         const { characters, ...item } = (yield* c.get(`${path}?${every}`)).body
@@ -450,7 +458,7 @@ describe("works (SPEC 4.1)", () => {
         expect(characters).toEqual((yield* ok(`${path}/characters?limit=100`, ListRosterCharacter)).items)
       }))
 
-    it.effect("SPEC 2.4 + 2.5 + 4.1: roster, credits, covers and intros are cursor lists of the work", () =>
+    it.effect("roster, credits, covers and intros are cursor lists of the work (docs/api-contract.md, \"Records and lists\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const [w] = yield* sql<{ id: string }>`
@@ -490,7 +498,7 @@ describe("works (SPEC 4.1)", () => {
         yield* problem(`${base}/covers?limit=101`, "LIMIT_TOO_LARGE")
       }))
 
-    it.effect("SPEC 5: the works endpoints need a credential with catalog:read", () =>
+    it.effect("the works endpoints need a credential with catalog:read (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const c = yield* Catalog
         for (const path of ["/v2/catalog/works", "/v2/catalog/search?q=x", "/v2/catalog/works/1"]) {

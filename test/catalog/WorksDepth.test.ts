@@ -1,6 +1,6 @@
 /**
- * Page mode at its depth limit (SPEC 4.1 rule 7, SPEC 8 "page * limit at most 10000") and search
- * cursors past the search lane's cached depth, over a catalog of 11,000 works.
+ * Page mode at its depth limit (docs/api-contract.md, "Cursors and pages": `page * limit` at most
+ * 10,000) and search cursors past the search lane's cached depth, over a catalog of 11,000 works.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -25,9 +25,9 @@ const problem = (path: string) =>
     return yield* Effect.promise(() => expectProblem(res, "INVALID_PARAMETER", path))
   })
 
-describe("works at depth (SPEC 4.1 rule 7)", () => {
+describe("works at depth (docs/api-contract.md, \"Cursors and pages\")", () => {
   it.layer(SeededCatalogLive({ works: 11_000, seed: 3 }), { timeout: "600 seconds" })((it) => {
-    it.effect("SPEC 4.1 rule 7: beyond 10000 matches, total is a lower bound (gte) and the last page is 10000/limit", () =>
+    it.effect("beyond 10000 matches, total is a lower bound (gte) and the last page is 10000/limit (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const [{ n }] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM works WHERE live`
@@ -51,7 +51,7 @@ describe("works at depth (SPEC 4.1 rule 7)", () => {
         expect((yield* get("/v2/catalog/works?include_total=true&limit=1")).total).toBe(n)
       }))
 
-    it.effect("SPEC 4.1 rule 8: a search cursor walks past the cached depth without skipping or repeating", () =>
+    it.effect("a search cursor walks past the cached depth without skipping or repeating (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const expected = (yield* sql<{ id: string }>`

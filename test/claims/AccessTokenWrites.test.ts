@@ -1,5 +1,5 @@
 /**
- * An identity access token as a writer (SPEC 5; docs/writing.md, "Who may write"): its `uid` is the
+ * An identity access token as a writer (docs/writing.md, "Who may write"): its `uid` is the
  * actor, its client's site the tenant, and idempotency keys belong to the client and user, so a new
  * token after a refresh replays what the previous one wrote.
  */
@@ -58,9 +58,9 @@ const tokenFor = (userId: number, scope: string) =>
     })
   })
 
-describe("writes with identity access tokens (SPEC 5)", () => {
+describe("writes with identity access tokens (docs/writing.md, \"Who may write\")", () => {
   it.layer(ClaimsFixtureLive({ config: { IDENTITY_JWKS_URL: jwksUrl } }), serverLayerOptions())((it) => {
-    it.effect("SPEC 5: the token's uid is the actor and its client's site the tenant; a refreshed token replays", () =>
+    it.effect("the token's uid is the actor and its client's site the tenant; a refreshed token replays (docs/writing.md, \"Who may write\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const userId = yield* f.makeUser([])
@@ -96,7 +96,7 @@ describe("writes with identity access tokens (SPEC 5)", () => {
         expect(ownRelease.body.state).toBe("none")
       }))
 
-    it.effect("SPEC 5: a token without the write scope is 403 SCOPE_REQUIRED; moderation needs the role too", () =>
+    it.effect("a token without the write scope is 403 SCOPE_REQUIRED; moderation needs the role too (docs/writing.md, \"Who may write\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const userId = yield* f.makeUser([])

@@ -1,8 +1,9 @@
 /**
- * Claims through real HTTP, rule by rule (SPEC 3: creation and minting, the state machine, the
- * bearer's faces, the moderation queue, the event log; SPEC 5: who may write; SPEC 6: minted works
- * in the change feed; SPEC 7.1: every refusal is a problem document with its code). Every success
- * body of a claim route is decoded with its schema.
+ * Claims through real HTTP, rule by rule (docs/writing.md, "Claims": creation and minting, the state
+ * machine, the bearer's faces, the moderation queue, minted works in the change feed; "The claim-event
+ * log never skips": the event log; "Who may write"; docs/api-contract.md, "Errors: catalog problem
+ * documents": every refusal is a problem document with its code). Every success body of a claim
+ * route is decoded with its schema.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
@@ -29,7 +30,7 @@ const decodeClaimList = Schema.decodeUnknownSync(ListClaimRecord)
 const decodeEvents = Schema.decodeUnknownSync(ListClaimEvent)
 const decodeSnapshot = Schema.decodeUnknownSync(Snapshot)
 
-/** A problem document (SPEC 7.1) with `code`; answers the body. */
+/** A problem document (docs/api-contract.md, "Errors: catalog problem documents") with `code`; answers the body. */
 const expectProblem = (res: Reply, code: ProblemCode) => {
   const { status, title } = ProblemCodes[code]
   expect(res.status, JSON.stringify(res.body)).toBe(status)
@@ -144,13 +145,13 @@ const feedWorks = (f: ClaimsFixtureShape, from: string | undefined) =>
     throw new Error("the change feed did not end")
   })
 
-describe("claims (SPEC 3, 5, 6, 7.1)", () => {
+describe("claims (docs/writing.md, \"Claims\", \"Who may write\")", () => {
   it.layer(ClaimsFixtureLive(), serverLayerOptions())((it) => {
     // ---------------------------------------------------------------------------------------------
     // Creation
     // ---------------------------------------------------------------------------------------------
 
-    it.effect("SPEC 3: work_id claims an existing work: 201 pending, Location, strong ETag, the bearer's face", () =>
+    it.effect("work_id claims an existing work: 201 pending, Location, strong ETag, the bearer's face (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const work = freshWork(f)
@@ -178,7 +179,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(read.headers.get("etag")).toBe(res.headers.get("etag"))
       }))
 
-    it.effect("SPEC 3: a creator's claim on an existing work is live at once; site= and owner_uid= list it", () =>
+    it.effect("a creator's claim on an existing work is live at once; site= and owner_uid= list it (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { record, work } = yield* claimExisting(f, f.creator.key)
@@ -195,7 +196,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(otherSite.body.items.map((w: any) => w.id)).not.toContain(work)
       }))
 
-    it.effect("SPEC 3: a pending claim is not in the works list of its site or owner until approved", () =>
+    it.effect("a pending claim is not in the works list of its site or owner until approved (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f, f.siteUser2.key)
@@ -209,13 +210,13 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(yield* owned()).toEqual([work])
       }))
 
-    it.effect("SPEC 3: an unknown work_id is 422 VALIDATION_FAILED, UNKNOWN_REFERENCE at /work_id", () =>
+    it.effect("an unknown work_id is 422 VALIDATION_FAILED, UNKNOWN_REFERENCE at /work_id (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         expectInvalid(yield* create(f, f.siteUser.key, { work_id: "987654321" }), "UNKNOWN_REFERENCE", "/work_id")
       }))
 
-    it.effect("SPEC 3: refs naming exactly one work claim that work", () =>
+    it.effect("refs naming exactly one work claim that work (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const sql = yield* SqlClient.SqlClient
@@ -235,7 +236,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(record.state).toBe("pending")
       }))
 
-    it.effect("SPEC 3: refs naming several works are 422 INCONSISTENT_WITH at /refs", () =>
+    it.effect("refs naming several works are 422 INCONSISTENT_WITH at /refs (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const sql = yield* SqlClient.SqlClient
@@ -252,7 +253,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         for (const work of [a, b]) expect(expectClaim(yield* getClaim(f, f.siteUser.key, work)).state).toBe("none")
       }))
 
-    it.effect("SPEC 3: refs matching nothing mint a draft work; without display_name 422 REQUIRED at /display_name", () =>
+    it.effect("refs matching nothing mint a draft work; without display_name 422 REQUIRED at /display_name (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const sql = yield* SqlClient.SqlClient
@@ -273,7 +274,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(anchored).toEqual([])
       }))
 
-    it.effect("SPEC 3: site_work_id with display_name alone mints a draft anchored to the site's id", () =>
+    it.effect("site_work_id with display_name alone mints a draft anchored to the site's id (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { record, work } = yield* mint(f, f.siteUser.key, { site_work_id: "4242" })
@@ -281,7 +282,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(f.works).not.toContain(work)
       }))
 
-    it.effect("SPEC 3: a body naming no work nor anything to mint is 422 REQUIRED", () =>
+    it.effect("a body naming no work nor anything to mint is 422 REQUIRED (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const body = expectProblem(yield* create(f, f.siteUser.key, {}), "VALIDATION_FAILED")
@@ -289,7 +290,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expectInvalid(yield* create(f, f.siteUser.key, { site_work_id: "55" }), "REQUIRED", "/display_name")
       }))
 
-    it.effect("SPEC 3: field_values mint a work; the snapshot serves the same keys once it is live", () =>
+    it.effect("field_values mint a work; the snapshot serves the same keys once it is live (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const name = uniqueName("fields")
@@ -315,7 +316,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(decodeSnapshot(snapshot.body)).toEqual(fields)
       }))
 
-    it.effect("SPEC 3: top-level display_name wins over the catalog.work.display_name key", () =>
+    it.effect("top-level display_name wins over the catalog.work.display_name key (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const name = uniqueName("top")
@@ -329,7 +330,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(record.display_name).toBe(name)
       }))
 
-    it.effect("SPEC 3: an unknown field_values key is 422 UNKNOWN_VALUE at /field_values/<key>", () =>
+    it.effect("an unknown field_values key is 422 UNKNOWN_VALUE at /field_values/<key> (README, \"Writing to the catalog\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const res = yield* create(f, f.siteUser.key, {
@@ -338,7 +339,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expectInvalid(res, "UNKNOWN_VALUE", "/field_values/catalog.work.colour")
       }))
 
-    it.effect("SPEC 3: field_values with work_id is 422 INCONSISTENT_WITH", () =>
+    it.effect("field_values with work_id is 422 INCONSISTENT_WITH (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const work = freshWork(f)
@@ -351,7 +352,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(expectClaim(yield* getClaim(f, f.siteUser.key, work)).state).toBe("none")
       }))
 
-    it.effect("SPEC 3: claiming a claimed work is 409 ALREADY_EXISTS, for any site", () =>
+    it.effect("claiming a claimed work is 409 ALREADY_EXISTS, for any site (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f)
@@ -364,7 +365,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
     // Minted works: invisible until live
     // ---------------------------------------------------------------------------------------------
 
-    it.effect("SPEC 3: a minted work is invisible (get, ids=, search) until its claim is live", () =>
+    it.effect("a minted work is invisible (get, ids=, search) until its claim is live (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { name, work } = yield* mint(f)
@@ -390,7 +391,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(yield* reads()).toEqual({ one: 200, ids: [work], search: true })
       }))
 
-    it.effect("SPEC 6: a minted work enters the change feed only when its claim goes live", () =>
+    it.effect("a minted work enters the change feed only when its claim goes live (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* mint(f)
@@ -407,7 +408,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(again.works.filter((w) => w.id === work).length).toBe(1)
       }))
 
-    it.effect("SPEC 3: a released minted draft never appears; a released live minted work stays", () =>
+    it.effect("a released minted draft never appears; a released live minted work stays (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const draft = yield* mint(f)
@@ -420,7 +421,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(yield* workVisible(f, live.work)).toBe(200)
       }))
 
-    it.effect("SPEC 3: the bearer's faces agree: every work GET /v2/claims lists can be read at GET /v2/claims/{id}", () =>
+    it.effect("the bearer's faces agree: every work GET /v2/claims lists can be read at GET /v2/claims/{id} (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const user = yield* f.makeUser([])
@@ -442,7 +443,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
     // Submission and release
     // ---------------------------------------------------------------------------------------------
 
-    it.effect("SPEC 3: submission moves draft -> pending, and declined -> pending", () =>
+    it.effect("submission moves draft -> pending, and declined -> pending (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* mint(f)
@@ -457,7 +458,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(expectClaim(yield* submit(f, f.siteUser.key, work)).state).toBe("pending")
       }))
 
-    it.effect("SPEC 3: a creator's submission publishes directly: draft -> live", () =>
+    it.effect("a creator's submission publishes directly: draft -> live (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* mint(f, f.creator.key)
@@ -465,7 +466,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(yield* workVisible(f, work)).toBe(200)
       }))
 
-    it.effect("SPEC 3: submitting a pending, live or released claim is 409 INVALID_STATE_TRANSITION", () =>
+    it.effect("submitting a pending, live or released claim is 409 INVALID_STATE_TRANSITION (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const pending = yield* claimExisting(f)
@@ -476,7 +477,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expectProblem(yield* submit(f, f.siteUser.key, pending.work), "INVALID_STATE_TRANSITION")
       }))
 
-    it.effect("SPEC 3: another site's submission or release is 403 TENANT_MISMATCH and changes nothing", () =>
+    it.effect("another site's submission or release is 403 TENANT_MISMATCH and changes nothing (docs/writing.md, \"Who may write\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f)
@@ -489,7 +490,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(expectClaim(yield* release(f, f.siteUser2.key, work)).state).toBe("none")
       }))
 
-    it.effect("SPEC 3: submission, release and decisions on a never-claimed or unknown work are 404 NOT_FOUND", () =>
+    it.effect("submission, release and decisions on a never-claimed or unknown work are 404 NOT_FOUND (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const work = freshWork(f)
@@ -513,7 +514,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         })
       }))
 
-    it.effect("SPEC 3: another site's minted draft is 404 NOT_FOUND to it, not 403", () =>
+    it.effect("another site's minted draft is 404 NOT_FOUND to it, not 403 (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* mint(f)
@@ -522,7 +523,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expectProblem(yield* release(f, f.otherSiteUser.key, work), "NOT_FOUND")
       }))
 
-    it.effect("SPEC 3: release -> none; product_work_id null after release; the work can be claimed again", () =>
+    it.effect("release -> none; product_work_id null after release; the work can be claimed again (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { record, work } = yield* claimExisting(f, f.siteUser.key, { site_work_id: "777" })
@@ -537,7 +538,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(again).toMatchObject({ state: "pending", site: "site_b", product_work_id: "5", acted_count: 1 })
       }))
 
-    it.effect("SPEC 3: releasing a released (none) claim is 409 INVALID_STATE_TRANSITION", () =>
+    it.effect("releasing a released (none) claim is 409 INVALID_STATE_TRANSITION (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f)
@@ -545,7 +546,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expectProblem(yield* release(f, f.siteUser.key, work), "INVALID_STATE_TRANSITION")
       }))
 
-    it.effect("SPEC 3: a hidden (banned) claim cannot be released: 409 INVALID_STATE_TRANSITION", () =>
+    it.effect("a hidden (banned) claim cannot be released: 409 INVALID_STATE_TRANSITION (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f)
@@ -558,7 +559,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
     // Decisions
     // ---------------------------------------------------------------------------------------------
 
-    it.effect("SPEC 3: approve pending -> live; the decision's id is the new claim event's id", () =>
+    it.effect("approve pending -> live; the decision's id is the new claim event's id (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f)
@@ -587,7 +588,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(read.last_event!.id).toBe(decision.id)
       }))
 
-    it.effect("SPEC 3: decline needs a note (422 REQUIRED at /note); with one, pending -> declined", () =>
+    it.effect("decline needs a note (422 REQUIRED at /note); with one, pending -> declined (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f)
@@ -605,7 +606,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(events[events.length - 1]).toMatchObject({ to_state: "declined", reason: "Not yours." })
       }))
 
-    it.effect("SPEC 3: ban hides, unban restores the remembered state (pending, live, draft, declined)", () =>
+    it.effect("ban hides, unban restores the remembered state (pending, live, draft, declined) (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const pending = (yield* claimExisting(f)).work
@@ -623,7 +624,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         }
       }))
 
-    it.effect("SPEC 3: a banned live claim leaves the site's works list and returns on unban", () =>
+    it.effect("a banned live claim leaves the site's works list and returns on unban (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f, f.creator.key)
@@ -639,7 +640,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(yield* listed()).toContain(work)
       }))
 
-    it.effect("SPEC 3: a minted live work disappears on ban (404, gone in the feed) and returns on unban", () =>
+    it.effect("a minted live work disappears on ban (404, gone in the feed) and returns on unban (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* mint(f)
@@ -660,7 +661,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(row!.gone).toBeUndefined()
       }))
 
-    it.effect("SPEC 3: decisions outside the state machine are 409 INVALID_STATE_TRANSITION", () =>
+    it.effect("decisions outside the state machine are 409 INVALID_STATE_TRANSITION (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const live = (yield* claimExisting(f, f.creator.key)).work
@@ -688,7 +689,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         }
       }))
 
-    it.effect("RFC 6585 3 / SPEC 3: a decision without If-Match is 428 PRECONDITION_REQUIRED", () =>
+    it.effect("a decision without If-Match is 428 PRECONDITION_REQUIRED (RFC 6585 section 3; docs/writing.md, \"Conditional writes\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f)
@@ -765,7 +766,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
     // Reads: the bearer's faces, the queue, the event log
     // ---------------------------------------------------------------------------------------------
 
-    it.effect("SPEC 3: acted_count counts the bearer's own events (creation 1, submission 2, release 3)", () =>
+    it.effect("acted_count counts the bearer's own events (creation 1, submission 2, release 3) (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const bearer = yield* f.makeUser([])
@@ -796,7 +797,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(expectClaim(mine).acted_count).toBe(1)
       }))
 
-    it.effect("SPEC 3: GET /v2/claims lists the works the bearer acted on, with site= and state= filters", () =>
+    it.effect("GET /v2/claims lists the works the bearer acted on, with site= and state= filters (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const bearer = yield* f.makeUser([])
@@ -846,7 +847,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         )
       }))
 
-    it.effect("SPEC 3: the moderation queue lists pending claims by default, without the bearer's fields", () =>
+    it.effect("the moderation queue lists pending claims by default, without the bearer's fields (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const site = `queue${Date.now()}`
@@ -874,7 +875,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(admin.status, JSON.stringify(admin.body)).toBe(200)
       }))
 
-    it.effect("SPEC 3: the moderation queue is longest waiting first and pages by cursor", () =>
+    it.effect("the moderation queue is longest waiting first and pages by cursor (docs/writing.md, \"Claims\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const site = `q${Date.now()}`
@@ -898,7 +899,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(decodeClaimList(second.body).items.map((c) => c.id)).toEqual(expected.slice(2))
       }))
 
-    it.effect("SPEC 3: the claim-event log is ascending, with after=, work_id= and cursor paging", () =>
+    it.effect("the claim-event log is ascending, with after=, work_id= and cursor paging (docs/writing.md, \"The claim-event log never skips\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* mint(f)
@@ -948,7 +949,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
     // Request validation
     // ---------------------------------------------------------------------------------------------
 
-    it.effect("SPEC 7.1: a bad field value, decision or header is refused with the field named", () =>
+    it.effect("a bad field value, decision or header is refused with the field named (docs/api-contract.md, \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f)
@@ -1133,10 +1134,10 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
       }))
 
     // ---------------------------------------------------------------------------------------------
-    // Who may act (SPEC 5)
+    // Who may act (docs/writing.md, "Who may write")
     // ---------------------------------------------------------------------------------------------
 
-    it.effect("SPEC 5: no credential is 401 MISSING_CREDENTIAL; an unknown or non-Bearer one 401 INVALID_CREDENTIAL", () =>
+    it.effect("no credential is 401 MISSING_CREDENTIAL; an unknown or non-Bearer one 401 INVALID_CREDENTIAL (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const work = freshWork(f)
@@ -1154,7 +1155,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(expectClaim(yield* getClaim(f, f.siteUser.key, work)).state).toBe("none")
       }))
 
-    it.effect("SPEC 5: a read-only key is 403 SCOPE_REQUIRED on every claim route", () =>
+    it.effect("a read-only key is 403 SCOPE_REQUIRED on every claim route (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f)
@@ -1173,7 +1174,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect((yield* f.call("GET", "/v2/catalog/claim-events", { key })).status).toBe(200)
       }))
 
-    it.effect("SPEC 5: a key without a user is 403 USER_IDENTITY_REQUIRED", () =>
+    it.effect("a key without a user is 403 USER_IDENTITY_REQUIRED (docs/writing.md, \"Who may write\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f)
@@ -1192,7 +1193,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         )
       }))
 
-    it.effect("SPEC 5: a user without the moderator role is 403 PERMISSION_REQUIRED on moderation routes", () =>
+    it.effect("a user without the moderator role is 403 PERMISSION_REQUIRED on moderation routes (docs/writing.md, \"Who may write\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const { work } = yield* claimExisting(f)
@@ -1208,7 +1209,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(expectClaim(yield* getClaim(f, f.siteUser.key, work)).state).toBe("pending")
       }))
 
-    it.effect("SPEC 5: a banned user is 403 PERMISSION_REQUIRED at once, on every claim route", () =>
+    it.effect("a banned user is 403 PERMISSION_REQUIRED at once, on every claim route (docs/writing.md, \"Who may write\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const sql = yield* SqlClient.SqlClient
@@ -1226,7 +1227,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect(expectClaim(yield* release(f, key, work)).state).toBe("none")
       }))
 
-    it.effect("SPEC 5: a role granted or revoked after the key was made applies at once", () =>
+    it.effect("a role granted or revoked after the key was made applies at once (docs/writing.md, \"Who may write\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const sql = yield* SqlClient.SqlClient
@@ -1243,7 +1244,7 @@ describe("claims (SPEC 3, 5, 6, 7.1)", () => {
         expect((yield* claimExisting(f, creatorKey)).record.state).toBe("live")
       }))
 
-    it.effect("SPEC 2.1: an id of 20 digits above 2^63-1 is a work that does not exist, never a 500", () =>
+    it.effect("an id of 20 digits above 2^63-1 is a work that does not exist, never a 500 (docs/api-contract.md, \"Records and lists\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const huge = "99999999999999999999"

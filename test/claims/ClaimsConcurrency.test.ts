@@ -37,10 +37,10 @@ const MINT_EVERY = 5
 const WRITER_WORKS = WRITERS * (PER_WRITER - Math.ceil(PER_WRITER / MINT_EVERY))
 const RACED_WORK = MIRROR_WORKS_FROM + WRITER_WORKS
 
-describe("claims under concurrency (DECISIONS 9, SPEC 6)", () => {
+describe("claims under concurrency (docs/writing.md, \"The write runner\", \"The claim-event log never skips\")", () => {
   it.layer(Env, serverLayerOptions())((it) => {
     it.effect(
-      "DECISIONS 9: 50 concurrent creations with one Idempotency-Key make one claim; the rest replay it or are told it is in progress",
+      "50 concurrent creations with one Idempotency-Key make one claim; the rest replay it or are told it is in progress (docs/writing.md, \"The write runner\")",
       () =>
         Effect.gen(function*() {
           const f = yield* ClaimsFixture
@@ -109,7 +109,7 @@ describe("claims under concurrency (DECISIONS 9, SPEC 6)", () => {
     )
 
     it.effect(
-      "DECISIONS 9: two moderators deciding one pending claim with the same If-Match: exactly one decision wins",
+      "two moderators deciding one pending claim with the same If-Match: exactly one decision wins (docs/writing.md, \"Conditional writes\")",
       () =>
         Effect.gen(function*() {
           const f = yield* ClaimsFixture
@@ -164,7 +164,7 @@ describe("claims under concurrency (DECISIONS 9, SPEC 6)", () => {
     )
 
     it.effect(
-      "DECISIONS 9: a creation on a claimed work racing a decision on it: the decision wins and the creation is 409 ALREADY_EXISTS (no deadlock, no 500)",
+      "a creation on a claimed work racing a decision on it: the decision wins and the creation is 409 ALREADY_EXISTS (no deadlock, no 500) (docs/writing.md, \"Claims\")",
       () =>
         Effect.gen(function*() {
           const f = yield* ClaimsFixture
@@ -239,7 +239,7 @@ describe("claims under concurrency (DECISIONS 9, SPEC 6)", () => {
     )
 
     it.effect(
-      "SPEC 6: mirrors of the claim event log (after=<id> and next_cursor) under 4 concurrent writers see every event exactly once, ascending",
+      "mirrors of the claim event log (after=<id> and next_cursor) under 4 concurrent writers see every event exactly once, ascending (docs/writing.md, \"The claim-event log never skips\")",
       () =>
         Effect.gen(function*() {
           const f = yield* ClaimsFixture

@@ -101,10 +101,10 @@ interface Outcome {
 
 const Env = ApiKeys.layer.pipe(Layer.provideMerge(TestSqlLive))
 
-describe("claims: a killed server process (DECISIONS 9)", () => {
+describe("claims: a killed server process (docs/writing.md, \"The write runner\")", () => {
   it.layer(Env, { timeout: "120 seconds", excludeTestServices: true })((it) => {
     it.effect(
-      "DECISIONS 9: SIGKILL in a burst of idempotent creations: every acknowledged write is there once with its stored answer, and retrying the burst replays or completes it",
+      "SIGKILL in a burst of idempotent creations: every acknowledged write is there once with its stored answer, and retrying the burst replays or completes it (docs/writing.md, \"The write runner\")",
       () =>
         Effect.gen(function*() {
           expect(Fs.existsSync(main), `${main} is missing: build first (npm run build; npm test does)`).toBe(true)

@@ -1,12 +1,12 @@
 /**
- * A claim's whole life through real HTTP (SPEC 2.6, 3; the state machine of docs/writing.md).
+ * A claim's whole life through real HTTP (the state machine of docs/writing.md, "Claims").
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ClaimsFixture, ClaimsFixtureLive } from "../support/Claims.js"
 import { serverLayerOptions } from "../support/TestServers.js"
 
-describe("claims lifecycle (SPEC 3)", () => {
+describe("claims lifecycle (docs/writing.md, \"Claims\")", () => {
   it.layer(ClaimsFixtureLive(), serverLayerOptions())((it) => {
     it.effect("create -> approve -> events", () =>
       Effect.gen(function*() {

@@ -1,5 +1,5 @@
 /**
- * The credential matrix (SPEC 5; docs/writing.md, "Who may write"), generated from the route
+ * The credential matrix (docs/writing.md, "Who may write"), generated from the route
  * declarations: every route of the catalog's route table that carries a `RouteRules` annotation is
  * driven with every kind of credential, and the expected answer is computed from its rule and its
  * `RequiredScope` alone. A new ruled route joins the matrix without anyone editing this file (and
@@ -351,7 +351,7 @@ const documentedCodes = (spec: any, response: any): Set<string> => {
   return codes
 }
 
-describe("credential matrix (SPEC 5): every ruled route x every kind of credential", () => {
+describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled route x every kind of credential", () => {
   it("the route table declares ruled routes, each with a scope, and every WriteAuthorization route has a rule", () => {
     expect(ruled.length).toBeGreaterThan(0)
     for (const route of catalogRoutes.routes) {
@@ -370,7 +370,7 @@ describe("credential matrix (SPEC 5): every ruled route x every kind of credenti
         const outcome = expected === "not refused"
           ? "not refused by authorization"
           : `${ProblemCodes[expected].status} ${expected}`
-        it.effect(`SPEC 5: ${label(r)} with ${c.kind} -> ${outcome}`, () =>
+        it.effect(`${label(r)} with ${c.kind} -> ${outcome}`, () =>
           Effect.gen(function*() {
             const f = yield* ClaimsFixture
             const key = yield* c.key(f)

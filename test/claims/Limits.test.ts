@@ -115,14 +115,14 @@ const smallConfig = {
   CATALOG_RATE_PER_SECOND: String(SMALL.perSecond)
 }
 
-describe("request budget: a small burst (SPEC 8, DECISIONS 20)", () => {
+describe("request budget: a small burst (docs/writing.md, \"Limits\")", () => {
   layer(
     OtherCatalogLive(testConfigProvider(smallConfig)).pipe(
       Layer.provideMerge(ClaimsFixtureLive({ config: smallConfig }))
     ),
     serverLayerOptions("180 seconds")
   )((it) => {
-    it.effect("SPEC 8: past the burst a credential gets 429 RATE_LIMITED with Retry-After; budgets are per credential", () =>
+    it.effect("past the burst a credential gets 429 RATE_LIMITED with Retry-After; budgets are per credential (docs/writing.md, \"Limits\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const key = yield* f.makeKey("site_a", ["catalog:read"], null)
@@ -198,7 +198,7 @@ describe("request budget: a small burst (SPEC 8, DECISIONS 20)", () => {
         expect(expectLimitHeaders(notModified, SMALL.burst, SMALL.perSecond).r).toBe(SMALL.burst - 1)
       }))
 
-    it.effect("DECISIONS 20: the budget is one bucket shared by every process (two servers, one database)", () =>
+    it.effect("the budget is one bucket shared by every process (two servers, one database) (docs/writing.md, \"Limits\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const second = yield* OtherCatalog
@@ -263,14 +263,14 @@ describe("request budget: a small burst (SPEC 8, DECISIONS 20)", () => {
 // A larger burst, so that a lease holds several tokens and the hot path has something to spend.
 const HOT = { burst: 60, perSecond: 0.05 }
 
-describe("request budget: the hot read path counts (SPEC 8)", () => {
+describe("request budget: the hot read path counts (docs/writing.md, \"Limits\")", () => {
   layer(
     ClaimsFixtureLive({
       config: { CATALOG_RATE_BURST: String(HOT.burst), CATALOG_RATE_PER_SECOND: String(HOT.perSecond) }
     }),
     serverLayerOptions("180 seconds")
   )((it) => {
-    it.effect("SPEC 8: a cacheable GET repeated past the burst is refused, not served from the hot cache forever", () =>
+    it.effect("a cacheable GET repeated past the burst is refused, not served from the hot cache forever (docs/writing.md, \"Limits\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const path = "/v2/catalog/works?limit=5"
@@ -323,7 +323,7 @@ describe("request budget: the hot read path counts (SPEC 8)", () => {
   })
 })
 
-describe("daily site quotas (SPEC 8, DECISIONS 20)", () => {
+describe("daily site quotas (docs/writing.md, \"Limits\")", () => {
   layer(
     OtherCatalogLive(environmentOnly).pipe(
       Layer.provideMerge(ClaimsFixtureLive({ config: { CATALOG_QUOTA_CLAIMS: "2" } }))
@@ -331,7 +331,7 @@ describe("daily site quotas (SPEC 8, DECISIONS 20)", () => {
     serverLayerOptions("180 seconds")
   )(
     (it) => {
-      it.effect("SPEC 8: the third claim of a site in a UTC day is 429 QUOTA_EXCEEDED; refusals and replays use none", () =>
+      it.effect("the third claim of a site in a UTC day is 429 QUOTA_EXCEEDED; refusals and replays use none (docs/writing.md, \"Limits\")", () =>
         Effect.gen(function*() {
           const f = yield* ClaimsFixture
           const sql = yield* SqlClient.SqlClient
@@ -427,7 +427,7 @@ describe("daily site quotas (SPEC 8, DECISIONS 20)", () => {
   )
 })
 
-describe("limits: defaults (SPEC 8)", () => {
+describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
   it.effect("with no settings: burst 600, 20 a second, leases of at most 1000, quotas 1000 claims and 10000 decisions", () =>
     Effect.gen(function*() {
       const limits = yield* CatalogLimits

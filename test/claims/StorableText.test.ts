@@ -250,7 +250,13 @@ describe("the identity server refuses text the database cannot store, in its own
         const { issuer } = yield* IdentityServers
         for (const bad of unstorable) {
           const register = yield* identityCall(issuer, "POST", "/auth/register", {
-            body: { email: "new@example.com", code: "123456", password: "a long passphrase", name: bad("Rin") }
+            body: {
+              email: "new@example.com",
+              pending: "A".repeat(43),
+              code: "123456",
+              password: "a long passphrase",
+              name: bad("Rin")
+            }
           })
           expect(register.status).toBe(400)
           expect(register.body.code).toBe(40001)
@@ -262,7 +268,13 @@ describe("the identity server refuses text the database cannot store, in its own
         }
         for (const name of blankNames) {
           const register = yield* identityCall(issuer, "POST", "/auth/register", {
-            body: { email: "new@example.com", code: "123456", password: "a long passphrase", name }
+            body: {
+              email: "new@example.com",
+              pending: "A".repeat(43),
+              code: "123456",
+              password: "a long passphrase",
+              name
+            }
           })
           expect(register.status).toBe(400)
           expect(register.body.code).toBe(40001)

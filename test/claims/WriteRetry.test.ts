@@ -1,7 +1,7 @@
 /**
  * A write that PostgreSQL aborts for a deadlock runs again (docs/writing.md, "The write runner"):
  * the whole transaction rolled back, so the retry is a fresh attempt and the client sees one answer,
- * never a 500 (SPEC 7.1: 5xx only for the server's own failures).
+ * never a 500 (5xx only for the server's own failures: docs/api-contract.md, "Errors: catalog problem documents").
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Redacted } from "effect"
@@ -12,9 +12,9 @@ import { ClaimsFixture, ClaimsFixtureLive } from "../support/Claims.js"
 import { eventually } from "../support/Eventually.js"
 import { serverLayerOptions } from "../support/TestServers.js"
 
-describe("write retries (SPEC 7.1)", () => {
+describe("write retries (docs/api-contract.md, \"Errors: catalog problem documents\")", () => {
   it.layer(ClaimsFixtureLive(), serverLayerOptions())((it) => {
-    it.effect("SPEC 7.1: a submission aborted by a deadlock runs again and answers 200, with one event", () =>
+    it.effect("a submission aborted by a deadlock runs again and answers 200, with one event (docs/api-contract.md, \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const sql = yield* SqlClient.SqlClient

@@ -13,9 +13,9 @@ import { serverLayerOptions } from "../support/TestServers.js"
 
 const WritesLive = Writes.layer.pipe(Layer.provide(ReadCache.layer), Layer.provideMerge(TestSqlLive))
 
-describe("the write platform's sweep (DECISIONS 9, 20)", () => {
+describe("the write platform's sweep (docs/writing.md, \"The write runner\", \"Limits\")", () => {
   layer(WritesLive, serverLayerOptions())((it) => {
-    it.effect("DECISIONS 9: answers older than 24 h, past quota days and idle catalog budgets go; the rest stays", () =>
+    it.effect("answers older than 24 h, past quota days and idle catalog budgets go; the rest stays (docs/writing.md, \"The write runner\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const writes = yield* Writes

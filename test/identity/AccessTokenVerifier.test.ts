@@ -1,6 +1,6 @@
 /**
- * The catalog's access-token verifier over a remote JWKS (issue 4 item 5; ARCHITECTURE
- * "Authentication"): keys cached, refetched on an unknown `kid` (at most once per cooldown), and the
+ * The catalog's access-token verifier over a remote JWKS
+ * (docs/api-contract.md, "Credentials, scopes and the content limit"): keys cached, refetched on an unknown `kid` (at most once per cooldown), and the
  * RFC 8725 / RFC 9068 refusals: `alg: none`, HS256, id_tokens (`typ`), foreign issuers, dead families.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -174,7 +174,7 @@ describe("AccessTokenVerifierJwks", () => {
       expect((yield* own.verify(yield* sign(a, claimsFor(issuer, { aud: "https://catalog.example/v2" })))).uid).toBe(7)
     }).pipe(Effect.scoped))
 
-  it.live("SPEC 5: the catalog principal of a user token: user id, sub, roles, site roles, the client's site, catalog scopes", () =>
+  it.live("the catalog principal of a user token: user id, sub, roles, site roles, the client's site, catalog scopes (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
     Effect.gen(function*() {
       const provider = yield* fakeProvider
       const issuer = `${provider.url}/api/v1`

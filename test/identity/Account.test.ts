@@ -1,5 +1,6 @@
 /**
- * Self-service accounts through real HTTP (SPEC 4.2 "other identity endpoints", SPEC 5): the
+ * Self-service accounts through real HTTP (README, "Self-service accounts"; docs/decisions.md,
+ * "Identity: accounts and self-service"): the
  * account, display fields, email change, password change, sessions, and registration that signs
  * the new user in, with their envelope codes; emailed codes read from the development mailbox.
  */
@@ -77,7 +78,7 @@ const ageSignIn = (token: string) =>
 
 describe("Self-service account endpoints", () => {
   it.layer(Env, serverLayerOptions)((it) => {
-    it.effect("SPEC 4.2: GET /auth/me is the owner's account; PATCH changes the display fields only", () =>
+    it.effect("GET /auth/me is the owner's account; PATCH changes the display fields only (docs/decisions.md, \"Identity: accounts and self-service\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser({ name: "Rin" })
@@ -116,7 +117,7 @@ describe("Self-service account endpoints", () => {
         }
       }))
 
-    it.effect("SPEC 5: self-service endpoints answer 401 10001/10002 without a valid Bearer token", () =>
+    it.effect("self-service endpoints answer 401 10001/10002 without a valid Bearer token (docs/api-contract.md, \"Errors: identity (OAuth errors and the envelope)\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         for (const [method, path] of [["GET", "/auth/me"], ["GET", "/auth/sessions"], ["PATCH", "/auth/me"]] as const) {
@@ -131,7 +132,7 @@ describe("Self-service account endpoints", () => {
         }
       }))
 
-    it.effect("SPEC 4.2: PUT /auth/email moves the account with the code mailed to the new address; the old one is told", () =>
+    it.effect("PUT /auth/email moves the account with the code mailed to the new address; the old one is told (README, \"Self-service accounts\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser()
@@ -173,7 +174,7 @@ describe("Self-service account endpoints", () => {
         expect(old.body.code).toBe(10011)
       }))
 
-    it.effect("SPEC 4.2: PUT /auth/email to an address another account uses is 409 10006", () =>
+    it.effect("PUT /auth/email to an address another account uses is 409 10006 (README, \"Envelope codes\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser()
@@ -189,7 +190,7 @@ describe("Self-service account endpoints", () => {
         expect(taken.body).toEqual({ code: 10006, message: "Email already registered", data: null })
       }))
 
-    it.effect("SPEC 4.2: an address taken by a transaction committing during PUT /auth/email is 409 10006, never a 500", () =>
+    it.effect("an address taken by a transaction committing during PUT /auth/email is 409 10006, never a 500 (README, \"Envelope codes\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const sql = yield* SqlClient.SqlClient
@@ -277,7 +278,7 @@ describe("Self-service account endpoints", () => {
         expect((yield* call(identity, "GET", "/auth/me", { token: accessToken })).status).toBe(200)
       }))
 
-    it.effect("SPEC 4.2: PUT /auth/password checks the current password (10011) and the new one (10010)", () =>
+    it.effect("PUT /auth/password checks the current password (10011) and the new one (10010) (README, \"Self-service accounts\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser({ name: "Sakura Kinomoto" })
@@ -293,7 +294,7 @@ describe("Self-service account endpoints", () => {
         }
       }))
 
-    it.effect("SPEC 4.2: a password change ends every other session and refresh family (invalid_grant); this one stays", () =>
+    it.effect("a password change ends every other session and refresh family (invalid_grant); this one stays (README, \"Self-service accounts\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser()
@@ -326,7 +327,7 @@ describe("Self-service account endpoints", () => {
         expect((yield* mailTo(identity, user.email)).at(-1)!.subject).toMatch(/password was changed/)
       }))
 
-    it.effect("SPEC 4.2: GET /auth/sessions lists live sessions; DELETE /auth/sessions/{id} ends one of the account's own", () =>
+    it.effect("GET /auth/sessions lists live sessions; DELETE /auth/sessions/{id} ends one of the account's own (README, \"Identity provider\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser()
@@ -363,7 +364,7 @@ describe("Self-service account endpoints", () => {
         expect(after.body.data.items).toHaveLength(1)
       }))
 
-    it.effect("SPEC 4.2: POST /auth/me/avatar re-encodes the upload to a 256x256 WebP without metadata; picture points at it", () =>
+    it.effect("POST /auth/me/avatar re-encodes the upload to a 256x256 WebP without metadata; picture points at it (README, \"Self-service accounts\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const user = yield* createUser()
@@ -439,7 +440,7 @@ describe("Self-service account endpoints", () => {
         expect(unknown.status).toBe(404)
       }))
 
-    it.effect("SPEC 4.2: POST /auth/register signs the new user in: access token in data, session cookie set", () =>
+    it.effect("POST /auth/register signs the new user in: access token in data, session cookie set (README, \"Self-service accounts\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const email = freshEmail()
@@ -482,7 +483,7 @@ describe("Self-service account endpoints", () => {
         expect(again.body.code).toBe(10004)
       }))
 
-    it.effect("SPEC 4.2: registration refuses a weak password (10010) before spending the code, and a non-JSON body", () =>
+    it.effect("registration refuses a weak password (10010) before spending the code, and a non-JSON body (README, \"Self-service accounts\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const email = freshEmail()

@@ -39,7 +39,7 @@ const signInAt = (page: Page, issuer: string, user: { email: string; password: s
 
 describe("Registration and account pages in Chromium", () => {
   it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
-    it.effect("SPEC 4.2: register -> mailbox -> code -> signed in -> account page, from the keyboard", () =>
+    it.effect("register -> mailbox -> code -> signed in -> account page, from the keyboard (README, \"Self-service accounts\")", () =>
       Effect.gen(function*() {
         const { issuer } = yield* IdentityServers
         const page = yield* newPage
@@ -109,7 +109,7 @@ describe("Registration and account pages in Chromium", () => {
         expect(response!.headers()["content-security-policy"]).toContain("frame-ancestors 'none'")
       }))
 
-    it.effect("SPEC 4.2: changing the password on the account page ends the other browser's session", () =>
+    it.effect("changing the password on the account page ends the other browser's session (README, \"Self-service accounts\")", () =>
       Effect.gen(function*() {
         const { issuer } = yield* IdentityServers
         const user = yield* createUser()

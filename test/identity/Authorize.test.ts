@@ -1,6 +1,6 @@
 /**
- * `GET /api/v1/oauth/authorize` (SPEC 4.2; RFC 6749 sections 3.1, 4.1.1, 4.1.2, 4.1.2.1; RFC 7636;
- * RFC 9207; OIDC Core 3.1.2.1; DECISIONS 2-4) and the consent page behind it.
+ * `GET /api/v1/oauth/authorize` (README, "Flows"; RFC 6749 sections 3.1, 4.1.1, 4.1.2, 4.1.2.1; RFC 7636;
+ * RFC 9207; OIDC Core 3.1.2.1; docs/decisions.md, "Identity: protocol") and the consent page behind it.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect } from "effect"
@@ -44,7 +44,7 @@ const expectErrorRedirect = (
   expect(location.searchParams.get("iss")).toBe(iss)
 }
 
-/** Asserts the error page: no redirect at all (DECISIONS 2). */
+/** Asserts the error page: no redirect at all (docs/decisions.md, "Identity: protocol"). */
 const expectErrorPage = async (res: Response, status: number, code: number) => {
   expect(res.status).toBe(status)
   expect(res.headers.get("location")).toBeNull()
@@ -56,7 +56,7 @@ const expectErrorPage = async (res: Response, status: number, code: number) => {
 
 describe("GET /api/v1/oauth/authorize", () => {
   it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
-    it.effect("SPEC 4.2 / RFC 9207: Bearer user -> 302 to redirect_uri with a 64-hex code, the state echoed and iss", () =>
+    it.effect("Bearer user -> 302 to redirect_uri with a 64-hex code, the state echoed and iss (README, \"Flows\"; RFC 9207)", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const client = yield* createClient({ redirectUris: ["https://rp.example/cb?from=shiori"] })
@@ -89,7 +89,7 @@ describe("GET /api/v1/oauth/authorize", () => {
         expect(location.searchParams.get("code")).toMatch(/^[0-9a-f]{64}$/)
       }))
 
-    it.effect("DECISIONS 2: the provider's session cookie works like the Bearer token", () =>
+    it.effect("the provider's session cookie works like the Bearer token (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient()
@@ -99,7 +99,7 @@ describe("GET /api/v1/oauth/authorize", () => {
         expect(new URL(res.headers.get("location")!).searchParams.get("code")).toMatch(/^[0-9a-f]{64}$/)
       }))
 
-    it.effect("DECISIONS 2: with neither, the browser goes to the sign-in page and comes back (return_to)", () =>
+    it.effect("with neither, the browser goes to the sign-in page and comes back (return_to) (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const client = yield* createClient()
@@ -113,7 +113,7 @@ describe("GET /api/v1/oauth/authorize", () => {
         expect(new URL(returnTo, identity).searchParams.get("state")).toBe(params.state)
       }))
 
-    it.effect("DECISIONS 2: an unknown or missing client never redirects: error page (15001 / 15007)", () =>
+    it.effect("an unknown or missing client never redirects: error page (15001 / 15007) (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const unknown = yield* promise(() =>
@@ -186,14 +186,14 @@ describe("GET /api/v1/oauth/authorize", () => {
           [codeParams(client, { code_challenge: "too-short" }), "invalid_request", client],
           [codeParams(client, { code_challenge_method: "S256" }), "invalid_request", client],
           [codeParams(client, { prompt: "none login" }), "invalid_request", client],
-          // DECISIONS 3: public clients must use PKCE.
+          // Public clients must use PKCE (docs/decisions.md, "Identity: protocol").
           [codeParams(pub), "invalid_request", pub]
         ]
         for (const [params, error, which] of cases) {
           const res = yield* promise(() => authorize(identity, params, bearer))
           expectErrorRedirect(res, which.redirectUri, error, params.state, issuer)
         }
-        // SPEC 4.2: state is required; the error still goes back, without a state.
+        // State is required; the error still goes back, without a state (README, "Flows").
         const noState = yield* promise(() => authorize(identity, codeParams(client, { state: undefined }), bearer))
         expectErrorRedirect(noState, client.redirectUri, "invalid_request", undefined, issuer)
       }))
@@ -208,7 +208,7 @@ describe("GET /api/v1/oauth/authorize", () => {
         yield* promise(() => expectErrorPage(res, 400, 15007))
       }))
 
-    it.effect("SPEC 4.2: prompt=login forces a new sign-in even with a live session, then resumes", () =>
+    it.effect("prompt=login forces a new sign-in even with a live session, then resumes (README, \"Flows\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const client = yield* createClient()
@@ -252,7 +252,7 @@ describe("GET /api/v1/oauth/authorize", () => {
         expect(res.headers.get("location")).toMatch(new RegExp(`^${issuer}/ui/login\\?`))
       }))
 
-    it.effect("SPEC 4.2: select_account with login_hint: the hinted user proceeds, another account is asked to sign in", () =>
+    it.effect("select_account with login_hint: the hinted user proceeds, another account is asked to sign in (README, \"Flows\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const client = yield* createClient()
@@ -291,7 +291,7 @@ describe("GET /api/v1/oauth/authorize", () => {
         expectErrorRedirect(noConsent, client.redirectUri, "consent_required", params.state, issuer)
       }))
 
-    it.effect("DECISIONS 2: consent is asked once per client and scope set; a wider set asks again; deny -> access_denied", () =>
+    it.effect("consent is asked once per client and scope set; a wider set asks again; deny -> access_denied (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const client = yield* createClient({
@@ -332,7 +332,7 @@ describe("GET /api/v1/oauth/authorize", () => {
         expect(deniedTo.searchParams.get("iss")).toBe(issuer)
       }))
 
-    it.effect("DECISIONS 12: the consent form refuses a missing, forged or other-session CSRF token (403)", () =>
+    it.effect("the consent form refuses a missing, forged or other-session CSRF token (403) (docs/decisions.md, \"Identity: pages\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient({ autoConsent: false })
@@ -396,7 +396,7 @@ describe("GET /api/v1/oauth/authorize", () => {
         expect(tooLong.status).toBe(400)
       }))
 
-    it.effect("DECISIONS 2: only sign-in tokens authorize; a client's access token or an id_token is invalid_token", () =>
+    it.effect("only sign-in tokens authorize; a client's access token or an id_token is invalid_token (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient()

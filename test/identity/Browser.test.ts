@@ -22,7 +22,7 @@ const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 describe("sign-in pages in headless Chromium", () => {
   it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
     it.effect(
-      "DECISIONS 12: authorize -> sign in -> consent -> callback -> tokens; then logout with confirmation",
+      "authorize -> sign in -> consent -> callback -> tokens; then logout with confirmation (docs/decisions.md, \"Identity: pages\")",
       () =>
         Effect.gen(function*() {
           const { issuer } = yield* IdentityServers

@@ -72,7 +72,7 @@ const expectRefused = (res: Answer, status: number, code: number) => {
 
 describe("creator applications", () => {
   it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
-    it.effect("SPEC 4.2: GET me before applying is {code: 0, message: \"ok\"} with no data key; apply answers the pending application, which GET me then shows", () =>
+    it.effect("GET me before applying is {code: 0, message: \"ok\"} with no data key; apply answers the pending application, which GET me then shows (README, \"Creator applications\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const { accessToken } = yield* signIn(identity)
@@ -110,7 +110,7 @@ describe("creator applications", () => {
         expect(after.body).toEqual(created.body)
       }))
 
-    it.effect("SPEC 4.2: both endpoints are in /api/v1/openapi.json; the request documents its bounds", () =>
+    it.effect("both endpoints are in /api/v1/openapi.json; the request documents its bounds (README, \"Identity provider\")", () =>
       Effect.gen(function*() {
         const { issuer } = yield* IdentityServers
         const doc = yield* promise(() => fetch(`${issuer}/openapi.json`).then((res) => res.json() as Promise<any>))
@@ -123,7 +123,7 @@ describe("creator applications", () => {
         expect(doc.components.schemas.MyCreatorApplicationResponse.required).toEqual(["code", "message"])
       }))
 
-    it.effect("SPEC 7.2: applying again while an application is pending is 409 envelope 17002", () =>
+    it.effect("applying again while an application is pending is 409 envelope 17002 (README, \"Creator applications\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const { accessToken } = yield* signIn(identity)
@@ -137,7 +137,7 @@ describe("creator applications", () => {
         expect((yield* mine(issuer, accessToken)).body.data.id).toBe(first.body.data.id)
       }))
 
-    it.effect("SPEC 7.2: a statement or portfolio_url outside the bounds is 400 envelope 17004 (not 40001); a body that is not JSON is 40001", () =>
+    it.effect("a statement or portfolio_url outside the bounds is 400 envelope 17004 (not 40001); a body that is not JSON is 40001 (README, \"Creator applications\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const { accessToken } = yield* signIn(identity)
@@ -192,7 +192,7 @@ describe("creator applications", () => {
         expect(max.body.data.portfolio_url).toBe(url)
       }))
 
-    it.effect("SPEC 5: a user who already holds creator is 409 envelope 17003", () =>
+    it.effect("a user who already holds creator is 409 envelope 17003 (README, \"Creator applications\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const { accessToken } = yield* signIn(identity, { roles: ["creator"] })
@@ -217,7 +217,7 @@ describe("creator applications", () => {
         expectRefused(yield* apply(issuer, undefined, "{"), 401, 10001)
       }))
 
-    it.effect("SPEC 4.2: eight simultaneous applications of one user create exactly one (one 200, seven 17002, one row)", () =>
+    it.effect("eight simultaneous applications of one user create exactly one (one 200, seven 17002, one row) (README, \"Creator applications\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const sql = yield* SqlClient.SqlClient
@@ -236,7 +236,7 @@ describe("creator applications", () => {
         }
       }))
 
-    it.effect("SPEC 7.2: after `creator decide --decline`, applying again is 409 envelope 17001 with Retry-After until 30 days after the decision; the applicant is mailed; deciding again changes nothing", () =>
+    it.effect("after `creator decide --decline`, applying again is 409 envelope 17001 with Retry-After until 30 days after the decision; the applicant is mailed; deciding again changes nothing (README, \"Creator applications\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const sql = yield* SqlClient.SqlClient
@@ -317,7 +317,7 @@ describe("creator applications", () => {
         })
       }))
 
-    it.effect("SPEC 5: `creator decide --approve` grants creator (in new tokens) and mails the applicant; applying again is then 17003", () =>
+    it.effect("`creator decide --approve` grants creator (in new tokens) and mails the applicant; applying again is then 17003 (README, \"Creator applications\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const { accessToken, user } = yield* signIn(identity, { name: "Ana" })
@@ -359,7 +359,7 @@ describe("creator applications", () => {
         expect(Option.map(yield* users.findById(user.id), (u) => u.roles)).toEqual(Option.some(["creator"]))
       }))
 
-    it.effect("SPEC 7.2: `creator decide` of an unknown id exits non-zero with \"no such application\" (17005); --approve with --decline, or neither, is a usage error", () =>
+    it.effect("`creator decide` of an unknown id exits non-zero with \"no such application\" (17005); --approve with --decline, or neither, is a usage error (README, \"Operator CLI\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const { accessToken } = yield* signIn(identity)

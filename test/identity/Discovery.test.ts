@@ -1,7 +1,9 @@
 /**
- * Discovery and keys (DECISIONS 1, 13; OIDC Discovery 1.0 section 4; RFC 8414 section 3; RFC 7517),
+ * Discovery and keys (docs/decisions.md, "Identity: protocol", "Identity: tokens and sessions";
+ * OIDC Discovery 1.0 section 4; RFC 8414 section 3; RFC 7517),
  * the identity server's OpenAPI document (every endpoint with a summary and a description), and the
- * server-wide behaviours: framing protection (DECISIONS 12) and error shapes (SPEC 7.2).
+ * server-wide behaviours: framing protection (docs/decisions.md, "Identity: pages") and error shapes
+ * (docs/api-contract.md, "Errors: identity (OAuth errors and the envelope)").
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect } from "effect"
@@ -17,7 +19,7 @@ const getJson = (url: string) =>
 
 describe("identity discovery, JWKS and OpenAPI", () => {
   it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
-    it.effect("DECISIONS 1: the metadata at both locations; issuer byte-identical; iss response parameter advertised", () =>
+    it.effect("the metadata at both locations; issuer byte-identical; iss response parameter advertised (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const oidc = yield* getJson(`${identity}/api/v1/.well-known/openid-configuration`)
@@ -44,7 +46,7 @@ describe("identity discovery, JWKS and OpenAPI", () => {
         )
       }))
 
-    it.effect("DECISIONS 13: JWKS at {issuer}/oauth/jwks: public RSA keys only, with kid, use sig, alg RS256", () =>
+    it.effect("JWKS at {issuer}/oauth/jwks: public RSA keys only, with kid, use sig, alg RS256 (docs/decisions.md, \"Identity: tokens and sessions\")", () =>
       Effect.gen(function*() {
         const { issuer } = yield* IdentityServers
         const jwks = yield* getJson(`${issuer}/oauth/jwks`)
@@ -56,7 +58,7 @@ describe("identity discovery, JWKS and OpenAPI", () => {
         }
       }))
 
-    it.effect("issue 4: every identity endpoint is in /api/v1/openapi.json with a summary and a description", () =>
+    it.effect("every identity endpoint is in /api/v1/openapi.json with a summary and a description (README, \"Identity provider\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const doc = yield* getJson(`${identity}/api/v1/openapi.json`)
@@ -87,7 +89,7 @@ describe("identity discovery, JWKS and OpenAPI", () => {
         }
       }))
 
-    it.effect("DECISIONS 12: every identity response forbids framing", () =>
+    it.effect("every identity response forbids framing (docs/decisions.md, \"Identity: pages\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         for (const path of ["/api/v1/oauth/jwks", "/api/v1/ui/login", "/api/v1/nope", "/healthz"]) {
@@ -97,7 +99,7 @@ describe("identity discovery, JWKS and OpenAPI", () => {
         }
       }))
 
-    it.effect("SPEC 7.2: unknown paths: bare OAuth JSON under /oauth, the envelope elsewhere; no problem documents", () =>
+    it.effect("unknown paths: bare OAuth JSON under /oauth, the envelope elsewhere; no problem documents (docs/api-contract.md, \"Errors: identity (OAuth errors and the envelope)\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const oauth = yield* getJson(`${identity}/api/v1/oauth/nope`)
@@ -111,7 +113,7 @@ describe("identity discovery, JWKS and OpenAPI", () => {
   })
 })
 
-describe("issuer default (DECISIONS 1)", () => {
+describe("issuer default (docs/decisions.md, \"Identity: protocol\")", () => {
   const issuerFrom = (settings: Record<string, string>) =>
     Effect.runSync(
       Effect.provideService(issuerConfig, ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env: settings }))

@@ -1,5 +1,5 @@
 /**
- * The identity operator commands (issue 4 item 1; SPEC 5; DECISIONS 13), run as a user would run
+ * The identity operator commands (README, "Operator CLI", "Setting up users and clients"), run as a user would run
  * them (`dist/src/cli/main.js`; `npm test` builds first), against the test servers' database.
  * Starting the CLI costs a second or two, so independent commands run side by side.
  */
@@ -103,7 +103,7 @@ describe("identity CLI: user, role, client, keys", () => {
             expect(result.code).not.toBe(0)
             expect(result.stderr).toMatch(/^error: /m)
           }
-          // Issue 4: `{"id","sub"}` exactly.
+          // `{"id","sub"}` exactly (README, "Operator CLI").
           expect(Object.keys(user).sort()).toEqual(["id", "sub"])
           expect(Number.isInteger(user.id)).toBe(true)
           expect(user.sub).toMatch(/^[0-9a-f-]{36}$/)
@@ -122,7 +122,7 @@ describe("identity CLI: user, role, client, keys", () => {
           const users = yield* Users
           expect(Option.map(yield* users.findById(user.id), (found) => found.emailVerified)).toEqual(Option.some(true))
 
-          // DECISIONS 13: the new key is published at once and signs only after the grace period.
+          // The new key is published at once and signs only after the grace period (docs/decisions.md, "Identity: tokens and sessions").
           expect(Date.parse(rotated.activates_at) - Date.now()).toBeGreaterThan(60_000)
           const keys = yield* Effect.provide(
             SigningKeys,
@@ -177,7 +177,7 @@ describe("identity CLI: user, role, client, keys", () => {
           const after = yield* promise(() => exchangeCode(identity, portal, second.code))
           expect(Jose.decodeJwt(after.body.access_token).site_roles).toEqual([])
 
-          // SPEC 5: a banned account is 403 at sign-in and its tokens die.
+          // A banned account is 403 at sign-in and its tokens die (README, "Flows"; docs/decisions.md, "Identity: tokens and sessions").
           expect(yield* cliJson(["user", "ban", String(user.id)])).toEqual({ id: user.id, banned: true })
           const banned = yield* promise(() =>
             fetch(`${identity}/api/v1/auth/login`, {

@@ -1,5 +1,5 @@
 /**
- * Interoperability (issue 4 "How it is shown"): the provider driven by two real relying-party
+ * Interoperability (docs/decisions.md, "Identity: protocol": OAuth libraries work unmodified): the provider driven by two real relying-party
  * libraries with no special-casing: openid-client 6 and oauth4webapi 3. Discovery, authorization
  * code + PKCE (the code comes from authorize called with the user's Bearer token, read from the
  * 302 Location), the token exchange, the id_token signature checked against the JWKS with jose,

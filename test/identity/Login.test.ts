@@ -1,5 +1,6 @@
 /**
- * Accounts and sessions (issue 4 item 1; SPEC 4.2, 5, 7.2; DECISIONS 9-12): `POST /auth/login`
+ * Accounts and sessions (README, "Flows"; docs/decisions.md, "Identity: tokens and sessions", "Identity: pages";
+ * docs/api-contract.md, "Errors: identity (OAuth errors and the envelope)"): `POST /auth/login`
  * answers the envelope and sets the session cookie; wrong credentials, banned accounts and brute
  * force get envelope errors; `GET /auth/me` shows 10001/10002/10003.
  */
@@ -35,7 +36,7 @@ const postLogin = (identity: string, body: unknown, headers: Record<string, stri
 
 describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
   it.layer(Env, serverLayerOptions)((it) => {
-    it.effect("SPEC 4.2: success is {code: 0, message, data: {access_token, token_type: Bearer, expires_in: 900}}", () =>
+    it.effect("success is {code: 0, message, data: {access_token, token_type: Bearer, expires_in: 900}} (README, \"Flows\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const user = yield* createUser({ roles: ["creator"] })
@@ -46,7 +47,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
           message: expect.any(String),
           data: { access_token: expect.any(String), token_type: "Bearer", expires_in: 900 }
         })
-        // DECISIONS 5: an RS256 at+jwt with the user's integer id, sub and roles.
+        // An RS256 at+jwt with the user's integer id, sub and roles (docs/decisions.md, "Identity: tokens and sessions").
         const header = Jose.decodeProtectedHeader(body.data.access_token)
         expect(header).toMatchObject({ alg: "RS256", typ: "at+jwt" })
         const claims = Jose.decodeJwt(body.data.access_token)
@@ -54,7 +55,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         expect(claims.exp! - claims.iat!).toBe(900)
       }))
 
-    it.effect("DECISIONS 12: the session cookie is HttpOnly, SameSite=Lax, path /api/v1, not Secure over http", () =>
+    it.effect("the session cookie is HttpOnly, SameSite=Lax, path /api/v1, not Secure over http (docs/decisions.md, \"Identity: tokens and sessions\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser()
@@ -82,7 +83,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         expect(unknown.body).toEqual(wrong.body)
       }))
 
-    it.effect("SPEC 5: a banned account is HTTP 403 (40302), and its tokens and sessions die", () =>
+    it.effect("a banned account is HTTP 403 (40302), and its tokens and sessions die (README, \"Flows\"; docs/decisions.md, \"Identity: tokens and sessions\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser()
@@ -122,7 +123,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         expect(elsewhere.status).toBe(200)
       }))
 
-    it.effect("DECISIONS 9: login is limited per IP too, across accounts (429 10012)", () =>
+    it.effect("login is limited per IP too, across accounts (429 10012) (docs/api-contract.md, \"Rate limits and body limits\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         let status = 0
@@ -181,7 +182,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         expect(form.res.headers.get("set-cookie")).toBeNull()
       }))
 
-    it.effect("DECISIONS 12: the sign-in form needs its CSRF token and follows return_to only to paths on this server", () =>
+    it.effect("the sign-in form needs its CSRF token and follows return_to only to paths on this server (docs/decisions.md, \"Identity: pages\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser()
@@ -226,7 +227,7 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
         expect(forged.headers.get("set-cookie") ?? "").not.toMatch(/shiori_session=/)
       }))
 
-    it.effect("SPEC 5 / DECISIONS 10: /auth/me answers 10001 without a token, 10002 for a bad one, 10003 expired", () =>
+    it.effect("/auth/me answers 10001 without a token, 10002 for a bad one, 10003 expired (docs/api-contract.md, \"Errors: identity (OAuth errors and the envelope)\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const me = (token?: string) =>

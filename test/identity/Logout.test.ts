@@ -1,5 +1,6 @@
 /**
- * Relying-party logout (SPEC 4.2 "Logout"; DECISIONS 8, 12; OIDC RP-Initiated Logout 1.0):
+ * Relying-party logout (README, "Flows"; docs/decisions.md, "Identity: protocol", "Identity: pages";
+ * OIDC RP-Initiated Logout 1.0):
  * `/oauth/logout` forwards to the logout page, which confirms (unless a valid id_token_hint is
  * given), ends the session and returns only to an origin registered for the client. Open-redirect
  * attempts never redirect.
@@ -43,7 +44,7 @@ const logoutUrl = (identity: string, params: Record<string, string>) =>
 
 describe("GET /api/v1/oauth/logout, the logout page and /oauth/post-logout-redirect", () => {
   it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
-    it.effect("SPEC 4.2: /oauth/logout 302s to the provider's logout page with the same parameters", () =>
+    it.effect("/oauth/logout 302s to the provider's logout page with the same parameters (README, \"Flows\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const res = yield* promise(() =>
@@ -61,7 +62,7 @@ describe("GET /api/v1/oauth/logout, the logout page and /oauth/post-logout-redir
         })
       }))
 
-    it.effect("DECISIONS 8: confirmation, then the session ends (and its families) and the browser returns to redirect", () =>
+    it.effect("confirmation, then the session ends (and its families) and the browser returns to redirect (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient({ redirectUris: ["https://rp.example/callback"] })
@@ -95,7 +96,7 @@ describe("GET /api/v1/oauth/logout, the logout page and /oauth/post-logout-redir
           )
         )
         expect(pageRes.status).toBe(200)
-        // DECISIONS 12: no framing, HTML with a language, a heading and a CSRF-protected form.
+        // No framing, HTML with a language, a heading and a CSRF-protected form (docs/decisions.md, "Identity: pages").
         expect(pageRes.headers.get("x-frame-options")).toBe("DENY")
         expect(pageRes.headers.get("content-security-policy")).toContain("frame-ancestors 'none'")
         const html = yield* promise(() => pageRes.text())
@@ -162,7 +163,7 @@ describe("GET /api/v1/oauth/logout, the logout page and /oauth/post-logout-redir
         expect((yield* promise(() => bearerGet(`${identity}/api/v1/auth/me`, session.accessToken))).status).toBe(401)
       }))
 
-    it.effect("DECISIONS 8: open-redirect attempts never redirect, neither after logout nor at post-logout-redirect", () =>
+    it.effect("open-redirect attempts never redirect, neither after logout nor at post-logout-redirect (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient({ redirectUris: ["https://rp.example/callback"] })
@@ -209,7 +210,7 @@ describe("GET /api/v1/oauth/logout, the logout page and /oauth/post-logout-redir
         expect(anonymous.status).toBe(200)
       }))
 
-    it.effect("DECISIONS 8: post-logout-redirect redirects to an allowed target; unknown client is 15001", () =>
+    it.effect("post-logout-redirect redirects to an allowed target; unknown client is 15001 (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient({ redirectUris: ["https://rp.example/callback", "http://127.0.0.1:9/cb"] })

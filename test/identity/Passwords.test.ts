@@ -9,7 +9,7 @@ const settings = (env: Record<string, string>) => ConfigProvider.layer(ConfigPro
 const withLogN = (logN: number) =>
   Layer.fresh(Passwords.layer.pipe(Layer.provide(settings({ IDENTITY_SCRYPT_LOG_N: String(logN) }))))
 
-describe("Passwords (DECISIONS 11)", () => {
+describe("Passwords (docs/decisions.md, \"Identity: tokens and sessions\")", () => {
   it.effect("hashes to scrypt$N$r$p$salt$hash and verifies the right password only", () =>
     Effect.gen(function*() {
       const passwords = yield* Passwords

@@ -68,7 +68,7 @@ const grantsUpTo = (key: string) =>
     expect(refused.retryAfterSeconds).toBeGreaterThan(0)
   })
 
-describe("RateLimiter, in-memory layer (DECISIONS 9)", () => {
+describe("RateLimiter, in-memory layer (docs/api-contract.md, \"Rate limits and body limits\")", () => {
   it.effect("takeUpTo grants what the bucket holds, up to the number asked for", () =>
     grantsUpTo("lease").pipe(Effect.provide(RateLimiterMemory)))
 
@@ -103,7 +103,7 @@ describe("RateLimiter, in-memory layer (DECISIONS 9)", () => {
       expect(results).toEqual([true, true, true, false])
     }).pipe(Effect.provide(RateLimiterMemory)))
 
-  it.effect("keeps clients apart: one client's flood never slows another (issue 4, item 3)", () =>
+  it.effect("keeps clients apart: one client's flood never slows another (docs/api-contract.md, \"Rate limits and body limits\")", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter
       for (let i = 0; i < 50; i++) yield* limiter.take("token:noisy", policy)
@@ -144,7 +144,7 @@ describe("RateLimiter, in-memory layer (DECISIONS 9)", () => {
     successRules.pipe(Effect.provide(RateLimiterMemory)))
 })
 
-describe("RateLimiter, PostgreSQL layer (DECISIONS 9: shared by every process)", () => {
+describe("RateLimiter, PostgreSQL layer (shared by every process: docs/api-contract.md, \"Rate limits and body limits\")", () => {
   it.layer(RateLimiterLive.pipe(Layer.provideMerge(TestSqlLive)), { timeout: "60 seconds" })((it) => {
     it.effect("allows a burst of `capacity`, then refuses with Retry-After; a refused call takes nothing", () =>
       Effect.gen(function*() {

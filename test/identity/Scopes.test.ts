@@ -23,7 +23,7 @@ describe("Scopes (RFC 6749 section 3.3)", () => {
     expect(parseScope("open\"id")).toBeUndefined()
   })
 
-  it("narrows but never widens (DECISIONS 6)", () => {
+  it("narrows but never widens (README, \"Flows\")", () => {
     expect(isSubset(["openid"], ["openid", "email"])).toBe(true)
     expect(isSubset(["openid", "profile"], ["openid", "email"])).toBe(false)
   })
@@ -39,7 +39,7 @@ describe("Scopes (RFC 6749 section 3.3)", () => {
   })
 })
 
-describe("userinfo scope rules (SPEC 4.2)", () => {
+describe("userinfo scope rules (README, \"Flows\")", () => {
   it("returns everything with an empty scope", () => {
     expect(userInfoFor(user, [], [])).toEqual({
       id: 7,
@@ -81,8 +81,8 @@ describe("userinfo scope rules (SPEC 4.2)", () => {
   })
 })
 
-describe("discovery (DECISIONS 1)", () => {
-  it("uses the issuer byte-for-byte and advertises the JWKS at {issuer}/oauth/jwks (SPEC 4.2)", () => {
+describe("discovery (docs/decisions.md, \"Identity: protocol\")", () => {
+  it("uses the issuer byte-for-byte and advertises the JWKS at {issuer}/oauth/jwks (README, \"Identity provider\")", () => {
     const document = makeDiscoveryDocument(DEFAULT_ISSUER)
     expect(document.issuer).toBe("http://127.0.0.1:8081/api/v1")
     expect(document.jwks_uri).toBe("http://127.0.0.1:8081/api/v1/oauth/jwks")

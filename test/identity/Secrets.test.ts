@@ -16,7 +16,7 @@ const RFC7636_VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 const RFC7636_CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
 
 describe("Secrets", () => {
-  it.effect("random tokens are 256-bit base64url (DECISIONS 6) and codes are 64 hex (SPEC 4.2)", () =>
+  it.effect("random tokens are 256-bit base64url (docs/decisions.md, \"Identity: tokens and sessions\") and codes are 64 hex (docs/decisions.md, \"Identity: protocol\")", () =>
     Effect.gen(function*() {
       const secrets = yield* Secrets
       const token = yield* secrets.token
@@ -34,7 +34,7 @@ describe("Secrets", () => {
     expect(matchesHash("abc", "not-hex")).toBe(false)
   })
 
-  it("compares any two strings in constant time without throwing on length (DECISIONS 11)", () => {
+  it("compares any two strings in constant time without throwing on length (README, \"Security\")", () => {
     expect(constantTimeEquals("secret", "secret")).toBe(true)
     expect(constantTimeEquals("secret", "secret-but-longer")).toBe(false)
     expect(constantTimeEquals("", "")).toBe(true)
@@ -68,11 +68,11 @@ describe("PKCE (RFC 7636)", () => {
     expect(checkPkce({ challenge: RFC7636_CHALLENGE, method: "S256" }, "x".repeat(43))).toBe("verifier_mismatch")
   })
 
-  it("applies the method bound to the code: an S256 challenge sent back as the verifier fails (DECISIONS 3)", () => {
+  it("applies the method bound to the code: an S256 challenge sent back as the verifier fails (docs/decisions.md, \"Identity: protocol\")", () => {
     expect(checkPkce({ challenge: RFC7636_CHALLENGE, method: "S256" }, RFC7636_CHALLENGE)).toBe("verifier_mismatch")
   })
 
-  it("accepts plain only when plain was bound to the code (RFC 7636 section 4.2, DECISIONS 3)", () => {
+  it("accepts plain only when plain was bound to the code (RFC 7636 section 4.2; docs/decisions.md, \"Identity: protocol\")", () => {
     expect(checkPkce({ challenge: RFC7636_VERIFIER, method: "plain" }, RFC7636_VERIFIER)).toBe("ok")
     expect(checkPkce({ challenge: RFC7636_VERIFIER, method: "plain" }, "y".repeat(43))).toBe("verifier_mismatch")
   })
@@ -81,7 +81,7 @@ describe("PKCE (RFC 7636)", () => {
     expect(checkPkce({ challenge: RFC7636_CHALLENGE, method: "S256" }, undefined)).toBe("verifier_missing")
   })
 
-  it("refuses a verifier for a code issued without a challenge (DECISIONS 3)", () => {
+  it("refuses a verifier for a code issued without a challenge (docs/decisions.md, \"Identity: protocol\")", () => {
     expect(checkPkce(null, RFC7636_VERIFIER)).toBe("verifier_unexpected")
     expect(checkPkce(null, undefined)).toBe("ok")
   })

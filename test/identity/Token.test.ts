@@ -1,7 +1,8 @@
 /**
- * `POST /api/v1/oauth/token` (SPEC 4.2, 8; RFC 6749 sections 2.3.1, 4.1.3, 5.1, 5.2, 6; RFC 7636
- * section 4.6; RFC 9068; RFC 9700 section 4.14.2; OIDC Core 3.1.3.6; DECISIONS 3-6), including the
- * attacks of issue 4: code replay, PKCE mismatch and downgrade, redirect_uri mismatch, wrong secret,
+ * `POST /api/v1/oauth/token` (README, "Flows"; RFC 6749 sections 2.3.1, 4.1.3, 5.1, 5.2, 6; RFC 7636
+ * section 4.6; RFC 9068; RFC 9700 section 4.14.2; OIDC Core 3.1.3.6;
+ * docs/decisions.md, "Identity: protocol", "Identity: tokens and sessions"), including the
+ * attacks README, "Security" guards against: code replay, PKCE mismatch and downgrade, redirect_uri mismatch, wrong secret,
  * refresh reuse, refresh by another client, scope widening, and 200 concurrent refreshes.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -39,7 +40,7 @@ const userinfoStatus = (identity: string, accessToken: string) =>
 
 describe("POST /api/v1/oauth/token", () => {
   it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
-    it.effect("SPEC 4.2: authorization_code with a JSON body: Bearer access token (900 s), opaque refresh token, no-store", () =>
+    it.effect("authorization_code with a JSON body: Bearer access token (900 s), opaque refresh token, no-store (README, \"Flows\")", () =>
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const client = yield* createClient({ site: "vn_portal" })
@@ -64,9 +65,9 @@ describe("POST /api/v1/oauth/token", () => {
           refresh_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
           scope: "catalog:read"
         })
-        // The refresh token is opaque, not a JWT (SPEC 4.2).
+        // The refresh token is opaque, not a JWT (docs/decisions.md, "Identity: tokens and sessions").
         expect(() => Jose.decodeJwt(res.body.refresh_token)).toThrow()
-        // DECISIONS 5: RS256 at+jwt with the listed claims.
+        // RS256 at+jwt with the claims listed in README, "Flows".
         expect(Jose.decodeProtectedHeader(res.body.access_token)).toMatchObject({ alg: "RS256", typ: "at+jwt" })
         const claims = Jose.decodeJwt(res.body.access_token)
         // RFC 9068 section 3: aud is the resource server (the catalog); the client is client_id.
@@ -170,7 +171,7 @@ describe("POST /api/v1/oauth/token", () => {
         expect((yield* promise(() => exchangeCode(identity, client, code))).status).toBe(200)
       }))
 
-    it.effect("DECISIONS 4: a code is single use; replaying it is invalid_grant and revokes what it produced", () =>
+    it.effect("a code is single use; replaying it is invalid_grant and revokes what it produced (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient()
@@ -190,7 +191,7 @@ describe("POST /api/v1/oauth/token", () => {
         )
       }))
 
-    it.effect("DECISIONS 4: a replay that lands between redemption and the family insert leaves nothing alive", () =>
+    it.effect("a replay that lands between redemption and the family insert leaves nothing alive (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const grants = yield* Grants
@@ -215,7 +216,7 @@ describe("POST /api/v1/oauth/token", () => {
         expect(family._tag).toBe("None")
       }).pipe(Effect.provide(Grants.layer)))
 
-    it.effect("DECISIONS 4: 50 concurrent redemptions of one code: at most one answer, and its tokens end up dead", () =>
+    it.effect("50 concurrent redemptions of one code: at most one answer, and its tokens end up dead (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient()
@@ -237,7 +238,7 @@ describe("POST /api/v1/oauth/token", () => {
         }
       }))
 
-    it.effect("SPEC 8: a code older than 10 minutes is invalid_grant", () =>
+    it.effect("a code older than 10 minutes is invalid_grant (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const sql = yield* SqlClient.SqlClient
@@ -294,7 +295,7 @@ describe("POST /api/v1/oauth/token", () => {
             getCode(identity, client, session.accessToken, { code_challenge: challenge, code_challenge_method: method })
           ).pipe(Effect.map((r) => r.code))
         const pkce = pkcePair()
-        // No method given: S256 (SPEC 4.2).
+        // No method given: S256 (docs/decisions.md, "Identity: protocol").
         const good = yield* issue(pkce.challenge)
         expect((yield* promise(() => exchangeCode(identity, client, good, { code_verifier: pkce.verifier }))).status)
           .toBe(200)
@@ -325,7 +326,7 @@ describe("POST /api/v1/oauth/token", () => {
         )
       }))
 
-    it.effect("DECISIONS 3: plain PKCE is bound to its code; a verifier for a code issued without a challenge fails", () =>
+    it.effect("plain PKCE is bound to its code; a verifier for a code issued without a challenge fails (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient()
@@ -345,7 +346,7 @@ describe("POST /api/v1/oauth/token", () => {
         )
       }))
 
-    it.effect("DECISIONS 3: a public client authenticates with PKCE alone and may not send a secret", () =>
+    it.effect("a public client authenticates with PKCE alone and may not send a secret (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient({ public: true })
@@ -364,7 +365,7 @@ describe("POST /api/v1/oauth/token", () => {
         expect(refreshed.status).toBe(200)
       }))
 
-    it.effect("DECISIONS 6: refresh rotates; reusing the old token is invalid_grant and revokes the whole family", () =>
+    it.effect("refresh rotates; reusing the old token is invalid_grant and revokes the whole family (docs/decisions.md, \"Identity: tokens and sessions\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient()
@@ -393,7 +394,7 @@ describe("POST /api/v1/oauth/token", () => {
         expect(yield* userinfoStatus(identity, first.access_token)).toBe(401)
       }))
 
-    it.effect("DECISIONS 6: a refresh token is bound to its client: another client gets invalid_grant, no effect", () =>
+    it.effect("a refresh token is bound to its client: another client gets invalid_grant, no effect (docs/decisions.md, \"Identity: tokens and sessions\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient()
@@ -468,7 +469,7 @@ describe("POST /api/v1/oauth/token", () => {
         expect(ok.body.scope).toBe("catalog:read")
       }))
 
-    it.effect("SPEC 4.2: refresh lifetime follows the session, 90 days by default, shorter when the client says so", () =>
+    it.effect("refresh lifetime follows the session, 90 days by default, shorter when the client says so (docs/decisions.md, \"Identity: tokens and sessions\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const sql = yield* SqlClient.SqlClient

@@ -231,7 +231,7 @@ describe("token endpoint rate limit", () => {
         expectTooMany(yield* promise(() => refreshRequest(identity, client, refresh)))
       }))
 
-    it.effect("DECISIONS 9: an unknown client_id is invalid_client, never 429 (no bucket per made-up id)", () =>
+    it.effect("an unknown client_id is invalid_client, never 429 (no bucket per made-up id) (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const results = yield* promise(() =>

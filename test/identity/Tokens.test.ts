@@ -52,7 +52,7 @@ const rejection = <A, R>(effect: Effect.Effect<A, { readonly reason: string }, R
   Effect.flip(effect).pipe(Effect.map((error) => error.reason))
 
 describe("Tokens", () => {
-  it.effect("issues an RS256 at+jwt access token with the DECISIONS 5 claims and verifies it (RFC 9068 section 2)", () =>
+  it.effect("issues an RS256 at+jwt access token with the claims of README, \"Flows\" and verifies it (RFC 9068 section 2)", () =>
     Effect.gen(function*() {
       const tokens = yield* Tokens
       const keys = yield* SigningKeys
@@ -79,7 +79,7 @@ describe("Tokens", () => {
       expect(claims.scopes).toEqual(["openid", "profile"])
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("gives an ordinary user an empty roles array (SPEC 5)", () =>
+  it.effect("gives an ordinary user an empty roles array (README, \"Flows\")", () =>
     Effect.gen(function*() {
       const tokens = yield* Tokens
       const { token } = yield* tokens.issueAccessToken({ ...input, roles: [], siteRoles: [] })
@@ -116,7 +116,7 @@ describe("Tokens", () => {
       }
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("rejects an id_token presented as an access token (DECISIONS 5, RFC 9068 section 4)", () =>
+  it.effect("rejects an id_token presented as an access token (docs/decisions.md, \"Identity: tokens and sessions\"; RFC 9068 section 4)", () =>
     Effect.gen(function*() {
       const tokens = yield* Tokens
       const idToken = yield* tokens.issueIdToken({ sub: input.sub, clientId: input.clientId, authTime: NOW / 1000 })
@@ -149,7 +149,7 @@ describe("Tokens", () => {
       expect((yield* tokens.verifyAccessToken(prefixed)).uid).toBe(42)
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("rejects a token from a foreign issuer even when signed with our key (DECISIONS 1, RFC 9068 section 4)", () =>
+  it.effect("rejects a token from a foreign issuer even when signed with our key (docs/decisions.md, \"Identity: protocol\"; RFC 9068 section 4)", () =>
     Effect.gen(function*() {
       const tokens = yield* Tokens
       const foreign = yield* tokensOver(yield* SigningKeys, "https://evil.example/api/v1")
@@ -161,7 +161,7 @@ describe("Tokens", () => {
       expect(yield* rejection(tokens.verifyAccessToken(slashed))).toBe("wrong_issuer")
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("rejects a token past exp, 900 s after issue (SPEC 4.2), with envelope code 10003 (DECISIONS 10)", () =>
+  it.effect("rejects a token past exp, 900 s after issue (README, \"Flows\"), with envelope code 10003 (docs/api-contract.md, \"Errors: identity (OAuth errors and the envelope)\")", () =>
     Effect.gen(function*() {
       const tokens = yield* Tokens
       const { token } = yield* tokens.issueAccessToken(input)
@@ -254,7 +254,7 @@ describe("Tokens", () => {
     }).pipe(Effect.provide(TestLayer)))
 })
 
-describe("SigningKeys rotation (DECISIONS 13)", () => {
+describe("SigningKeys rotation (docs/decisions.md, \"Identity: tokens and sessions\")", () => {
   it.effect("publishes a rotated-in key first, signs with it after the grace period, keeps old tokens valid", () =>
     Effect.gen(function*() {
       const tokens = yield* Tokens

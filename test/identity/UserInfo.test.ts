@@ -1,6 +1,6 @@
 /**
- * `GET /api/v1/oauth/userinfo` (SPEC 4.2; RFC 6750 section 3; OIDC Core 5.3) and `POST
- * /api/v1/oauth/revoke` (RFC 7009; DECISIONS 7), including forged tokens: `alg: none`, HS256 keyed
+ * `GET /api/v1/oauth/userinfo` (README, "Flows"; RFC 6750 section 3; OIDC Core 5.3) and `POST
+ * /api/v1/oauth/revoke` (RFC 7009; docs/decisions.md, "Identity: protocol"), including forged tokens: `alg: none`, HS256 keyed
  * with the public key, an id_token presented as an access token, a foreign issuer, an expired token.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -49,7 +49,7 @@ const revoke = (identity: string, body: Record<string, string>, options: { json?
 // One server stack for the three parts of this file.
 it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
   describe("GET /api/v1/oauth/userinfo", () => {
-    it.effect("SPEC 4.2: fields and scope rules: id, sub, roles, updated_at always; name/picture with profile; email with email", () =>
+    it.effect("fields and scope rules: id, sub, roles, updated_at always; name/picture with profile; email with email (README, \"Flows\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient()
@@ -77,7 +77,7 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
           email: user.email,
           email_verified: true
         })
-        // An empty scope returns everything (SPEC 4.2).
+        // An empty scope returns everything (README, "Flows").
         const empty = yield* promise(() => tokensFor(identity, client, session, ""))
         expect((yield* userinfo(identity, empty.access_token)).body).toStrictEqual({
           ...base,
@@ -115,7 +115,7 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
         }
       }))
 
-    it.effect("SPEC 4.2 / 5: site_roles are those of the token's site, omitted when none", () =>
+    it.effect("site_roles are those of the token's site, omitted when none (README, \"Flows\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const users = yield* Users
@@ -181,7 +181,7 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
   })
 
   describe("POST /api/v1/oauth/revoke", () => {
-    it.effect("RFC 7009 2.2 / DECISIONS 7: revoking a refresh token ends its family; userinfo refuses its access tokens", () =>
+    it.effect("revoking a refresh token ends its family; userinfo refuses its access tokens (RFC 7009 section 2.2; docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient()
@@ -200,7 +200,7 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
         expect((yield* userinfo(identity, tokens.access_token)).status).toBe(401)
       }))
 
-    it.effect("SPEC 4.2: no client authentication is needed, and a JSON body works; an access token revokes its family", () =>
+    it.effect("no client authentication is needed, and a JSON body works; an access token revokes its family (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient()
@@ -213,7 +213,7 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
         expect((yield* promise(() => refreshRequest(identity, client, b.refresh_token))).status).toBe(400)
       }))
 
-    it.effect("DECISIONS 7: unknown or malformed tokens -> 200; another client's token -> 200 and no effect", () =>
+    it.effect("unknown or malformed tokens -> 200; another client's token -> 200 and no effect (docs/decisions.md, \"Identity: protocol\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient()
@@ -233,7 +233,7 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
         expect((yield* promise(() => refreshRequest(identity, client, tokens.refresh_token))).status).toBe(200)
       }))
 
-    it.effect("DECISIONS 7: failed client authentication -> 401 invalid_client; missing token -> 400 invalid_request", () =>
+    it.effect("failed client authentication -> 401 invalid_client; missing token -> 400 invalid_request (docs/decisions.md, \"Identity: protocol\"; docs/api-contract.md, \"Errors: identity (OAuth errors and the envelope)\")", () =>
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const client = yield* createClient()
@@ -250,7 +250,7 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
       }))
   })
 
-  describe("the catalog accepts identity access tokens (SPEC 5, issue 4 item 5)", () => {
+  describe("the catalog accepts identity access tokens (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () => {
     it.effect("a user token: GET /v2/credential shows the user, the client's site, the catalog scopes granted", () =>
       Effect.gen(function*() {
         const { catalog, identity } = yield* IdentityServers
@@ -311,7 +311,7 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
         expect((yield* promise(() => bearerGet(`${catalog}/v2/credential`, tokens.access_token))).status).toBe(200)
       }))
 
-    it.effect("DECISIONS 7: a revoked family stops working at the catalog well inside the token's 900 s (the time is reported)", () =>
+    it.effect("a revoked family stops working at the catalog well inside the token's 900 s (the time is reported) (docs/decisions.md, \"Identity: tokens and sessions\")", () =>
       Effect.gen(function*() {
         const { catalog, identity } = yield* IdentityServers
         const client = yield* createClient()

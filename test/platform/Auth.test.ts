@@ -1,5 +1,6 @@
 /**
- * SPEC 5 and DECISIONS 3: catalog credentials. Missing -> 401 MISSING_CREDENTIAL, invalid -> 401
+ * Catalog credentials (docs/api-contract.md, "Credentials, scopes and the content limit"; README,
+ * "Credentials and scopes"). Missing -> 401 MISSING_CREDENTIAL, invalid -> 401
  * INVALID_CREDENTIAL (both with WWW-Authenticate), scope -> 403 SCOPE_REQUIRED; keys issued and
  * revoked with the operator CLI.
  */
@@ -21,7 +22,7 @@ const Env = Layer.mergeAll(TestServersLive, ApiKeys.layer.pipe(Layer.provide(Tes
 const get = (url: string, token?: string, scheme = "Bearer") =>
   Effect.promise(() => fetch(url, token === undefined ? {} : { headers: { authorization: `${scheme} ${token}` } }))
 
-describe("catalog credentials (SPEC 5, DECISIONS 3)", () => {
+describe("catalog credentials (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () => {
   it.layer(Env, serverLayerOptions("120 seconds"))((it) => {
     it.effect("no Authorization header: 401 MISSING_CREDENTIAL with WWW-Authenticate", () =>
       Effect.gen(function*() {
@@ -86,41 +87,45 @@ describe("catalog credentials (SPEC 5, DECISIONS 3)", () => {
         expect(dump).not.toContain(secret.slice(3))
       }))
 
-    it.effect("CLI round trip: api-key create -> use -> revoke -> 401 (SPEC 5)", () =>
-      Effect.gen(function*() {
-        const { catalog } = yield* TestServers
-        const env = { DATABASE_URL: Redacted.value(yield* DatabaseUrl) }
-        const created = yield* Effect.promise(() =>
-          runCli(["api-key", "create", "--site", "mirror_bot", "--scopes", "catalog:read", "--json"], env)
-        )
-        expect(created.code, created.stderr).toBe(0)
-        const out = JSON.parse(created.stdout) as { key: string; id: string; site: string; scopes: Array<string> }
-        expect(out).toEqual({
-          key: expect.stringMatching(/^sk_[A-Za-z0-9_-]{43}$/),
-          id: out.id,
-          site: "mirror_bot",
-          scopes: ["catalog:read"]
-        })
+    it.effect(
+      "CLI round trip: api-key create -> use -> revoke -> 401 (README, \"Credentials and scopes\")",
+      () =>
+        Effect.gen(function*() {
+          const { catalog } = yield* TestServers
+          const env = { DATABASE_URL: Redacted.value(yield* DatabaseUrl) }
+          const created = yield* Effect.promise(() =>
+            runCli(["api-key", "create", "--site", "mirror_bot", "--scopes", "catalog:read", "--json"], env)
+          )
+          expect(created.code, created.stderr).toBe(0)
+          const out = JSON.parse(created.stdout) as { key: string; id: string; site: string; scopes: Array<string> }
+          expect(out).toEqual({
+            key: expect.stringMatching(/^sk_[A-Za-z0-9_-]{43}$/),
+            id: out.id,
+            site: "mirror_bot",
+            scopes: ["catalog:read"]
+          })
 
-        const ok = yield* get(`${catalog}/v2/credential`, out.key)
-        expect(ok.status).toBe(200)
+          const ok = yield* get(`${catalog}/v2/credential`, out.key)
+          expect(ok.status).toBe(200)
 
-        const listed = yield* Effect.promise(() => runCli(["api-key", "list", "--json"], env))
-        expect(listed.stdout).not.toContain(out.key)
-        expect(JSON.parse(listed.stdout).items).toContainEqual(
-          expect.objectContaining({ id: out.id, revoked_at: null })
-        )
+          const listed = yield* Effect.promise(() => runCli(["api-key", "list", "--json"], env))
+          expect(listed.stdout).not.toContain(out.key)
+          expect(JSON.parse(listed.stdout).items).toContainEqual(
+            expect.objectContaining({ id: out.id, revoked_at: null })
+          )
 
-        const revoked = yield* Effect.promise(() => runCli(["api-key", "revoke", out.id, "--json"], env))
-        expect(revoked.code, revoked.stderr).toBe(0)
-        expect(JSON.parse(revoked.stdout)).toEqual({ id: out.id, revoked: true })
+          const revoked = yield* Effect.promise(() => runCli(["api-key", "revoke", out.id, "--json"], env))
+          expect(revoked.code, revoked.stderr).toBe(0)
+          expect(JSON.parse(revoked.stdout)).toEqual({ id: out.id, revoked: true })
 
-        // The server cached the key; the revocation's NOTIFY evicts it without waiting for the TTL.
-        yield* eventually(Effect.flatMap(get(`${catalog}/v2/credential`, out.key), (res) => {
-          expect(res.status).toBe(401)
-          return Effect.promise(() => expectProblem(res, "INVALID_CREDENTIAL", "/v2/credential"))
-        }))
-      }), 240_000)
+          // The server cached the key; the revocation's NOTIFY evicts it without waiting for the TTL.
+          yield* eventually(Effect.flatMap(get(`${catalog}/v2/credential`, out.key), (res) => {
+            expect(res.status).toBe(401)
+            return Effect.promise(() => expectProblem(res, "INVALID_CREDENTIAL", "/v2/credential"))
+          }))
+        }),
+      240_000
+    )
 
     it.effect("a key revoked while the revocation listener is down is refused once it reconnects, before the cache TTL", () =>
       Effect.gen(function*() {

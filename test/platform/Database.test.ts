@@ -1,5 +1,5 @@
 /**
- * The shared pool (ARCHITECTURE "Data"):
+ * The shared pool (docs/decisions.md, "Operations"; README, "Configuration"):
  * - a statement that runs past `DATABASE_STATEMENT_TIMEOUT_SECONDS` is cancelled by PostgreSQL
  *   (SQLSTATE 57014), so a request that runs to completion after its client hung up cannot hold a
  *   connection, or shutdown, forever; the pool stays usable afterwards;

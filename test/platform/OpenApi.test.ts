@@ -1,7 +1,8 @@
 /**
- * The OpenAPI documents are generated from the HttpApi declarations. Issue 2 point 8 and
- * SPEC 7.1: every catalog error response is a problem document, no operation has an undeclared
- * 500, and every operation has a summary and a description.
+ * The OpenAPI documents are generated from the HttpApi declarations (docs/decisions.md, "Catalog
+ * reads", "The contract is code"): every catalog error response is a problem document
+ * (docs/api-contract.md, "Errors: catalog problem documents"), no operation has an undeclared 500,
+ * and every operation has a summary and a description.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -21,7 +22,7 @@ const operations = (spec: any) =>
   )
 
 describe("OpenAPI documents", () => {
-  it("catalog: every 4xx/5xx response is application/problem+json (SPEC 7.1)", () => {
+  it("catalog: every 4xx/5xx response is application/problem+json (docs/api-contract.md, \"Errors: catalog problem documents\")", () => {
     const offenders: Array<string> = []
     for (const { method, op, path } of operations(catalogSpec)) {
       for (const [status, response] of Object.entries<any>(op.responses)) {

@@ -1,6 +1,7 @@
 /**
- * SPEC 7.1: every 4xx/5xx is an application/problem+json document with all required members,
- * whatever produced it: a declared failure, the decoder, the router, the body reader, a defect.
+ * Every 4xx/5xx is an application/problem+json document (RFC 9457) with all required members,
+ * whatever produced it: a declared failure, the decoder, the router, the body reader, a defect
+ * (docs/api-contract.md, "Errors: catalog problem documents").
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -18,7 +19,7 @@ const Env = Layer.mergeAll(TestServersLive, ProbeServerLive.pipe(Layer.provide(T
   Layer.provide(testConfig())
 )
 
-describe("problem documents (SPEC 7.1)", () => {
+describe("problem documents (docs/api-contract.md, \"Errors: catalog problem documents\")", () => {
   it.layer(Env, serverLayerOptions("60 seconds"))((it) => {
     it.effect("declared failure: 404 NOT_FOUND from a handler", () =>
       Effect.gen(function*() {
@@ -62,7 +63,7 @@ describe("problem documents (SPEC 7.1)", () => {
         )
       }))
 
-    it.effect("a schema may name a more specific code: limit above 100 is LIMIT_TOO_LARGE (SPEC 4.1 rule 1)", () =>
+    it.effect("a schema may name a more specific code: limit above 100 is LIMIT_TOO_LARGE (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
         const probe = yield* ProbeServer
         const res = yield* fetchText(`${probe}/probe/items?limit=101`)
@@ -128,7 +129,7 @@ describe("problem documents (SPEC 7.1)", () => {
         expect(body.detail).toMatch(/not valid JSON/)
       }))
 
-    it.effect("body over the limit: 413 PAYLOAD_TOO_LARGE, declared or streamed (DECISIONS 12)", () =>
+    it.effect("body over the limit: 413 PAYLOAD_TOO_LARGE, declared or streamed (docs/api-contract.md, \"Rate limits and body limits\")", () =>
       Effect.gen(function*() {
         const probe = yield* ProbeServer
         const big = JSON.stringify({ name: "x".repeat(1024 * 1024 + 10) })
@@ -194,7 +195,7 @@ describe("problem documents (SPEC 7.1)", () => {
         expect(body.allow).toEqual(["GET", "HEAD"])
       }))
 
-    it.effect("any method on any path under /v1/ answers 410 GONE (DECISIONS 2)", () =>
+    it.effect("any method on any path under /v1/ answers 410 GONE (docs/api-contract.md, \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const { catalog } = yield* TestServers
         for (const [method, path] of [["GET", "/v1/works"], ["POST", "/v1/claims"], ["DELETE", "/v1/x/y/z?q=1"]]) {
@@ -213,7 +214,7 @@ describe("problem documents (SPEC 7.1)", () => {
         expect(body.detail).toBe("")
       }))
 
-    it.effect("problem type URIs are dereferenceable (DECISIONS 11)", () =>
+    it.effect("problem type URIs are dereferenceable (docs/api-contract.md, \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const { catalog } = yield* TestServers
         const res = yield* fetchText(`${catalog}/v1/anything`)
@@ -267,7 +268,7 @@ describe("problem documents (SPEC 7.1)", () => {
   })
 })
 
-describe("start-up window (issue 2 point 2)", () => {
+describe("start-up window (docs/decisions.md, \"Operations\")", () => {
   it.effect("a request after listen but before the app is attached gets 503 + Retry-After, not a hang", () =>
     Effect.gen(function*() {
       const port = yield* Effect.promise(() =>

@@ -1,6 +1,6 @@
 /**
- * Issue 2 point 5: one span per request carrying method, route, status and the request id, with
- * child spans for services and SQL.
+ * One span per request carrying method, route, status and the request id, with child spans for
+ * services and SQL (README, "Operating it").
  */
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import { describe, expect, it } from "@effect/vitest"

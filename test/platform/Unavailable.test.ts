@@ -1,6 +1,7 @@
 /**
- * SPEC 7.1 / issue 2 points 3-4: with the database unreachable, `/readyz` and any operation that
- * needs the database answer 503 SERVICE_UNAVAILABLE with Retry-After; `/healthz` stays 200.
+ * With the database unreachable, `/readyz` and any operation that needs the database answer 503
+ * SERVICE_UNAVAILABLE with Retry-After; `/healthz` stays 200 (docs/api-contract.md, "Errors: catalog
+ * problem documents"; docs/decisions.md, "Operations").
  */
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
@@ -64,7 +65,7 @@ const Env = Layer.mergeAll(
   ProbeServerLive.pipe(Layer.provide(SqlThroughProxy))
 ).pipe(Layer.provideMerge(ProxyLive), Layer.provide(testConfig()))
 
-describe("database unreachable (SPEC 7.1 SERVICE_UNAVAILABLE)", () => {
+describe("database unreachable (SERVICE_UNAVAILABLE, docs/api-contract.md, \"Errors: catalog problem documents\")", () => {
   it.layer(Env, serverLayerOptions("60 seconds"))((it) => {
     it.effect("queries fail over a cut connection: 503 with Retry-After, never 500", () =>
       Effect.gen(function*() {

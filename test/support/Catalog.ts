@@ -1,6 +1,6 @@
 /**
  * The real servers over a freshly seeded demo catalog, with an `sfw` and an `nsfw` API key
- * (DECISIONS 4), for catalog read tests.
+ * (docs/api-contract.md, "Credentials, scopes and the content limit"), for catalog read tests.
  */
 import { expect } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
@@ -68,7 +68,10 @@ export const raw = (path: string, key: "sfw" | "nsfw" = "nsfw", headers: Record<
     )
   })
 
-/** Asserts the problem document at `path` member by member (SPEC 7.1). */
+/**
+ * Asserts the problem document at `path` member by member
+ * (RFC 9457; docs/api-contract.md, "Errors: catalog problem documents").
+ */
 export const problem = (
   path: string,
   code: Parameters<typeof expectProblem>[1],
@@ -82,7 +85,7 @@ export const one = <A>(rows: ReadonlyArray<A>) => {
   return rows[0]!
 }
 
-/** Every item of a cursor list, following `next_cursor` (SPEC 4.1 rule 8). */
+/** Every item of a cursor list, following `next_cursor` (docs/api-contract.md, "Cursors and pages"). */
 export const walk = (path: string, key: "sfw" | "nsfw") =>
   Effect.gen(function*() {
     const c = yield* Catalog

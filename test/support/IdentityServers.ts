@@ -1,8 +1,8 @@
 /**
  * The real catalog and identity stacks for the identity tests, over a fresh database, with the
  * issuer set to the identity server's real address (so discovery, tokens and the catalog's JWKS
- * fetch all agree, DECISIONS 1). Also gives the tests the account and client services, and raw
- * HTTP helpers for the flows every test needs.
+ * fetch all agree: docs/decisions.md, "Identity: protocol"). Also gives the tests the account and
+ * client services, and raw HTTP helpers for the flows every test needs.
  */
 import { Clock, ConfigProvider, Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
@@ -49,7 +49,9 @@ const baseSettings = {
   IDENTITY_AUTHORIZE_RATE_BURST: "100000",
   IDENTITY_USERINFO_RATE_BURST: "100000",
   IDENTITY_REVOKE_RATE_BURST: "100000",
-  IDENTITY_CODE_IP_BURST: "100000"
+  IDENTITY_CODE_IP_BURST: "100000",
+  IDENTITY_AVATAR_USER_BURST: "100000",
+  IDENTITY_AVATAR_IP_BURST: "100000"
 }
 
 const withSettings = (settings: Record<string, string>) =>

@@ -1,7 +1,8 @@
 /**
  * A small API served through the catalog's real problem middleware and request-id middleware,
  * with every kind of input (path, query, header, body) and failure (declared, defect, database
- * away), so each problem variant of SPEC 7.1 can be produced by a real HTTP request.
+ * away), so each problem variant of docs/api-contract.md, "Errors: catalog problem documents", can be
+ * produced by a real HTTP request.
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer, Schema } from "effect"

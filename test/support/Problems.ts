@@ -1,5 +1,6 @@
 /**
- * Member-by-member validation of a problem document response (SPEC 7.1).
+ * Member-by-member validation of a problem document response (RFC 9457; docs/api-contract.md,
+ * "Errors: catalog problem documents").
  */
 import { expect } from "@effect/vitest"
 import { Effect, Schema } from "effect"
