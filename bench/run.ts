@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every scenario next to its baseline, in one run, on this machine.
- * Select suites with `BENCH=platform,catalog,identity,writes` or `npm run bench -- --suite writes`
+ * Select suites with `BENCH=platform,catalog,identity,writes,uploads` or `npm run bench -- --suite writes`
  * (comma-separated; the flag wins over the variable; default: all of them).
  */
 import * as Fs from "node:fs"
@@ -9,9 +9,10 @@ import { root, settings } from "./Harness.js"
 import { catalog } from "./scenarios/Catalog.js"
 import { identity } from "./scenarios/Identity.js"
 import { platform } from "./scenarios/Platform.js"
+import { uploads } from "./scenarios/Uploads.js"
 import { writes } from "./scenarios/Writes.js"
 
-const suites: Record<string, () => Promise<string>> = { platform, catalog, identity, writes }
+const suites: Record<string, () => Promise<string>> = { platform, catalog, identity, writes, uploads }
 const flag = process.argv.indexOf("--suite")
 const requested = flag >= 0 ? process.argv[flag + 1] : process.env.BENCH
 const selected = (requested ?? Object.keys(suites).join(",")).split(",").map((s) => s.trim()).filter((s) => s !== "")

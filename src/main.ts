@@ -1,3 +1,6 @@
+// First: sizes libuv's thread pool before any other module can use it (src/ThreadPool.ts).
+import "./ThreadPool.js"
+
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, ConfigProvider, Effect, Exit, Layer } from "effect"
 import * as V8 from "node:v8"

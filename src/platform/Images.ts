@@ -5,7 +5,8 @@
  * profiles, trailing bytes of a polyglot file), and what is stored is named by the SHA-256 of the
  * stored bytes, so the same picture is kept once.
  *
- * sharp runs on libuv's thread pool; the event loop only waits on it.
+ * sharp runs on libuv's thread pool; the event loop only waits on it. Each pipeline holds a pool
+ * thread while it runs, so callers bound how many run at once (src/identity/account/Avatars.ts).
  */
 import { Data, Effect } from "effect"
 import * as Crypto from "node:crypto"
@@ -15,6 +16,11 @@ import sharp from "sharp"
 // files by default), which helps a pipeline that reads the same image twice; every upload here is
 // new, so the cache would only hold memory.
 sharp.cache(false)
+// One libvips worker thread per picture (besides the pool thread driving it): the number of
+// pictures decoded at once is then the number of cores image work takes, which the callers'
+// bound is sized in. (sharp's own default is 1 with glibc's allocator and the core count
+// otherwise; this makes it the same everywhere.)
+sharp.concurrency(1)
 
 export interface ImagePreset {
   readonly width: number

@@ -2,15 +2,51 @@
  * Avatars: `POST /auth/me/avatar` takes a `multipart/form-data` body with one `file` part, which
  * the image pipeline (src/platform/Images.ts) re-encodes to a 256x256 WebP; the bytes are stored
  * by their SHA-256 (migrations/0019_avatars.ts) and `picture` becomes their URL under the issuer.
- * The body was read and bounded before (`IDENTITY_MAX_AVATAR_BYTES`, src/platform/BodyLimit.ts);
- * it is parsed here, in memory, so a malformed body is a 400 and never a temporary file.
+ * The body is bounded (`IDENTITY_MAX_AVATAR_BYTES`, src/platform/BodyLimit.ts) and, once the
+ * upload is admitted, read whole and parsed here, in memory, so a malformed body is a 400 and never
+ * a temporary file.
+ *
+ * Decoding is the expensive part (a 40-megapixel picture holds a libuv pool thread and a core for
+ * up to a second), and sign-in hashes passwords on the same pool: image work must never take the
+ * threads hashing needs. So an upload passes, in order:
+ * 1. its buckets per user and per client address (src/identity/ratelimit/UploadLimits.ts): 429
+ *    `RATE_LIMITED` with `Retry-After`;
+ * 2. the image line of this process (src/identity/ratelimit/WorkQueue.ts): at most
+ *    `IDENTITY_IMAGE_CONCURRENCY` pictures decode at once (unset: `imagePermits`, derived from the
+ *    pool's size), at most `IDENTITY_IMAGE_QUEUE` more wait their turn for up to
+ *    `QUEUE_WAIT_SECONDS`; beyond that, or after the wait, 429 `RATE_LIMITED` with `Retry-After`.
+ * The `identity_image_decodes` gauge counts the pictures being decoded now.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Config, Context, Effect, Layer, Metric, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Multipasta from "multipasta"
+import * as Os from "node:os"
 import { ImagePresets, processImage } from "../../platform/Images.js"
+import { Passwords } from "../crypto/Passwords.js"
 import { IdentityConfig } from "../IdentityConfig.js"
-import { refused } from "../Refused.js"
+import { UploadLimits } from "../ratelimit/UploadLimits.js"
+import { makeWorkQueue } from "../ratelimit/WorkQueue.js"
+import { refused, retryAfter } from "../Refused.js"
+
+/** Pictures being decoded in this process now. */
+export const imageDecodes = Metric.gauge("identity_image_decodes", {
+  description: "Avatar uploads being decoded now (at most IDENTITY_IMAGE_CONCURRENCY)"
+})
+
+/** libuv's own pool size, what `UV_THREADPOOL_SIZE` means when nothing set it (src/ThreadPool.ts sets it for the server). */
+const LIBUV_DEFAULT_THREADS = 4
+
+/** How long an upload waits for its turn before it is refused. */
+export const QUEUE_WAIT_SECONDS = 10
+
+/**
+ * Pictures decoded at once when `IDENTITY_IMAGE_CONCURRENCY` is unset: half of the pool threads
+ * password hashing leaves (so hashing always has its threads, and file access and DNS lookups still
+ * find one), and no more than the cores hashing leaves (sharp decodes a picture on one core,
+ * src/platform/Images.ts); at least one. 4 threads, 2 hashing, 2 cores: 1.
+ */
+export const imagePermits = (poolThreads: number, hashing: number, cores: number) =>
+  Math.max(1, Math.min(Math.floor((poolThreads - hashing) / 2), cores - hashing))
 
 /**
  * The `file` part of a multipart body with this `Content-Type` (none when there is no such part)
@@ -62,12 +98,37 @@ export class Avatars extends Context.Service<Avatars>()("identity/Avatars", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* IdentityConfig
+    const limits = yield* UploadLimits
+    const passwords = yield* Passwords
+    const poolThreads = yield* Config.schema(
+      Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1024 }, {
+        message: "UV_THREADPOOL_SIZE must be an integer from 1 to 1024"
+      })),
+      "UV_THREADPOOL_SIZE"
+    ).pipe(Config.withDefault(LIBUV_DEFAULT_THREADS))
+    const permits = yield* Config.schema(
+      Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: "IDENTITY_IMAGE_CONCURRENCY must be at least 1" })),
+      "IDENTITY_IMAGE_CONCURRENCY"
+    ).pipe(
+      Config.withDefault(imagePermits(poolThreads, passwords.concurrency, Os.availableParallelism()))
+    )
+    const queue = yield* Config.schema(
+      Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "IDENTITY_IMAGE_QUEUE must not be negative" })),
+      "IDENTITY_IMAGE_QUEUE"
+    ).pipe(Config.withDefault(8))
+    const images = makeWorkQueue({
+      permits,
+      queue,
+      waitMillis: QUEUE_WAIT_SECONDS * 1000,
+      onActive: (active) => imageDecodes.updateUnsafe(active, Context.empty())
+    })
 
-    /** Stores `file` as the avatar of `userId`; answers the new `picture` URL. */
-    const upload = Effect.fn("Avatars.upload")(function*(userId: number, file: Option.Option<Uint8Array>) {
+    /** Decodes and stores `file` as the avatar of `userId` (admitted before); answers the new `picture` URL. */
+    const store = Effect.fn("Avatars.store")(function*(userId: number, file: Option.Option<Uint8Array>) {
       if (Option.isNone(file) || file.value.length === 0) return yield* refused("INVALID_REQUEST")
-      const image = yield* processImage(file.value, ImagePresets.avatar).pipe(
-        Effect.catchTag("ImageRejected", () => refused("IMAGE_INVALID"))
+      const image = yield* images.run(processImage(file.value, ImagePresets.avatar)).pipe(
+        Effect.catchTag("ImageRejected", () => refused("IMAGE_INVALID")),
+        Effect.catchTag("WorkQueueFull", (full) => refused("RATE_LIMITED", retryAfter(full.retryAfterSeconds)))
       )
       const picture = `${config.issuer}/avatars/${image.sha256}.webp`
       // Re-storing a known picture locks its row and makes it young again, so the cleanup job's
@@ -86,6 +147,34 @@ export class Avatars extends Context.Service<Avatars>()("identity/Avatars", {
       return picture
     })
 
+    /**
+     * Stores `file` as the avatar of `userId`, uploaded from `address` (`clientAddress` of the
+     * request); answers the new `picture` URL. For a body read already (the account page's form,
+     * whose CSRF token is in it).
+     */
+    const upload = (userId: number, address: string, file: Option.Option<Uint8Array>) =>
+      Option.isNone(file) || file.value.length === 0
+        ? refused("INVALID_REQUEST")
+        : Effect.andThen(limits.admit(userId, address), store(userId, file))
+
+    /**
+     * `upload` from a whole `multipart/form-data` body, which `readBody` reads only once the upload is
+     * admitted: a refused one costs no copy or parse of its megabytes.
+     */
+    const uploadBody = <E>(
+      userId: number,
+      address: string,
+      contentType: string,
+      readBody: Effect.Effect<Uint8Array, E>
+    ) =>
+      contentType.toLowerCase().startsWith("multipart/form-data")
+        ? limits.admit(userId, address).pipe(
+          Effect.andThen(readBody),
+          Effect.flatMap((body) => parseUpload(contentType, body)),
+          Effect.flatMap(({ file }) => store(userId, file))
+        )
+        : refused("INVALID_REQUEST")
+
     /** The stored bytes named by `sha256`. */
     const find = Effect.fn("Avatars.find")(function*(sha256: string) {
       const rows = yield* sql`SELECT content_type, bytes FROM avatars WHERE sha256 = ${sha256}`.pipe(
@@ -95,14 +184,8 @@ export class Avatars extends Context.Service<Avatars>()("identity/Avatars", {
       return Option.fromNullishOr(rows[0])
     })
 
-    /** `upload` from a whole `multipart/form-data` body. */
-    const uploadBody = (userId: number, contentType: string, body: Uint8Array) =>
-      contentType.toLowerCase().startsWith("multipart/form-data")
-        ? Effect.flatMap(parseUpload(contentType, body), ({ file }) => upload(userId, file))
-        : refused("INVALID_REQUEST")
-
-    return { upload, uploadBody, find } as const
+    return { upload, uploadBody, find, imagePermits: permits } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make)
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide(UploadLimits.layer))
 }

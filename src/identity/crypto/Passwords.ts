@@ -116,7 +116,9 @@ export class Passwords extends Context.Service<Passwords>()("identity/Passwords"
       return parsed === undefined || parsed.N !== params.N || parsed.r !== params.r || parsed.p !== params.p
     }
 
-    return { hash, verify, needsRehash, params } as const
+    // `concurrency`: the pool threads hashing may hold at once, which image work leaves free
+    // (src/identity/account/Avatars.ts).
+    return { hash, verify, needsRehash, params, concurrency } as const
   })
 }) {
   static readonly layer = Layer.effect(this, this.make)
