@@ -5,6 +5,7 @@
  */
 import type { AccountSession, Me } from "../../../schema/Identity/Me.js"
 import { ProfileLength } from "../../../schema/Identity/Me.js"
+import { alert, field, hidden } from "./FormFields.js"
 import type { Html } from "./Html.js"
 import { html } from "./Html.js"
 import type { PageContext } from "./Pages.js"
@@ -12,42 +13,6 @@ import { layout } from "./Pages.js"
 
 /** Errors by field name; `form` is an error of the whole form. */
 export type FieldErrors = Readonly<Partial<Record<string, string>>>
-
-const alert = (message: string | undefined) =>
-  message === undefined ? "" : html`<p class="alert" role="alert">${message}</p>`
-
-const field = (input: {
-  readonly id: string
-  readonly name: string
-  readonly label: string
-  readonly type: "email" | "password" | "text"
-  readonly value?: string | undefined
-  readonly autocomplete: string
-  readonly error?: string | undefined
-  readonly hint?: string | undefined
-  readonly maxLength?: number | undefined
-  readonly inputMode?: "numeric" | undefined
-  /** An alternative to another field: not `required`. */
-  readonly optional?: boolean | undefined
-}) => {
-  const described = [
-    input.error === undefined ? "" : `${input.id}-error`,
-    input.hint === undefined ? "" : `${input.id}-hint`
-  ]
-    .filter((id) => id !== "").join(" ")
-  return html`<p><label for="${input.id}">${input.label}</label>
-<input id="${input.id}" name="${input.name}" type="${input.type}" autocomplete="${input.autocomplete}"${
-    input.optional === true ? "" : " required"
-  }${input.value === undefined ? "" : html` value="${input.value}"`}${
-    input.maxLength === undefined ? "" : html` maxlength="${input.maxLength}"`
-  }${input.inputMode === undefined ? "" : html` inputmode="${input.inputMode}" pattern="[0-9]{6}"`}${
-    described === "" ? "" : html` aria-describedby="${described}"`
-  }${input.error === undefined ? "" : html` aria-invalid="true"`}>
-${input.hint === undefined ? "" : html`<span id="${input.id}-hint" class="muted">${input.hint}</span>`}
-${input.error === undefined ? "" : html`<span id="${input.id}-error" class="field-error">${input.error}</span>`}</p>`
-}
-
-const hidden = (name: string, value: string) => html`<input type="hidden" name="${name}" value="${value}">`
 
 export const registerEmailPage = (ctx: PageContext, input: {
   readonly csrf: string

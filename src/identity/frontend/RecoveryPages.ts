@@ -7,6 +7,7 @@
  * announced (`role="alert"`).
  */
 import type { FieldErrors } from "./AccountPages.js"
+import { alert, field, hidden } from "./FormFields.js"
 import { html } from "./Html.js"
 import type { PageContext } from "./Pages.js"
 import { layout } from "./Pages.js"
@@ -15,36 +16,6 @@ const TITLE = "Reset your password"
 
 const DONE = "Your new password is set. Every device that was signed in to your account has been signed out, " +
   "and apps connected to it will ask you to sign in again."
-
-const alert = (message: string | undefined) =>
-  message === undefined ? "" : html`<p class="alert" role="alert">${message}</p>`
-
-const hidden = (name: string, value: string) => html`<input type="hidden" name="${name}" value="${value}">`
-
-const field = (input: {
-  readonly id: string
-  readonly name: string
-  readonly label: string
-  readonly type: "email" | "password" | "text"
-  readonly value?: string | undefined
-  readonly autocomplete: string
-  readonly error?: string | undefined
-  readonly hint?: string | undefined
-  readonly code?: boolean
-}) => {
-  const described = [
-    input.error === undefined ? "" : `${input.id}-error`,
-    input.hint === undefined ? "" : `${input.id}-hint`
-  ].filter((id) => id !== "").join(" ")
-  return html`<p><label for="${input.id}">${input.label}</label>
-<input id="${input.id}" name="${input.name}" type="${input.type}" autocomplete="${input.autocomplete}" required${
-    input.value === undefined ? "" : html` value="${input.value}"`
-  }${input.code === true ? html` inputmode="numeric" pattern="[0-9]{6}" maxlength="6" spellcheck="false"` : ""}${
-    described === "" ? "" : html` aria-describedby="${described}"`
-  }${input.error === undefined ? "" : html` aria-invalid="true"`}>
-${input.hint === undefined ? "" : html`<span id="${input.id}-hint" class="muted">${input.hint}</span>`}
-${input.error === undefined ? "" : html`<span id="${input.id}-error" class="field-error">${input.error}</span>`}</p>`
-}
 
 /** A link to this server's page `path`, carrying `return_to` when there is one. */
 const withReturnTo = (ctx: PageContext, path: string, returnTo: string) =>
@@ -104,7 +75,8 @@ ${
         label: "Code from the mail",
         type: "text",
         autocomplete: "one-time-code",
-        code: true,
+        inputMode: "numeric",
+        maxLength: 6,
         error: input.errors.code
       })
     }
