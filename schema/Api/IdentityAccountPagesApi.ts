@@ -25,6 +25,12 @@ const formErrors = [
   htmlError(429, "The page again: codes asked too often or tried too many times (`Retry-After`).")
 ] as const
 
+/** The avatar form's refusals: the others, and a file that is no image (as `POST /auth/me/avatar`). */
+const avatarFormErrors = [
+  ...formErrors,
+  htmlError(422, "The page again: the file is not an image (PNG, JPEG, GIF or WebP).")
+] as const
+
 /** Both email forms post the same fields (one schema, written inline in each request body). */
 const emailForm = EmailForm.pipe(HttpApiSchema.asFormUrlEncoded())
 
@@ -96,12 +102,11 @@ export class IdentityAccountPagesApi extends HttpApiGroup.make("accountPages")
       .annotate(OpenApi.Description, "Display name and bio, as `PATCH /auth/me`.")
   )
   .add(
-    post(
-      "uploadAvatarForm",
-      "/api/v1/ui/account/avatar",
-      AvatarForm.pipe(HttpApiSchema.asMultipart()),
-      "Stored: to the account page."
-    )
+    HttpApiEndpoint.post("uploadAvatarForm", "/api/v1/ui/account/avatar", {
+      payload: AvatarForm.pipe(HttpApiSchema.asMultipart()),
+      success: Redirect(303, "Stored: to the account page."),
+      error: avatarFormErrors
+    })
       .annotate(OpenApi.Summary, "Upload an avatar (form)")
       .annotate(OpenApi.Description, "`multipart/form-data` with `csrf` and `file`; see `POST /auth/me/avatar`.")
   )

@@ -20,7 +20,8 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
           "4.1.2.1; or to the sign-in or consent page."
       ),
       error: [
-        htmlError(400, "Error page: unknown client, bad `redirect_uri` or malformed request. Never redirects."),
+        htmlError(400, "Error page: bad `redirect_uri` or malformed request. Never redirects."),
+        htmlError(404, "Error page: unknown client. Never redirects."),
         oauthError(401, "`invalid_token`: the Bearer token is invalid, expired or revoked.")
       ]
     })

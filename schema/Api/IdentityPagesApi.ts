@@ -25,7 +25,13 @@ export class IdentityPagesApi extends HttpApiGroup.make("pages")
   .add(
     HttpApiEndpoint.post("submitLogin", "/api/v1/ui/login", {
       payload: LoginForm.pipe(HttpApiSchema.asFormUrlEncoded()),
-      success: Redirect(303, "Signed in: to `return_to`, or to the signed-in page."),
+      success: [
+        Redirect(303, "Signed in: to `return_to`."),
+        HtmlPage.annotate({
+          description: "Signed in without `return_to`: the signed-in page; or, with a second factor on, the page " +
+            "asking for its code."
+        })
+      ],
       error: [
         htmlError(401, "The form again with an error: wrong email or password."),
         htmlError(403, "The form again: banned account, or an invalid CSRF token."),
@@ -39,7 +45,10 @@ export class IdentityPagesApi extends HttpApiGroup.make("pages")
     HttpApiEndpoint.get("consentPage", "/api/v1/ui/consent", {
       query: AuthorizeParams,
       success: HtmlPage,
-      error: htmlError(400, "Error page: unknown client or bad `redirect_uri`.")
+      error: [
+        htmlError(400, "Error page: bad `redirect_uri` or malformed request."),
+        htmlError(404, "Error page: unknown client.")
+      ]
     })
       .annotate(OpenApi.Summary, "Consent page")
       .annotate(
@@ -60,7 +69,7 @@ export class IdentityPagesApi extends HttpApiGroup.make("pages")
   .add(
     HttpApiEndpoint.get("logoutPage", "/api/v1/ui/logout", {
       query: LogoutParams,
-      success: HtmlPage
+      success: [HtmlPage, Redirect(303, "Nobody is signed in: straight to the allowed return target.")]
     })
       .annotate(OpenApi.Summary, "Logout page")
       .annotate(
