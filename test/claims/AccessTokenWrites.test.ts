@@ -6,60 +6,16 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Http from "node:http"
-import type * as Net from "node:net"
-import { DEFAULT_CATALOG_AUDIENCE, DEFAULT_ISSUER } from "../../src/identity/tokens/Tokens.js"
-import { ClaimsFixture, ClaimsFixtureLive } from "../support/Claims.js"
-import { signWithProviderKey } from "../support/IdentityKeys.js"
-import { serverLayerOptions, TestServers } from "../support/TestServers.js"
+import { ClaimsFixture, ClaimsFixtureLive, startJwksRelay } from "../support/Claims.js"
+import { serverLayerOptions } from "../support/TestServers.js"
 
-/**
- * The catalog fetches the provider's JWKS from `IDENTITY_JWKS_URL`, fixed before the test servers
- * (and their ports) exist: this relay answers it with the JWKS of the identity server the fixture
- * started, once the test has told it where that is.
- */
-let identityUrl: string | undefined
-const relay = Http.createServer((_req, res) => {
-  if (identityUrl === undefined) {
-    res.writeHead(503).end()
-    return
-  }
-  fetch(`${identityUrl}/api/v1/oauth/jwks`).then(async (answer) => {
-    res.writeHead(answer.status, { "content-type": "application/json" }).end(await answer.text())
-  }, () => res.writeHead(502).end())
-})
-await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve))
-const jwksUrl = `http://127.0.0.1:${(relay.address() as Net.AddressInfo).port}/jwks`
+const relay = await startJwksRelay()
 
 /** A live sign-in session for `userId` and an access token of client `portal` (site `site_a`) bound to it. */
-const tokenFor = (userId: number, scope: string) =>
-  Effect.gen(function*() {
-    identityUrl = (yield* TestServers).identity
-    const sql = yield* SqlClient.SqlClient
-    const [session] = yield* sql<{ sid: string }>`
-      INSERT INTO sessions (id, user_id, auth_time, expires_at)
-      VALUES (${`s-${crypto.randomUUID()}`}, ${userId}, now(), now() + interval '1 day')
-      RETURNING sid::text AS sid`.pipe(Effect.orDie)
-    const now = Math.floor(Date.now() / 1000)
-    return yield* signWithProviderKey({
-      iss: DEFAULT_ISSUER,
-      sub: crypto.randomUUID(),
-      aud: DEFAULT_CATALOG_AUDIENCE,
-      client_id: "portal",
-      scope,
-      jti: crypto.randomUUID(),
-      iat: now,
-      exp: now + 900,
-      uid: userId,
-      roles: [],
-      site_roles: [],
-      site: "site_a",
-      sid: session!.sid
-    })
-  })
+const tokenFor = (userId: number, scope: string) => relay.accessToken({ userId, scope, site: "site_a" })
 
 describe("writes with identity access tokens (docs/writing.md, \"Who may write\")", () => {
-  it.layer(ClaimsFixtureLive({ config: { IDENTITY_JWKS_URL: jwksUrl } }), serverLayerOptions())((it) => {
+  it.layer(ClaimsFixtureLive({ config: { IDENTITY_JWKS_URL: relay.url } }), serverLayerOptions())((it) => {
     it.effect("the token's uid is the actor and its client's site the tenant; a refreshed token replays (docs/writing.md, \"Who may write\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture

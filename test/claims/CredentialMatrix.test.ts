@@ -12,19 +12,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Http from "node:http"
-import type * as Net from "node:net"
 import { RequiredScope, type Scope, Scopes } from "../../schema/Annotations.js"
 import { WriteAuthorization } from "../../schema/Api/Security.js"
 import { ManagementRoles, type RouteRule, RouteRules } from "../../schema/Api/Writes.js"
 import { ClaimDecisionRecord, ClaimRecord, ListClaimRecord, Snapshot } from "../../schema/Catalog/Claim.js"
 import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
 import { catalogRoutes } from "../../src/catalog/CatalogServer.js"
-import { DEFAULT_CATALOG_AUDIENCE, DEFAULT_ISSUER } from "../../src/identity/tokens/Tokens.js"
 import type { AppSecret } from "../../src/platform/Config.js"
 import type { RouteEntry } from "../../src/platform/RouteTable.js"
-import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
-import { signWithProviderKey } from "../support/IdentityKeys.js"
+import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape, startJwksRelay } from "../support/Claims.js"
 import { serverLayerOptions, TestServers } from "../support/TestServers.js"
 
 type Reply = Effect.Success<ReturnType<ClaimsFixtureShape["call"]>>
@@ -54,23 +50,7 @@ const label = (r: Ruled) => `${r.route.method} ${r.route.path} (${r.name})`
 // Identity access tokens
 // -------------------------------------------------------------------------------------------------
 
-/**
- * The catalog fetches the provider's JWKS from `IDENTITY_JWKS_URL`, fixed before the test servers
- * (and their ports) exist: this relay answers it with the JWKS of the identity server the fixture
- * started, once a test has told it where that is.
- */
-let identityUrl: string | undefined
-const relay = Http.createServer((_req, res) => {
-  if (identityUrl === undefined) {
-    res.writeHead(503).end()
-    return
-  }
-  fetch(`${identityUrl}/api/v1/oauth/jwks`).then(async (answer) => {
-    res.writeHead(answer.status, { "content-type": "application/json" }).end(await answer.text())
-  }, () => res.writeHead(502).end())
-})
-await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve))
-const jwksUrl = `http://127.0.0.1:${(relay.address() as Net.AddressInfo).port}/jwks`
+const relay = await startJwksRelay()
 
 /** A client without a site: its users' tokens belong to no site. */
 const SITELESS_CLIENT = "matrix-siteless"
@@ -85,32 +65,13 @@ const SITELESS_CLIENT = "matrix-siteless"
  */
 const sitelessToken = (f: ClaimsFixtureShape) =>
   Effect.gen(function*() {
-    identityUrl = (yield* TestServers).identity
     const sql = yield* SqlClient.SqlClient
     yield* sql`
       INSERT INTO oauth_clients (client_id, name, secret_hash, redirect_uris)
       VALUES (${SITELESS_CLIENT}, 'Site-less client', 'unused', ${["https://siteless.example/cb"]})
       ON CONFLICT (client_id) DO NOTHING`.pipe(Effect.orDie)
     const userId = yield* f.makeUser([])
-    const [session] = yield* sql<{ sid: string }>`
-      INSERT INTO sessions (id, user_id, auth_time, expires_at)
-      VALUES (${`s-${crypto.randomUUID()}`}, ${userId}, now(), now() + interval '1 day')
-      RETURNING sid::text AS sid`.pipe(Effect.orDie)
-    const now = Math.floor(Date.now() / 1000)
-    return yield* signWithProviderKey({
-      iss: DEFAULT_ISSUER,
-      sub: crypto.randomUUID(),
-      aud: DEFAULT_CATALOG_AUDIENCE,
-      client_id: SITELESS_CLIENT,
-      scope: ["openid", ...Scopes].join(" "),
-      jti: crypto.randomUUID(),
-      iat: now,
-      exp: now + 900,
-      uid: userId,
-      roles: [],
-      site_roles: [],
-      sid: session!.sid
-    })
+    return yield* relay.accessToken({ userId, scope: ["openid", ...Scopes].join(" "), clientId: SITELESS_CLIENT })
   })
 
 // -------------------------------------------------------------------------------------------------
@@ -363,7 +324,7 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
     }
   })
 
-  it.layer(ClaimsFixtureLive({ config: { IDENTITY_JWKS_URL: jwksUrl } }), serverLayerOptions())((it) => {
+  it.layer(ClaimsFixtureLive({ config: { IDENTITY_JWKS_URL: relay.url } }), serverLayerOptions())((it) => {
     for (const r of ruled) {
       for (const c of credentials) {
         const expected = expectedFor(r, c)

@@ -10,7 +10,7 @@ import type { Scope } from "../../schema/Annotations.js"
 import type { ContentLimit } from "../../schema/Api/Security.js"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
 import { seedCatalog } from "../../src/catalog/seed/Seed.js"
-import { DEFAULT_CATALOG_AUDIENCE, DEFAULT_ISSUER } from "../../src/identity/tokens/Tokens.js"
+import { DEFAULT_CATALOG_AUDIENCE, DEFAULT_ISSUER } from "../../src/identity/shared/IdentityConfig.js"
 import { signWithProviderKey } from "./IdentityKeys.js"
 import { testConfig, TestServers, TestServersLive } from "./TestServers.js"
 
@@ -160,13 +160,16 @@ export const startJwksRelay = async () => {
 
   /**
    * A live sign-in session for `userId` and an access token bound to it, of a client of `site`
-   * (none: a client without a site) with the content limit given (none: the default, `sfw`).
+   * (none: a client without a site) with the content limit given (none: the default, `sfw`),
+   * signed with the provider's own key as the provider issues them.
    */
   const accessToken = (options: {
     readonly userId: number
     readonly scope: string
     readonly site?: string | undefined
     readonly contentLimit?: ContentLimit | undefined
+    /** The token's `client_id`; by default `portal` for a site, `siteless` without one. */
+    readonly clientId?: string | undefined
   }) =>
     Effect.gen(function*() {
       identityUrl = (yield* TestServers).identity
@@ -180,7 +183,7 @@ export const startJwksRelay = async () => {
         iss: DEFAULT_ISSUER,
         sub: crypto.randomUUID(),
         aud: DEFAULT_CATALOG_AUDIENCE,
-        client_id: options.site === undefined ? "siteless" : "portal",
+        client_id: options.clientId ?? (options.site === undefined ? "siteless" : "portal"),
         scope: options.scope,
         jti: crypto.randomUUID(),
         iat: now,
