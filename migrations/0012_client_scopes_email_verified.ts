@@ -1,10 +1,10 @@
 /**
- * Per-client allowed scopes and a verified-email flag (src/identity/oauth/Scopes.ts,
+ * Per-client allowed scopes and a verified-email flag (src/identity/shared/Scopes.ts,
  * src/identity/clients/Clients.ts, src/identity/users/Users.ts).
  *
  * - `oauth_clients.allowed_scopes`: the scopes a client may request at authorize and on refresh
  *   (RFC 6749 section 3.3: the authorization server may refuse a scope for a client). Existing
- *   clients get the default set, `DEFAULT_CLIENT_SCOPES` in src/identity/oauth/Scopes.ts; the write
+ *   clients get the default set, `DEFAULT_CLIENT_SCOPES` in src/identity/shared/Scopes.ts; the write
  *   scopes and `moderation` need an operator's `client update --scope`. A public client (no secret,
  *   RFC 6749 section 2.1) can never hold `moderation`: anyone can present its id.
  * - `users.email_verified` (OpenID Connect Core section 5.1): false unless the address was proven.

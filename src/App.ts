@@ -4,19 +4,23 @@
 import { Effect, Layer } from "effect"
 import { CatalogServerLive } from "./catalog/CatalogServer.js"
 import { DemoCatalogLive } from "./catalog/seed/DemoCatalog.js"
+import { IdentityPortLive } from "./identity/IdentityPortLive.js"
 import { IdentityServerLive } from "./identity/IdentityServer.js"
 import { AppSecret, ServerConfig } from "./platform/Config.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "./platform/Database.js"
 import { ServerSecretPolicyLive } from "./platform/SecretPolicy.js"
 import { TracingLive } from "./platform/Tracing.js"
 
+/** The catalog reaches identity only through its contract (src/platform/IdentityPort.ts), implemented here. */
+const CatalogLive = CatalogServerLive.pipe(Layer.provide(IdentityPortLive))
+
 const ServersLive = Layer.unwrap(
   Effect.map(ServerConfig, ({ serve }) =>
     serve === "catalog"
-      ? CatalogServerLive
+      ? CatalogLive
       : serve === "identity"
       ? IdentityServerLive
-      : Layer.merge(CatalogServerLive, IdentityServerLive))
+      : Layer.merge(CatalogLive, IdentityServerLive))
 )
 
 /** Settings, checked first: a server refused its secret stops before it starts or opens a database. */

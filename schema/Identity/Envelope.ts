@@ -236,6 +236,9 @@ export const Envelope = <S extends Schema.Top>(data: S) =>
     data
   })
 
+/** The schema `Envelope(data)` builds: what an envelope endpoint declares as its success. */
+export type Envelope<S extends Schema.Top> = ReturnType<typeof Envelope<S>>
+
 // Each class's fields are a Struct carrying the identifier and description: the OpenAPI document
 // shows the encoded Struct, which would otherwise be an undescribed `<Name>Encoded`; the class's
 // own description is the one a response takes.

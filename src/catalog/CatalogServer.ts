@@ -6,7 +6,6 @@ import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
 import { CatalogApi } from "../../schema/Api/CatalogApi.js"
-import { UserStanding } from "../identity/users/Standing.js"
 import { withCompression } from "../platform/Compression.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
@@ -32,6 +31,7 @@ import { HttpMirrorLive } from "./mirror/Http.js"
 import { HttpPersonsLive } from "./persons/Http.js"
 import { HttpProblemsLive } from "./problems/Http.js"
 import { HttpReleasesLive } from "./releases/Http.js"
+import { PgSearchIndexLive } from "./search/PgSearchIndex.js"
 import { HotResponsesLive } from "./shared/HotResponses.js"
 import { ReadCache } from "./shared/ReadCache.js"
 import { HttpStatsLive } from "./stats/Http.js"
@@ -73,13 +73,13 @@ export const CatalogApiLive = HttpApiBuilder.layer(CatalogApiDocumented, { opena
     HttpPersonsLive,
     HttpClaimGroupsLive
   ]),
-  Layer.provide(Layer.merge(HotResponsesLive(catalogRoutes), Writes.layer)),
+  Layer.provide(Layer.mergeAll(HotResponsesLive(catalogRoutes), Writes.layer, PgSearchIndexLive)),
   // The endpoint middleware: the credential checks, and the problem responses around them.
   Layer.provideMerge(
     Layer.mergeAll(AuthorizationLive(catalogRoutes), WriteAuthorizationLive(catalogRoutes), problemResponsesLayer)
   ),
   Layer.provideMerge(
-    Layer.mergeAll(Credentials.layer, ReadCache.layer, RequestBudget.layer, UserStanding.layer)
+    Layer.mergeAll(Credentials.layer, ReadCache.layer, RequestBudget.layer)
   )
 )
 

@@ -7,6 +7,7 @@ import { CliError, Command, Flag } from "effect/cli"
 import { ApiKeys } from "../catalog/auth/ApiKeys.js"
 import { Merges } from "../catalog/merge/Merges.js"
 import { Clients } from "../identity/clients/Clients.js"
+import { UserStandingLive } from "../identity/users/Standing.js"
 import { Users } from "../identity/users/Users.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "../platform/Database.js"
 import { apiKeyCommand } from "./ApiKeyCommands.js"
@@ -49,7 +50,8 @@ const cli = Command.make("shiori").pipe(
 
 const DatabaseLive = MigratorLive.pipe(Layer.provideMerge(SqlLive), Layer.provideMerge(DatabaseUrlLive))
 
-const ServicesLive = Layer.mergeAll(ApiKeys.layer, Users.layer, Clients.layer, Merges.layer).pipe(
+// `UserStandingLive`: the catalog's claims (claim commands) read users' roles through src/platform/IdentityPort.ts.
+const ServicesLive = Layer.mergeAll(ApiKeys.layer, Users.layer, Clients.layer, Merges.layer, UserStandingLive).pipe(
   Layer.provideMerge(DatabaseLive)
 )
 

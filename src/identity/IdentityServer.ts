@@ -8,7 +8,6 @@ import { HttpEffect, HttpRouter, HttpServer, HttpServerResponse } from "effect/h
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"
-import { envelopeFailure } from "../../schema/Identity/Envelope.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
 import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListener.js"
@@ -25,9 +24,10 @@ import { identityErrorMiddleware } from "./http/ErrorMiddleware.js"
 import { HttpOAuthLive } from "./http/OAuthHttp.js"
 import { HttpPagesLive } from "./http/PagesHttp.js"
 import { HttpRecoveryPagesLive } from "./http/RecoveryPagesHttp.js"
+import { envelopeFailureBody } from "./http/Responses.js"
 import { HttpTwoFactorLive, HttpTwoFactorPagesLive } from "./http/TwoFactorHttp.js"
-import { IdentityConfig } from "./IdentityConfig.js"
 import { IdentityServicesLive } from "./IdentityServices.js"
+import { IdentityConfig } from "./shared/IdentityConfig.js"
 
 const HttpHealthLive = HttpApiBuilder.group(
   IdentityApi,
@@ -112,7 +112,7 @@ export const IdentityHttpLive = HttpRouter.serve(
 /** What a request gets before the application is attached: the envelope's SERVICE_UNAVAILABLE. */
 const starting = () => ({
   contentType: "application/json",
-  body: JSON.stringify(envelopeFailure("SERVICE_UNAVAILABLE").body)
+  body: JSON.stringify(envelopeFailureBody("SERVICE_UNAVAILABLE").body)
 })
 
 export const IdentityServerLive = Layer.unwrap(

@@ -13,6 +13,7 @@ import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
 import { CatalogLimits } from "../../src/catalog/limits/Limits.js"
 import { RequestBudget } from "../../src/catalog/limits/RequestBudget.js"
 import { hotResponses } from "../../src/catalog/shared/HotResponses.js"
+import { IdentityPortLive } from "../../src/identity/IdentityPortLive.js"
 import { listen } from "../../src/platform/HttpListener.js"
 import { RateLimiterMemory } from "../../src/platform/RateLimiter.js"
 import { ClaimsFixture, ClaimsFixtureLive, writeScopes } from "../support/Claims.js"
@@ -92,7 +93,9 @@ const OtherCatalogLive = (config: ConfigProvider.ConfigProvider) =>
   Layer.effect(
     OtherCatalog,
     Effect.gen(function*() {
-      const context = yield* Layer.build(listen(Layer.fresh(CatalogHttpLive), { port: 0, host: "127.0.0.1" }))
+      const context = yield* Layer.build(
+        listen(Layer.fresh(CatalogHttpLive.pipe(Layer.provide(IdentityPortLive))), { port: 0, host: "127.0.0.1" })
+      )
       const address = Context.get(context, HttpServer.HttpServer).address
       if (address._tag !== "InetAddressV4") return yield* Effect.die(new Error("expected an IPv4 address"))
       return { base: `http://127.0.0.1:${address.port}` }

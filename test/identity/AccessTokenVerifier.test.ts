@@ -9,9 +9,10 @@ import * as Jose from "jose"
 import * as Http from "node:http"
 import type * as Net from "node:net"
 import { principalFromAccessToken } from "../../src/catalog/auth/Authorization.js"
-import { AccessTokenVerifier, AccessTokenVerifierJwks } from "../../src/identity/tokens/AccessTokenVerifier.js"
+import { DEFAULT_CATALOG_AUDIENCE } from "../../src/identity/shared/IdentityConfig.js"
+import { AccessTokenVerifierJwks } from "../../src/identity/tokens/AccessTokenVerifier.js"
 import { TokenLiveness } from "../../src/identity/tokens/Liveness.js"
-import { DEFAULT_CATALOG_AUDIENCE } from "../../src/identity/tokens/Tokens.js"
+import { AccessTokenVerifier } from "../../src/platform/IdentityPort.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 

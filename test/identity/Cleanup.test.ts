@@ -8,7 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { IdentityCleanup } from "../../src/identity/cleanup/Cleanup.js"
-import { IdentityConfig } from "../../src/identity/IdentityConfig.js"
+import { IdentityConfig } from "../../src/identity/shared/IdentityConfig.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
 
 const Env = IdentityCleanup.layer.pipe(

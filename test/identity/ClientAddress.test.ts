@@ -1,5 +1,5 @@
 /**
- * The client address (src/identity/http/ClientAddress.ts): `X-Forwarded-For` only from the proxies
+ * The client address (src/platform/ClientAddress.ts): `X-Forwarded-For` only from the proxies
  * of `TRUSTED_PROXIES`, walked from the right past trusted proxies (RFC 7239 section 7.4), else the
  * socket's peer. Over HTTP the requests come from distinct loopback addresses
  * (test/support/LocalAddress.ts); what the server took as the address is read from the session it
@@ -13,7 +13,7 @@ import {
   NO_TRUSTED_PROXIES,
   parseTrustedProxies,
   resolveClientAddress
-} from "../../src/identity/http/ClientAddress.js"
+} from "../../src/platform/ClientAddress.js"
 import {
   codeParams,
   createClient,

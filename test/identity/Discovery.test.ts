@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect } from "effect"
-import { DEFAULT_ISSUER, issuerConfig } from "../../src/identity/tokens/Tokens.js"
+import { DEFAULT_ISSUER, issuerConfig } from "../../src/identity/shared/IdentityConfig.js"
 import { IdentityServers, IdentityTestEnv, serverLayerOptions } from "../support/IdentityServers.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)

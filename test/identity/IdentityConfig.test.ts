@@ -1,10 +1,10 @@
 /**
- * The identity provider's security settings and their defaults (src/identity/IdentityConfig.ts):
+ * The identity provider's security settings and their defaults (src/identity/shared/IdentityConfig.ts):
  * sign-in throttling, per-address limits, the refresh idle timeout, trusted proxies, cookie names.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit, Layer } from "effect"
-import { IdentityConfig } from "../../src/identity/IdentityConfig.js"
+import { IdentityConfig } from "../../src/identity/shared/IdentityConfig.js"
 
 const configWith = (settings: Record<string, string>) =>
   IdentityConfig.pipe(

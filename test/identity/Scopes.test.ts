@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { makeDiscoveryDocument } from "../../src/identity/oauth/Discovery.js"
-import { effectiveScopes, isSubset, parseScope, userInfoFor } from "../../src/identity/oauth/Scopes.js"
-import { DEFAULT_ISSUER } from "../../src/identity/tokens/Tokens.js"
+import { DEFAULT_ISSUER } from "../../src/identity/shared/IdentityConfig.js"
+import { effectiveScopes, isSubset, parseScope, userInfoFor } from "../../src/identity/shared/Scopes.js"
 
 const user = {
   id: 7,

@@ -4,7 +4,8 @@ import { TestClock } from "effect/testing"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
 import { SigningKeys, SigningKeysTest } from "../../src/identity/keys/SigningKeys.js"
-import { atHash, DEFAULT_ISSUER, Tokens } from "../../src/identity/tokens/Tokens.js"
+import { DEFAULT_ISSUER } from "../../src/identity/shared/IdentityConfig.js"
+import { atHash, Tokens } from "../../src/identity/tokens/Tokens.js"
 
 const NOW = Date.parse("2026-03-01T12:00:00Z")
 

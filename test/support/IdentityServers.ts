@@ -11,6 +11,7 @@ import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
 import { Clients } from "../../src/identity/clients/Clients.js"
 import { Passwords } from "../../src/identity/crypto/Passwords.js"
 import { s256Challenge } from "../../src/identity/crypto/Secrets.js"
+import { IdentityPortLive } from "../../src/identity/IdentityPortLive.js"
 import { IdentityHttpLive } from "../../src/identity/IdentityServer.js"
 import { Users } from "../../src/identity/users/Users.js"
 import { AppSecret, ServerConfig } from "../../src/platform/Config.js"
@@ -77,7 +78,11 @@ const ServersLive = (overrides: Record<string, string>, options: ServerOptions) 
         yield* Layer.build(listen(Layer.fresh(IdentityHttpLive), { port, host: "127.0.0.1", grace: "1 second" }))
         const catalogPort = yield* freePort
         yield* Layer.build(
-          listen(Layer.fresh(CatalogHttpLive), { port: catalogPort, host: "127.0.0.1", grace: "1 second" })
+          listen(Layer.fresh(CatalogHttpLive.pipe(Layer.provide(IdentityPortLive))), {
+            port: catalogPort,
+            host: "127.0.0.1",
+            grace: "1 second"
+          })
         )
         return catalogPort
       }).pipe(

@@ -5,6 +5,7 @@
 import { ConfigProvider, Context, type Duration, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
+import { IdentityPortLive } from "../../src/identity/IdentityPortLive.js"
 import { IdentityHttpLive } from "../../src/identity/IdentityServer.js"
 import { AppSecret, ServerConfig } from "../../src/platform/Config.js"
 import { listen } from "../../src/platform/HttpListener.js"
@@ -49,7 +50,7 @@ export const testConfig = (overrides: Record<string, string> = {}) =>
 export const TestServersLive = Layer.effect(
   TestServers,
   Effect.gen(function*() {
-    const catalog = yield* serveOn(Layer.fresh(CatalogHttpLive))
+    const catalog = yield* serveOn(Layer.fresh(CatalogHttpLive.pipe(Layer.provide(IdentityPortLive))))
     const identity = yield* serveOn(Layer.fresh(IdentityHttpLive))
     return { catalog, identity }
   })

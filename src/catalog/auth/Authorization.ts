@@ -27,11 +27,8 @@ import {
   TenantMismatch,
   UserIdentityRequired
 } from "../../../schema/Problem.js"
-import { addressBucket, clientAddress } from "../../identity/http/ClientAddress.js"
-import { AccessTokenVerifier, AccessTokenVerifierJwks } from "../../identity/tokens/AccessTokenVerifier.js"
-import { TokenLiveness } from "../../identity/tokens/Liveness.js"
-import type { AccessTokenClaims } from "../../identity/tokens/Tokens.js"
-import { UserStanding } from "../../identity/users/Standing.js"
+import { addressBucket, clientAddress } from "../../platform/ClientAddress.js"
+import { type AccessTokenClaims, AccessTokenVerifier, UserStanding } from "../../platform/IdentityPort.js"
 import { keepListening } from "../../platform/Notifications.js"
 import { makeMemoryRateLimiter } from "../../platform/RateLimiter.js"
 import type { RouteTable } from "../../platform/RouteTable.js"
@@ -209,11 +206,8 @@ export class Credentials extends Context.Service<Credentials>()("catalog/Credent
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(
-    Layer.provide([
-      ApiKeys.layer,
-      AccessTokenVerifierJwks.pipe(Layer.provide(TokenLiveness.layer)),
-      CatalogLimits.layer
-    ])
+    // The access-token verifier is identity's, plugged in by the composition root (src/App.ts).
+    Layer.provide([ApiKeys.layer, CatalogLimits.layer])
   )
 }
 

@@ -37,7 +37,7 @@ import {
   UserIdentityRequired,
   ValidationFailed
 } from "../../../schema/Problem.js"
-import { UserStanding } from "../../identity/users/Standing.js"
+import { UserStanding } from "../../platform/IdentityPort.js"
 import { entityTables } from "../merge/MergeRepo.js"
 import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
 import { checkIfMatch, checkTenant, jsonAnswer } from "../writes/Writes.js"
@@ -617,6 +617,6 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(
-    Layer.provide([ClaimsRepo.layer, Cursors.layer, UserStanding.layer])
+    Layer.provide([ClaimsRepo.layer, Cursors.layer])
   )
 }

@@ -6,7 +6,7 @@
  */
 import { Config, Context, Effect, Layer, Schema } from "effect"
 import type { QuotaKind } from "../../../schema/Api/Writes.js"
-import { type TrustedProxies, trustedProxiesConfig } from "../../identity/http/ClientAddress.js"
+import { type TrustedProxies, trustedProxiesConfig } from "../../platform/ClientAddress.js"
 import type { BucketPolicy } from "../../platform/RateLimiter.js"
 
 export interface CatalogLimitsShape {
@@ -21,7 +21,7 @@ export interface CatalogLimitsShape {
    * (`CATALOG_FAILED_AUTH_BURST` back to back, `CATALOG_FAILED_AUTH_PER_MINUTE` sustained).
    */
   readonly failedCredentials: BucketPolicy
-  /** Whose `X-Forwarded-For` names the client (`TRUSTED_PROXIES`, src/identity/http/ClientAddress.ts). */
+  /** Whose `X-Forwarded-For` names the client (`TRUSTED_PROXIES`, src/platform/ClientAddress.ts). */
   readonly trustedProxies: TrustedProxies
 }
 

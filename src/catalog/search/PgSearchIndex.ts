@@ -3,7 +3,7 @@
  * the re-spelled `key`, see SearchKey.ts) for `q=`, the works table and its keyset indexes for
  * everything else.
  *
- * Cost model and the caches that follow from it (all per process, see TtlCache.ts):
+ * Cost model and the caches that follow from it (all per process, see src/catalog/shared/TtlCache.ts):
  * - A query's result set is computed once, up to the page-mode depth (10,001 ids with their sort
  *   keys), and pages of it (page mode and cursors) are slices for 30 s (16 result sets at most). A popular word can match
  *   tens of thousands of titles; ordering them costs one scan, not one per page. Cursors past the
@@ -23,6 +23,8 @@ import type { WorkFacet } from "../../../schema/Api/WorksApi.js"
 import { workFacets } from "../../../schema/Api/WorksApi.js"
 import type { FacetValue } from "../../../schema/Catalog/Common.js"
 import { MAX_DEPTH } from "../../../schema/Catalog/Query.js"
+import { makeTtlCache } from "../shared/TtlCache.js"
+import { type SearchHit, SearchIndex, type SearchRequest } from "../works/SearchIndex.js"
 import {
   afterSql,
   contentRatingNames,
@@ -37,9 +39,7 @@ import {
   type WorkFilters
 } from "../works/WorkSql.js"
 import { type CountedFacet, makeFacetIndex } from "./FacetIndex.js"
-import { type SearchHit, SearchIndex, type SearchRequest } from "./SearchIndex.js"
 import { searchPattern } from "./SearchKey.js"
-import { makeTtlCache } from "./TtlCache.js"
 
 /** Rows fetched to decide page mode's `total_relation`: one more than the deepest reachable row. */
 const CAP = MAX_DEPTH + 1

@@ -26,13 +26,12 @@ import type { CreditGroup } from "../../../schema/Catalog/Credit.js"
 import { DEFAULT_LIMIT, MAX_DEPTH } from "../../../schema/Catalog/Query.js"
 import { type FieldError, InvalidParameter } from "../../../schema/Problem.js"
 import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
-import { PgSearchIndexLive } from "../search/PgSearchIndex.js"
-import { SearchIndex, type SearchRequest } from "../search/SearchIndex.js"
-import { makeTtlCache } from "../search/TtlCache.js"
 import { Gone } from "../shared/Gone.js"
 import { keysetPage } from "../shared/Keyset.js"
 import { bigintId } from "../shared/Lanes.js"
 import { ReadCache } from "../shared/ReadCache.js"
+import { makeTtlCache } from "../shared/TtlCache.js"
+import { SearchIndex, type SearchRequest } from "./SearchIndex.js"
 import { sortSpecs, type WorkFilters, type WorkPart } from "./WorkSql.js"
 import { type ItemRow, type RosterRow, WorksRepo } from "./WorksRepo.js"
 
@@ -446,8 +445,9 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
     return { list, get, characters, credits, covers, intros } as const
   })
 }) {
-  // ReadCache comes from the server (CatalogServer.ts): one per server, shared with HotResponses.
+  // ReadCache comes from the server (CatalogServer.ts): one per server, shared with HotResponses. So
+  // does the SearchIndex: Works knows its interface (SearchIndex.ts), the server plugs in PgSearchIndexLive.
   static readonly layer = Layer.effect(this, this.make).pipe(
-    Layer.provide([WorksRepo.layer, Cursors.layer, Gone.layer, PgSearchIndexLive])
+    Layer.provide([WorksRepo.layer, Cursors.layer, Gone.layer])
   )
 }

@@ -23,10 +23,10 @@ import * as Multipasta from "multipasta"
 import * as Os from "node:os"
 import { ImagePresets, processImage } from "../../platform/Images.js"
 import { Passwords } from "../crypto/Passwords.js"
-import { IdentityConfig } from "../IdentityConfig.js"
 import { UploadLimits } from "../ratelimit/UploadLimits.js"
 import { makeWorkQueue } from "../ratelimit/WorkQueue.js"
-import { refused, retryAfter } from "../Refused.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
+import { refused, retryAfter } from "../shared/Refused.js"
 
 /** Pictures being decoded in this process now. */
 export const imageDecodes = Metric.gauge("identity_image_decodes", {

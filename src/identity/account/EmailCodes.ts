@@ -31,12 +31,12 @@
 import { Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
+import { addressBucket } from "../../platform/ClientAddress.js"
 import { AppSecret } from "../../platform/Config.js"
 import type { BucketPolicy } from "../../platform/RateLimiter.js"
 import { RateLimiter } from "../../platform/RateLimiter.js"
 import { constantTimeEquals, randomToken, sha256Hex } from "../crypto/Secrets.js"
-import { addressBucket } from "../http/ClientAddress.js"
-import { refused, retryAfter } from "../Refused.js"
+import { refused, retryAfter } from "../shared/Refused.js"
 
 export type CodePurpose = "register" | "email_change" | "recovery"
 

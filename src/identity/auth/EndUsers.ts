@@ -6,10 +6,10 @@
  */
 import { Context, Data, Effect, Layer, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
+import type { AccessTokenRejection } from "../../platform/IdentityPort.js"
 import { FIRST_PARTY_CLIENT_ID } from "../clients/Clients.js"
 import type { Session } from "../sessions/Sessions.js"
 import { Sessions } from "../sessions/Sessions.js"
-import type { AccessTokenRejection } from "../tokens/Tokens.js"
 import { Tokens } from "../tokens/Tokens.js"
 import type { User } from "../users/Users.js"
 import { Users } from "../users/Users.js"

@@ -13,7 +13,7 @@
  *   owner signs in from elsewhere;
  * - per account, failures from every address: past a free allowance each attempt waits a delay that
  *   doubles up to a cap (guessing spread over many addresses). One address alone never reaches the
- *   allowance (src/identity/IdentityConfig.ts).
+ *   allowance (src/identity/shared/IdentityConfig.ts).
  *
  * An attempt arriving before its delay ran out is answered 429 with `Retry-After` at once, hashing
  * nothing, rather than held until the delay passes: a held request keeps its socket, its fiber and
@@ -30,15 +30,15 @@
  */
 import { Context, Data, Effect, Layer, Option } from "effect"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
+import { addressBucket } from "../../platform/ClientAddress.js"
 import type { Attempt } from "../../platform/RateLimiter.js"
 import { RateLimiter } from "../../platform/RateLimiter.js"
 import { FIRST_PARTY_CLIENT_ID } from "../clients/Clients.js"
 import { Passwords } from "../crypto/Passwords.js"
 import type { Pending } from "../frontend/PendingSignIn.js"
 import { PendingSignIn } from "../frontend/PendingSignIn.js"
-import { addressBucket } from "../http/ClientAddress.js"
-import { IdentityConfig } from "../IdentityConfig.js"
 import { Sessions } from "../sessions/Sessions.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
 import { Tokens } from "../tokens/Tokens.js"
 import type { Amr } from "../twofactor/TwoFactor.js"
 import { PASSWORD_ONLY, TwoFactor } from "../twofactor/TwoFactor.js"
@@ -77,7 +77,7 @@ export class Login extends Context.Service<Login>()("identity/Login", {
           : new LoginFailed({ code: "TOO_MANY_ATTEMPTS", retryAfterSeconds: byIp.retryAfterSeconds }))
 
     /**
-     * `ip` is `clientAddress` of the request (src/identity/http/ClientAddress.ts); the limits count
+     * `ip` is `clientAddress` of the request (src/platform/ClientAddress.ts); the limits count
      * by `addressBucket` of it, the session records it whole.
      */
     const checkPassword = Effect.fn("Login.checkPassword")(function*(input: {

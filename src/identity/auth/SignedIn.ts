@@ -6,8 +6,8 @@
  */
 import { Effect, Option } from "effect"
 import { HttpServerRequest } from "effect/http"
-import { refused } from "../Refused.js"
 import { Sessions } from "../sessions/Sessions.js"
+import { refused } from "../shared/Refused.js"
 import type { EndUser } from "./EndUsers.js"
 import { bearerToken, EndUsers } from "./EndUsers.js"
 

@@ -29,7 +29,7 @@
 import { Config, Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Statement } from "effect/sql"
-import { IdentityConfig } from "../IdentityConfig.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
 
 /** How long a dead row is kept. */
 const RETENTION_SECONDS = 24 * 3600

@@ -13,7 +13,7 @@ import { Cache, Context, Data, Duration, Effect, Exit, Layer, Option, Schema } f
 import { SqlClient } from "effect/sql"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 import { matchesHash, sha256Hex } from "../crypto/Secrets.js"
-import { CONFIDENTIAL_ONLY_SCOPES, DEFAULT_CLIENT_SCOPES, isSupportedScope } from "../oauth/Scopes.js"
+import { CONFIDENTIAL_ONLY_SCOPES, DEFAULT_CLIENT_SCOPES, isSupportedScope } from "../shared/Scopes.js"
 
 export interface Client {
   readonly clientId: string

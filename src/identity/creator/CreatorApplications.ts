@@ -26,7 +26,7 @@ import {
 import { isUniqueViolation } from "../../platform/SqlState.js"
 import { html } from "../frontend/Html.js"
 import { Mailer } from "../mail/Mailer.js"
-import { refused, retryAfter } from "../Refused.js"
+import { refused, retryAfter } from "../shared/Refused.js"
 import { Users } from "../users/Users.js"
 
 export type Decision = "approve" | "decline"

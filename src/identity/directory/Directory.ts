@@ -25,7 +25,7 @@ import { Subject, UserId } from "../../../schema/Identity/User.js"
 import type { Client } from "../clients/Clients.js"
 import { Clients } from "../clients/Clients.js"
 import { authenticateBasic } from "../oauth/ClientAuthentication.js"
-import { refused } from "../Refused.js"
+import { refused } from "../shared/Refused.js"
 import type { DirectoryEntry } from "../users/Users.js"
 import { Users } from "../users/Users.js"
 

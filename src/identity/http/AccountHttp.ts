@@ -8,7 +8,18 @@ import { Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
-import { AvatarUploaded, PendingCodeSent } from "../../../schema/Identity/Me.js"
+import { LoginResponse, LoginResult } from "../../../schema/Identity/Login.js"
+import {
+  AccountSessionsResponse,
+  AvatarUploaded,
+  AvatarUploadedResponse,
+  CodeSentResponse,
+  Done,
+  MeResponse,
+  PendingCodeSent,
+  PendingCodeSentResponse
+} from "../../../schema/Identity/Me.js"
+import { clientAddress } from "../../platform/ClientAddress.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Account } from "../account/Account.js"
 import { Avatars } from "../account/Avatars.js"
@@ -16,10 +27,18 @@ import { CODE_TTL_SECONDS } from "../account/EmailCodes.js"
 import { Recovery } from "../account/Recovery.js"
 import { EndUsers } from "../auth/EndUsers.js"
 import { requireRecentSignIn, signedInUser } from "../auth/SignedIn.js"
-import { IdentityConfig } from "../IdentityConfig.js"
 import { Sessions } from "../sessions/Sessions.js"
-import { clientAddress } from "./ClientAddress.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
 import { envelopeError, envelopeSuccess, refusal } from "./Responses.js"
+
+// Each answer encoded by the success its endpoint declares (schema/Api/IdentityAccountApi.ts).
+const meAnswer = envelopeSuccess(MeResponse)
+const avatarAnswer = envelopeSuccess(AvatarUploadedResponse)
+const codeSentAnswer = envelopeSuccess(CodeSentResponse)
+const pendingAnswer = envelopeSuccess(PendingCodeSentResponse)
+const sessionsAnswer = envelopeSuccess(AccountSessionsResponse)
+const signedInAnswer = envelopeSuccess(LoginResponse)
+const done = envelopeSuccess(Done)
 
 export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (handlers) =>
   Effect.gen(function*() {
@@ -43,13 +62,13 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
       .handle("me", () =>
         signedIn.pipe(
           Effect.flatMap((endUser) => account.me(endUser.user.id)),
-          Effect.map((me) => envelopeSuccess(me)),
+          Effect.map((me) => meAnswer(me)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("updateMe", ({ payload }) =>
         signedIn.pipe(
           Effect.flatMap((endUser) => account.updateProfile(endUser, payload)),
-          Effect.map((me) => envelopeSuccess(me)),
+          Effect.map((me) => meAnswer(me)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handleRaw("uploadAvatar", ({ request }) =>
@@ -62,7 +81,7 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
               Effect.map(request.arrayBuffer, (body) => new Uint8Array(body))
             )
           ),
-          Effect.map((picture) => envelopeSuccess(new AvatarUploaded({ picture }))),
+          Effect.map((picture) => avatarAnswer(new AvatarUploaded({ picture }))),
           Effect.catchTag("Refused", refusal),
           Effect.catchTag("HttpServerError", () => Effect.succeed(envelopeError("INVALID_REQUEST")))
         ), runToCompletion)
@@ -84,48 +103,48 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
       .handle("sendEmailCode", ({ payload }) =>
         Effect.all([recentUser, address]).pipe(
           Effect.flatMap(([endUser, ip]) => account.sendEmailChangeCode(endUser, payload.email, ip)),
-          Effect.map((sent) => envelopeSuccess(sent)),
+          Effect.map((sent) => codeSentAnswer(sent)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("changeEmail", ({ payload }) =>
         Effect.all([recentUser, address]).pipe(
           Effect.flatMap(([endUser, ip]) => account.changeEmail(endUser, payload, ip)),
-          Effect.map((me) => envelopeSuccess(me)),
+          Effect.map((me) => meAnswer(me)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("changePassword", ({ payload }) =>
         recentUser.pipe(
           Effect.flatMap((endUser) => account.changePassword(endUser, payload.current_password, payload.new_password)),
-          Effect.as(envelopeSuccess(null)),
+          Effect.as(done(null)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("sessions", () =>
         signedIn.pipe(
           Effect.flatMap(account.listSessions),
-          Effect.map((list) => envelopeSuccess(list)),
+          Effect.map((list) => sessionsAnswer(list)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("endSession", ({ params }) =>
         signedIn.pipe(
           Effect.flatMap((endUser) => account.endSession(endUser, params.id)),
-          Effect.as(envelopeSuccess(null)),
+          Effect.as(done(null)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("sendRegistrationCode", ({ payload }) =>
         address.pipe(
           Effect.flatMap((ip) => account.sendRegistrationCode(payload.email, ip)),
-          Effect.map((sent) => envelopeSuccess(sent)),
+          Effect.map((sent) => pendingAnswer(sent)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("sendRecoveryCode", ({ payload }) =>
         address.pipe(
           Effect.flatMap((ip) => recovery.sendCode(payload.email, ip)),
-          Effect.map(({ pending }) => envelopeSuccess(new PendingCodeSent({ pending, expires_in: CODE_TTL_SECONDS }))),
+          Effect.map(({ pending }) => pendingAnswer(new PendingCodeSent({ pending, expires_in: CODE_TTL_SECONDS }))),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("resetPassword", ({ payload }) =>
         recovery.reset(payload).pipe(
-          Effect.as(envelopeSuccess(null)),
+          Effect.as(done(null)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("register", ({ payload }) =>
@@ -139,7 +158,9 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
           return yield* account.register(payload, { ip, userAgent: request.headers["user-agent"] ?? "" }).pipe(
             Effect.map(({ access, cookie }) =>
               sessions.setCookie(
-                envelopeSuccess({ access_token: access.token, token_type: "Bearer", expires_in: access.expiresIn }),
+                signedInAnswer(
+                  new LoginResult({ access_token: access.token, token_type: "Bearer", expires_in: access.expiresIn })
+                ),
                 cookie
               )
             ),

@@ -5,12 +5,16 @@ import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import { LoginResponse, LoginResult } from "../../../schema/Identity/Login.js"
+import { clientAddress } from "../../platform/ClientAddress.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Login } from "../auth/Login.js"
-import { IdentityConfig } from "../IdentityConfig.js"
 import { Sessions } from "../sessions/Sessions.js"
-import { clientAddress } from "./ClientAddress.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
 import { envelopeError, envelopeSuccess } from "./Responses.js"
+
+/** Encoded by the success the endpoint declares (schema/Api/IdentityAuthApi.ts). */
+const signedInAnswer = envelopeSuccess(LoginResponse)
 
 export const HttpAuthLive = HttpApiBuilder.group(IdentityApi, "auth", (handlers) =>
   Effect.gen(function*() {
@@ -34,7 +38,9 @@ export const HttpAuthLive = HttpApiBuilder.group(IdentityApi, "auth", (handlers)
           }).pipe(
             Effect.map(({ access, cookie }) =>
               sessions.setCookie(
-                envelopeSuccess({ access_token: access.token, token_type: "Bearer", expires_in: access.expiresIn }),
+                signedInAnswer(
+                  new LoginResult({ access_token: access.token, token_type: "Bearer", expires_in: access.expiresIn })
+                ),
                 cookie
               )
             ),

@@ -8,18 +8,19 @@
  * ErrorMiddleware.ts).
  */
 import { Effect, Option } from "effect"
-import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
-import { MyCreatorApplicationResponse } from "../../../schema/Identity/Creator.js"
+import { CreatorApplicationResponse, MyCreatorApplicationResponse } from "../../../schema/Identity/Creator.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { EndUsers } from "../auth/EndUsers.js"
 import { signedInUser } from "../auth/SignedIn.js"
 import { CreatorApplications } from "../creator/CreatorApplications.js"
-import { envelopeSuccess, refusal } from "./Responses.js"
+import { envelopeSuccess, jsonAnswer, refusal } from "./Responses.js"
 
+// Each answer encoded by the success its endpoint declares (schema/Api/IdentityCreatorApi.ts).
+const appliedAnswer = envelopeSuccess(CreatorApplicationResponse)
 /** The newest application, or (the user never applied) a success without a `data` member. */
-const mineResponse = HttpServerResponse.schemaJson(MyCreatorApplicationResponse)
+const mineAnswer = jsonAnswer(MyCreatorApplicationResponse)
 
 export const HttpCreatorLive = HttpApiBuilder.group(IdentityApi, "creator", (handlers) =>
   Effect.gen(function*() {
@@ -34,18 +35,18 @@ export const HttpCreatorLive = HttpApiBuilder.group(IdentityApi, "creator", (han
           // A body that cannot be read is the error middleware's to answer: 413 when too large
           // (src/platform/BodyLimit.ts), 40001 when it is not JSON.
           const body = yield* Effect.orDie(request.json)
-          return envelopeSuccess(yield* applications.apply(user.id, body))
+          return appliedAnswer(yield* applications.apply(user.id, body))
         }).pipe(Effect.catchTag("Refused", refusal)), runToCompletion)
       .handle("mine", () =>
         Effect.flatMap(signedIn, ({ user }) => applications.mine(user.id)).pipe(
-          Effect.flatMap((application) =>
-            mineResponse(
+          Effect.map((application) =>
+            mineAnswer(
               Option.match(application, {
                 onNone: () => ({ code: 0, message: "ok" }) as const,
                 onSome: (data) => ({ code: 0, message: "ok", data }) as const
               }),
               { headers: { "cache-control": "no-store" } }
-            ).pipe(Effect.orDie)
+            )
           ),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)

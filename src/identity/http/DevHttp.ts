@@ -7,15 +7,18 @@ import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
-import { DevMailboxMessage } from "../../../schema/Identity/DevMailbox.js"
+import { DevMailboxMessage, DevMailboxResponse } from "../../../schema/Identity/DevMailbox.js"
 import type { DevMailboxParams } from "../../../schema/Identity/DevMailbox.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { devMailboxPage } from "../frontend/Pages.js"
-import { IdentityConfig } from "../IdentityConfig.js"
 import { MailConfig } from "../mail/MailConfig.js"
 import { Mailer } from "../mail/Mailer.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
 import { routeNotFound } from "./ErrorMiddleware.js"
 import { envelopeSuccess, page } from "./Responses.js"
+
+/** Encoded by the success the endpoint declares (schema/Api/IdentityDevApi.ts). */
+const mailboxAnswer = envelopeSuccess(DevMailboxResponse)
 
 export const HttpDevLive = HttpApiBuilder.group(IdentityApi, "dev", (handlers) =>
   Effect.gen(function*() {
@@ -31,7 +34,7 @@ export const HttpDevLive = HttpApiBuilder.group(IdentityApi, "dev", (handlers) =
     return handlers
       .handle("mailbox", ({ query }: { readonly query: DevMailboxParams }) =>
         enabled(Effect.map(mailer.mailbox(query.to), (messages) =>
-          envelopeSuccess({
+          mailboxAnswer({
             items: messages.map((message) =>
               new DevMailboxMessage({
                 to: message.to,

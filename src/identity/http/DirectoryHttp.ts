@@ -6,11 +6,23 @@ import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import {
+  ClientInfoResponse,
+  EcosystemResponse,
+  UserBatchResponse,
+  UserSearchResponse
+} from "../../../schema/Identity/Directory.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Directory } from "../directory/Directory.js"
 import { envelopeSuccess, refusal } from "./Responses.js"
 
 const PUBLIC_CACHE = { "cache-control": "public, max-age=60" }
+
+// Each answer encoded by the success its endpoint declares (schema/Api/IdentityDirectoryApi.ts).
+const clientInfoAnswer = envelopeSuccess(ClientInfoResponse)
+const ecosystemAnswer = envelopeSuccess(EcosystemResponse)
+const batchAnswer = envelopeSuccess(UserBatchResponse)
+const searchAnswer = envelopeSuccess(UserSearchResponse)
 
 export const HttpDirectoryLive = HttpApiBuilder.group(IdentityApi, "directory", (handlers) =>
   Effect.gen(function*() {
@@ -20,16 +32,16 @@ export const HttpDirectoryLive = HttpApiBuilder.group(IdentityApi, "directory", 
     return handlers
       .handle("clientInfo", ({ query }) =>
         directory.clientInfo(query.client_id).pipe(
-          Effect.map((info) => envelopeSuccess(info, PUBLIC_CACHE)),
+          Effect.map((info) => clientInfoAnswer(info, PUBLIC_CACHE)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("ecosystem", () =>
-        Effect.map(directory.ecosystem(), (listing) => envelopeSuccess(listing, PUBLIC_CACHE)), runToCompletion)
+        Effect.map(directory.ecosystem(), (listing) => ecosystemAnswer(listing, PUBLIC_CACHE)), runToCompletion)
       .handle("usersBatch", ({ query }) =>
         Effect.flatMap(authorization, (header) =>
           directory.usersBatch(header, query.ids)).pipe(
             Effect.map((batch) =>
-              envelopeSuccess(batch)
+              batchAnswer(batch)
             ),
             Effect.catchTag("Refused", refusal)
           ), runToCompletion)
@@ -37,7 +49,7 @@ export const HttpDirectoryLive = HttpApiBuilder.group(IdentityApi, "directory", 
         Effect.flatMap(authorization, (header) =>
           directory.usersSearch(header, query.q, query.limit)).pipe(
             Effect.map((found) =>
-              envelopeSuccess(found)
+              searchAnswer(found)
             ),
             Effect.catchTag("Refused", refusal)
           ), runToCompletion)

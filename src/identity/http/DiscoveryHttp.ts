@@ -1,16 +1,20 @@
 import { Effect } from "effect"
-import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import { DiscoveryDocument } from "../../../schema/Identity/Discovery.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
-import { IdentityConfig } from "../IdentityConfig.js"
 import { makeDiscoveryDocument } from "../oauth/Discovery.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
+import { jsonAnswer } from "./Responses.js"
+
+/** Encoded by the success both endpoints declare (schema/Api/IdentityDiscoveryApi.ts). */
+const discoveryAnswer = jsonAnswer(DiscoveryDocument)
 
 /** Both metadata locations serve the same document (OpenID Connect Discovery 1.0 section 4, RFC 8414 section 3). */
 export const HttpDiscoveryLive = HttpApiBuilder.group(IdentityApi, "discovery", (handlers) =>
   Effect.gen(function*() {
     const { issuer } = yield* IdentityConfig
-    const response = HttpServerResponse.jsonUnsafe(makeDiscoveryDocument(issuer), {
+    const response = discoveryAnswer(makeDiscoveryDocument(issuer), {
       headers: { "cache-control": "public, max-age=300" }
     })
     return handlers

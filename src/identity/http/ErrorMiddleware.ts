@@ -26,7 +26,7 @@ import { jsonBodyType } from "../../platform/MediaType.js"
 import { isDatabaseUnavailable } from "../../platform/ProblemMiddleware.js"
 import { RouteTable } from "../../platform/RouteTable.js"
 import { errorPage } from "../frontend/Pages.js"
-import { NO_STORE } from "../oauth/OAuthFailure.js"
+import { oauthFailure, oauthFailureResponse } from "../oauth/OAuthFailure.js"
 import { type BodyKind, bodyKindOf, declaredBodyKinds } from "./BodyTypes.js"
 import { BASE_PATH, envelopeError, page, prefersJson } from "./Responses.js"
 
@@ -43,10 +43,7 @@ const shapeOf = (path: string): Shape => {
 }
 
 const oauthError = (status: number, error: OAuthErrorCode, description: string, headers: Record<string, string> = {}) =>
-  HttpServerResponse.jsonUnsafe({ error, error_description: description }, {
-    status,
-    headers: { ...NO_STORE, ...headers }
-  })
+  oauthFailureResponse(oauthFailure(error, description, { status, headers }))
 
 const answer = (
   request: HttpServerRequest.HttpServerRequest,

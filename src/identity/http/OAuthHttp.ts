@@ -10,10 +10,13 @@ import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
+import { Jwks } from "../../../schema/Identity/Discovery.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
+import { TokenResponse } from "../../../schema/Identity/Token.js"
+import { UserInfo } from "../../../schema/Identity/UserInfo.js"
+import { addressBucket, clientAddress } from "../../platform/ClientAddress.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { errorPage } from "../frontend/Pages.js"
-import { IdentityConfig } from "../IdentityConfig.js"
 import { SigningKeys } from "../keys/SigningKeys.js"
 import type { AuthorizeOutcome } from "../oauth/Authorize.js"
 import { Authorize } from "../oauth/Authorize.js"
@@ -24,9 +27,14 @@ import { TokenService } from "../oauth/TokenService.js"
 import { UserInfoService } from "../oauth/UserInfoService.js"
 import type { AddressLimitedEndpoint } from "../ratelimit/AddressLimits.js"
 import { AddressLimits } from "../ratelimit/AddressLimits.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
 import { bodyKindOf } from "./BodyTypes.js"
-import { addressBucket, clientAddress } from "./ClientAddress.js"
-import { BASE_PATH, envelopeError, page, prefersJson, redirectTo } from "./Responses.js"
+import { BASE_PATH, envelopeError, jsonAnswer, page, prefersJson, redirectTo } from "./Responses.js"
+
+// Each success encoded by the schema its endpoint declares (schema/Api/IdentityOAuthApi.ts).
+const tokenAnswer = jsonAnswer(TokenResponse)
+const userInfoAnswer = jsonAnswer(UserInfo)
+const jwksAnswer = jsonAnswer(Jwks)
 
 /** The error page (or, for an API caller, the envelope) of a request that must not redirect. */
 export const outcomeResponse = (request: HttpServerRequest.HttpServerRequest, outcome: AuthorizeOutcome) => {
@@ -66,10 +74,9 @@ const protocolLimited = (retryAfter: number) =>
     headers: { "retry-after": String(retryAfter) }
   }))
 
-const unsupportedBody = HttpServerResponse.jsonUnsafe({
-  error: "invalid_request",
-  error_description: "send the parameters as application/x-www-form-urlencoded or application/json"
-}, { status: 400, headers: NO_STORE })
+const unsupportedBody = oauthFailureResponse(
+  oauthFailure("invalid_request", "send the parameters as application/x-www-form-urlencoded or application/json")
+)
 
 export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handlers) =>
   Effect.gen(function*() {
@@ -93,7 +100,7 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
         const wait = yield* limited("userinfo", request)
         if (wait > 0) return protocolLimited(wait)
         return yield* userinfo.userinfo(request).pipe(
-          Effect.map((info) => HttpServerResponse.jsonUnsafe(info, { headers: NO_STORE })),
+          Effect.map((info) => userInfoAnswer(info, { headers: NO_STORE })),
           Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
         )
       })
@@ -110,16 +117,10 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
               const description = rejected.reason === "expired"
                 ? "the access token has expired"
                 : "the Bearer token is not a valid sign-in token"
-              return Effect.succeed(HttpServerResponse.jsonUnsafe(
-                { error: "invalid_token", error_description: description },
-                {
-                  status: 401,
-                  headers: {
-                    ...NO_STORE,
-                    "www-authenticate": bearerChallenge({ code: "invalid_token", description })
-                  }
-                }
-              ))
+              return Effect.succeed(oauthFailureResponse(oauthFailure("invalid_token", description, {
+                status: 401,
+                headers: { "www-authenticate": bearerChallenge({ code: "invalid_token", description }) }
+              })))
             })
           )
         }), runToCompletion)
@@ -129,7 +130,7 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
           if (!isJsonOrForm(request)) return unsupportedBody
           const address = addressBucket(addressOf(request))
           return yield* tokenService.exchange(payload, request.headers.authorization, address).pipe(
-            Effect.map((body) => HttpServerResponse.jsonUnsafe(body, { headers: NO_STORE })),
+            Effect.map((body) => tokenAnswer(body, { headers: NO_STORE })),
             Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
           )
         }), runToCompletion)
@@ -157,7 +158,7 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
           )), runToCompletion)
       .handle("jwks", () =>
         Effect.map(keys.jwks, (jwks) =>
-          HttpServerResponse.jsonUnsafe(jwks, {
+          jwksAnswer(jwks, {
             // Short enough that a rotated-in key (published two reload intervals before it signs) is seen.
             headers: { "cache-control": "public, max-age=60" }
           })), runToCompletion)

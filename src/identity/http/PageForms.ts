@@ -12,7 +12,7 @@ import type { EndUser } from "../auth/EndUsers.js"
 import type { CsrfPurpose } from "../frontend/Csrf.js"
 import { Csrf } from "../frontend/Csrf.js"
 import { messagePage } from "../frontend/Pages.js"
-import { IdentityConfig } from "../IdentityConfig.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
 import { page } from "./Responses.js"
 
 export interface CsrfCookie {

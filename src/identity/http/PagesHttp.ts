@@ -3,7 +3,7 @@
  * (docs/decisions.md, "Identity: pages").
  *
  * Every form carries a CSRF token bound to a random `shiori_csrf` cookie (and to the session once
- * signed in); over https the cookie is `__Host-shiori_csrf` (src/identity/IdentityConfig.ts), so no
+ * signed in); over https the cookie is `__Host-shiori_csrf` (src/identity/shared/IdentityConfig.ts), so no
  * other host of the domain can plant one. `return_to` is followed only when it is a path on this
  * server under the issuer's path, so the sign-in page cannot be used as an open redirect.
  *
@@ -22,6 +22,7 @@ import type { AuthorizeParams } from "../../../schema/Identity/Authorize.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { ConsentForm, LoginForm, LogoutForm, LogoutParams } from "../../../schema/Identity/Pages.js"
 import type { LoginPageParams } from "../../../schema/Identity/Pages.js"
+import { clientAddress } from "../../platform/ClientAddress.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import { EndUsers } from "../auth/EndUsers.js"
@@ -30,13 +31,12 @@ import { Csrf } from "../frontend/Csrf.js"
 import { consentPage, loginPage, logoutPage, messagePage, STYLESHEET } from "../frontend/Pages.js"
 import { PendingSignIn } from "../frontend/PendingSignIn.js"
 import { signInCodePage } from "../frontend/TwoFactorPages.js"
-import { IdentityConfig } from "../IdentityConfig.js"
 import { Authorize, authorizeQuery } from "../oauth/Authorize.js"
 import { Logout } from "../oauth/Logout.js"
-import { isSupportedScope, SCOPE_DESCRIPTIONS } from "../oauth/Scopes.js"
 import { Sessions } from "../sessions/Sessions.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
+import { isSupportedScope, SCOPE_DESCRIPTIONS } from "../shared/Scopes.js"
 import { PASSWORD_ONLY } from "../twofactor/TwoFactor.js"
-import { clientAddress } from "./ClientAddress.js"
 import { outcomeResponse } from "./OAuthHttp.js"
 import { PageForms } from "./PageForms.js"
 import { page, redirectTo } from "./Responses.js"

@@ -1,30 +1,59 @@
 /**
  * Response helpers of the identity server: the envelope and HTML pages with their security headers.
- * The caller's address is `clientAddress` (ClientAddress.ts).
+ * The caller's address is `clientAddress` (src/platform/ClientAddress.ts).
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpServerResponse } from "effect/http"
-import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
-import { envelopeFailure, envelopeOk } from "../../../schema/Identity/Envelope.js"
-import type { Refused } from "../Refused.js"
+import type { Envelope, EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
+import { EnvelopeFailure, envelopeFailure, envelopeOk } from "../../../schema/Identity/Envelope.js"
+import type { Refused } from "../shared/Refused.js"
 
 /** Routes are declared under `/api/v1`; pages link to their assets there. */
 export const BASE_PATH = "/api/v1"
+
+/**
+ * A JSON answer whose body is `schema`'s encoding of the value, as the HttpApi encodes a declared
+ * success (`Schema.toCodecJson`): the members are the schema's, in its order. Built once per schema, at
+ * module level. Handlers answer with it rather than return the value: every identity answer carries
+ * headers of its own (`Cache-Control`, `Retry-After`, a cookie), and these keep their place on the wire.
+ */
+export const jsonAnswer = <S extends Schema.Codec<unknown, unknown, unknown, never>>(schema: S) => {
+  const encode = Schema.encodeSync(Schema.toCodecJson(schema))
+  return (
+    value: S["Type"],
+    options?: HttpServerResponse.Options.WithContentType
+  ): HttpServerResponse.HttpServerResponse => HttpServerResponse.jsonUnsafe(encode(value), options)
+}
+
+const encodeFailure = Schema.encodeSync(Schema.toCodecJson(EnvelopeFailure))
+
+/** The failed envelope of a registry entry, encoded by `EnvelopeFailure` (what the endpoints declare). */
+export const envelopeFailureBody = (name: EnvelopeCodeName) => {
+  const { body, status } = envelopeFailure(name)
+  return { status, body: encodeFailure(body) }
+}
 
 export const envelopeError = (
   name: EnvelopeCodeName,
   headers: Readonly<Record<string, string>> = {}
 ): HttpServerResponse.HttpServerResponse => {
-  const { body, status } = envelopeFailure(name)
+  const { body, status } = envelopeFailureBody(name)
   return HttpServerResponse.jsonUnsafe(body, { status, headers: { "cache-control": "no-store", ...headers } })
 }
 
 /** The envelope answer to a service's refusal. */
 export const refusal = (refused: Refused) => Effect.succeed(envelopeError(refused.code, refused.headers))
 
-export const envelopeSuccess = <A>(data: A, headers: Readonly<Record<string, string>> = {}) =>
-  HttpServerResponse.jsonUnsafe(envelopeOk(data), { headers: { "cache-control": "no-store", ...headers } })
+/**
+ * The success envelope `{code: 0, message: "ok", data}` of an endpoint that declares `Envelope(data)`,
+ * encoded by that declaration, with `Cache-Control: no-store` unless `headers` say otherwise.
+ */
+export const envelopeSuccess = <D extends Schema.Codec<unknown, unknown, unknown, never>>(schema: Envelope<D>) => {
+  const answer = jsonAnswer(schema)
+  return (data: D["Type"], headers: Readonly<Record<string, string>> = {}) =>
+    answer(envelopeOk(data), { headers: { "cache-control": "no-store", ...headers } })
+}
 
 /**
  * The pages' policy: nothing but our stylesheet and images (client logos), no framing anywhere

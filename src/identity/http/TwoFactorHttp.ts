@@ -16,6 +16,14 @@ import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { TwoFactorCodeRequest, TwoFactorForm } from "../../../schema/Identity/TwoFactor.js"
+import {
+  RecoveryCodes,
+  RecoveryCodesResponse,
+  TwoFactorRemovedResponse,
+  TwoFactorSetup,
+  TwoFactorSetupResponse
+} from "../../../schema/Identity/TwoFactor.js"
+import { clientAddress } from "../../platform/ClientAddress.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import { EndUsers } from "../auth/EndUsers.js"
@@ -24,14 +32,18 @@ import { Html } from "../frontend/Html.js"
 import { messagePage } from "../frontend/Pages.js"
 import type { TwoFactorField, TwoFactorFormName } from "../frontend/TwoFactorPages.js"
 import { twoFactorEnabledPage, twoFactorOffPage, twoFactorSetupPage } from "../frontend/TwoFactorPages.js"
-import { IdentityConfig } from "../IdentityConfig.js"
-import type { Refused } from "../Refused.js"
 import { Sessions } from "../sessions/Sessions.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
+import type { Refused } from "../shared/Refused.js"
 import type { ChangeProof } from "../twofactor/TwoFactor.js"
 import { TwoFactor } from "../twofactor/TwoFactor.js"
-import { clientAddress } from "./ClientAddress.js"
 import { PageForms } from "./PageForms.js"
 import { envelopeSuccess, page, redirectTo, refusal } from "./Responses.js"
+
+// Each answer encoded by the success its endpoint declares (schema/Api/IdentityTwoFactorApi.ts).
+const setupAnswer = envelopeSuccess(TwoFactorSetupResponse)
+const recoveryCodesAnswer = envelopeSuccess(RecoveryCodesResponse)
+const removedAnswer = envelopeSuccess(TwoFactorRemovedResponse)
 
 const proofOf = (payload: TwoFactorCodeRequest): ChangeProof => ({
   code: payload.code,
@@ -59,26 +71,28 @@ export const HttpTwoFactorLive = HttpApiBuilder.group(IdentityApi, "twoFactor", 
         recentUser.pipe(
           Effect.flatMap((endUser) => twoFactor.setup(endUser.user.id, endUser.user.email)),
           Effect.map((setup) =>
-            envelopeSuccess({ secret: setup.secret, otpauth_uri: setup.otpauthUri, qr_svg: setup.qrSvg })
+            setupAnswer(
+              new TwoFactorSetup({ secret: setup.secret, otpauth_uri: setup.otpauthUri, qr_svg: setup.qrSvg })
+            )
           ),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("enable", ({ payload }) =>
         withAddress.pipe(
           Effect.flatMap(([endUser, ip]) => twoFactor.enable(endUser, proofOf(payload), ip)),
-          Effect.map((codes) => envelopeSuccess({ recovery_codes: codes })),
+          Effect.map((codes) => recoveryCodesAnswer(new RecoveryCodes({ recovery_codes: codes }))),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("disable", ({ payload }) =>
         withAddress.pipe(
           Effect.flatMap(([endUser, ip]) => twoFactor.disable(endUser, proofOf(payload), ip)),
-          Effect.as(envelopeSuccess(null)),
+          Effect.as(removedAnswer(null)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("recoveryCodes", ({ payload }) =>
         withAddress.pipe(
           Effect.flatMap(([endUser, ip]) => twoFactor.regenerateRecoveryCodes(endUser, proofOf(payload), ip)),
-          Effect.map((codes) => envelopeSuccess({ recovery_codes: codes })),
+          Effect.map((codes) => recoveryCodesAnswer(new RecoveryCodes({ recovery_codes: codes }))),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
   }))

@@ -25,7 +25,7 @@ import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import { Jwk, Jwks } from "../../../schema/Identity/Discovery.js"
 import { AdvisoryLockClass } from "../../platform/AdvisoryLocks.js"
-import { CLOCK_SKEW_SECONDS, MAX_SIGNED_TOKEN_TTL_SECONDS } from "../tokens/Lifetimes.js"
+import { CLOCK_SKEW_SECONDS, MAX_SIGNED_TOKEN_TTL_SECONDS } from "../shared/Lifetimes.js"
 import { SigningKeyCipher, SigningKeysUndecryptable } from "./SigningKeyCipher.js"
 
 export const SIGNING_ALG = "RS256"

@@ -38,10 +38,10 @@ import type { Client } from "../clients/Clients.js"
 import { Clients, isPublicClient, isRegisteredRedirect, scopesNotAllowed } from "../clients/Clients.js"
 import type { PkceMethod } from "../crypto/Secrets.js"
 import { constantTimeEquals, isValidCodeChallenge, randomAuthorizationCode, sha256Hex } from "../crypto/Secrets.js"
-import { IdentityConfig } from "../IdentityConfig.js"
-import { AUTHORIZATION_CODE_TTL_SECONDS } from "../tokens/Lifetimes.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
+import { AUTHORIZATION_CODE_TTL_SECONDS } from "../shared/Lifetimes.js"
+import { effectiveScopes, isSubset, isSupportedScope, parseScope } from "../shared/Scopes.js"
 import { Grants } from "./Grants.js"
-import { effectiveScopes, isSubset, isSupportedScope, parseScope } from "./Scopes.js"
 
 /** What the endpoint answers: a page that must not redirect, or a redirect (to the client or a page). */
 export type AuthorizeOutcome =

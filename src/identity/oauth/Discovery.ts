@@ -3,7 +3,7 @@
  * so every URL and the `issuer` value are byte-identical to the tokens' `iss`.
  */
 import { DiscoveryDocument } from "../../../schema/Identity/Discovery.js"
-import { SUPPORTED_SCOPES } from "./Scopes.js"
+import { SUPPORTED_SCOPES } from "../shared/Scopes.js"
 
 export const makeDiscoveryDocument = (issuer: string): DiscoveryDocument =>
   new DiscoveryDocument({

@@ -10,7 +10,7 @@ import type { LogoutParams } from "../../../schema/Identity/Pages.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import { allowedLogoutTarget, Clients } from "../clients/Clients.js"
 import type { Client } from "../clients/Clients.js"
-import { IdentityConfig } from "../IdentityConfig.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
 import { Tokens } from "../tokens/Tokens.js"
 
 export interface LogoutTarget {

@@ -4,10 +4,10 @@
  * the status of RFC 6749 section 5.2 / RFC 6750 section 3.1 unless given, plus any headers the
  * failure needs (`WWW-Authenticate`, `Retry-After`).
  */
-import { Data } from "effect"
+import { Data, Schema } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
-import { oauthErrorStatus } from "../../../schema/Identity/OAuthError.js"
+import { OAuthError, oauthErrorStatus } from "../../../schema/Identity/OAuthError.js"
 
 export class OAuthFailure extends Data.TaggedError("OAuthFailure")<{
   readonly error: OAuthErrorCode
@@ -24,9 +24,12 @@ export const oauthFailure = (error: OAuthErrorCode, description: string, extra?:
 /** RFC 6749 section 5.1: token responses and their errors are never cached. */
 export const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" } as const
 
+/** The body as the protocol endpoints declare their errors (`OAuthError`, schema/Api/IdentityErrors.ts). */
+const encodeOAuthError = Schema.encodeSync(Schema.toCodecJson(OAuthError))
+
 export const oauthFailureResponse = (failure: OAuthFailure): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.jsonUnsafe(
-    { error: failure.error, error_description: failure.description },
+    encodeOAuthError(new OAuthError({ error: failure.error, error_description: failure.description })),
     { status: failure.status ?? oauthErrorStatus(failure.error), headers: { ...NO_STORE, ...failure.headers } }
   )
 

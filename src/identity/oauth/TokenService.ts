@@ -8,7 +8,7 @@
  * The per-client bucket counts only requests whose client authenticated, so knowing a client's
  * public id is not enough to exhaust it and lock out its users. Failed authentications (RFC 6749
  * section 5.2 `invalid_client`) are counted in a bucket per (client_id, address) instead, the address
- * being the one the sign-in limit uses (src/identity/http/ClientAddress.ts): a guesser is
+ * being the one the sign-in limit uses (src/platform/ClientAddress.ts): a guesser is
  * refused (429) at its own address only, while the client's servers elsewhere keep getting tokens.
  * Each failure is debited from the shared bucket; once it refuses, the pair is refused from this
  * process's memory until the bucket refills, before the secret is hashed, so a flood of wrong
@@ -37,15 +37,17 @@
  * catalog as `aud` (RFC 9068 section 3) and the client as `client_id`.
  */
 import { Clock, Context, Effect, Layer, Option, Result } from "effect"
-import type { TokenRequest, TokenResponse } from "../../../schema/Identity/Token.js"
+import type { TokenRequest } from "../../../schema/Identity/Token.js"
+import { TokenResponse } from "../../../schema/Identity/Token.js"
 import { makeLeasedBuckets, RateLimiter } from "../../platform/RateLimiter.js"
 import type { Client } from "../clients/Clients.js"
 import { isPublicClient, scopesNotAllowed } from "../clients/Clients.js"
 import { Clients } from "../clients/Clients.js"
 import { checkPkce, randomToken, sha256Hex } from "../crypto/Secrets.js"
-import { IdentityConfig } from "../IdentityConfig.js"
-import { REFRESH_TOKEN_TTL_SECONDS } from "../tokens/Lifetimes.js"
-import { catalogAudienceConfig, Tokens } from "../tokens/Tokens.js"
+import { catalogAudienceConfig, IdentityConfig } from "../shared/IdentityConfig.js"
+import { REFRESH_TOKEN_TTL_SECONDS } from "../shared/Lifetimes.js"
+import { formatScope, isSubset, parseScope } from "../shared/Scopes.js"
+import { Tokens } from "../tokens/Tokens.js"
 import type { User } from "../users/Users.js"
 import { Users } from "../users/Users.js"
 import type { PresentedClient } from "./ClientAuthentication.js"
@@ -53,8 +55,8 @@ import { checkSecret, findClient, presentedClient } from "./ClientAuthentication
 import { Grants } from "./Grants.js"
 import type { OAuthFailure } from "./OAuthFailure.js"
 import { oauthFailure } from "./OAuthFailure.js"
-import { formatScope, isSubset, parseScope } from "./Scopes.js"
 
+/** The token response's members, filled in as the grant allows. */
 type Wire = { -readonly [K in keyof TokenResponse]: TokenResponse[K] }
 
 const invalidGrant = (description: string) => oauthFailure("invalid_grant", description)
@@ -163,7 +165,7 @@ export class TokenService extends Context.Service<TokenService>()("identity/Toke
           }
         })
       }
-      return body
+      return new TokenResponse(body)
     })
 
     const authorizationCode = Effect.fn("TokenService.authorizationCode")(
@@ -301,7 +303,7 @@ export class TokenService extends Context.Service<TokenService>()("identity/Toke
         request: TokenRequest,
         authorization: string | undefined,
         address: string
-      ): Effect.fn.Return<Wire, OAuthFailure> {
+      ): Effect.fn.Return<TokenResponse, OAuthFailure> {
         const presented = yield* presentedClient(authorization, request)
         if (Option.isNone(presented)) {
           return yield* oauthFailure("invalid_client", "client authentication is required", {

@@ -8,11 +8,11 @@ import { Context, Effect, Layer, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import type { UserInfo } from "../../../schema/Identity/UserInfo.js"
 import { bearerToken } from "../auth/EndUsers.js"
+import { userInfoFor } from "../shared/Scopes.js"
 import { TokenLiveness } from "../tokens/Liveness.js"
 import { Tokens } from "../tokens/Tokens.js"
 import type { OAuthFailure } from "./OAuthFailure.js"
 import { bearerChallenge, oauthFailure } from "./OAuthFailure.js"
-import { userInfoFor } from "./Scopes.js"
 
 const invalidToken = (description: string) =>
   oauthFailure("invalid_token", description, {

@@ -1,15 +1,15 @@
 /**
  * Token buckets per client address for the authorization, userinfo and revocation endpoints, so one
  * host cannot flood them. The address is `clientAddress` of the request (an IPv6 address counts by
- * its /64, src/identity/http/ClientAddress.ts). The buckets are shared by every process through the
+ * its /64, src/platform/ClientAddress.ts). The buckets are shared by every process through the
  * RateLimiter, leased a few tokens at a time (`makeLeasedBuckets`) because userinfo is on a relying
  * party's hot path. The defaults are generous: a relying party's server calls authorize (with a
  * sign-in token) and userinfo for all of its users from one address.
  */
 import { Context, Effect, Layer } from "effect"
+import { addressBucket } from "../../platform/ClientAddress.js"
 import { makeLeasedBuckets, RateLimiter } from "../../platform/RateLimiter.js"
-import { addressBucket } from "../http/ClientAddress.js"
-import { IdentityConfig } from "../IdentityConfig.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
 
 export type AddressLimitedEndpoint = "authorize" | "userinfo" | "revoke"
 

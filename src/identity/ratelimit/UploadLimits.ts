@@ -3,16 +3,16 @@
  * and per client address: decoding an image costs a pool thread and a core for up to a second
  * (src/identity/account/Avatars.ts), a sign-in's password hash needs the same pool, and an account
  * changes its picture a few times, not sixteen at once. The address is `clientAddress` of the
- * request (an IPv6 address counts by its /64, src/identity/http/ClientAddress.ts), with a larger
+ * request (an IPv6 address counts by its /64, src/platform/ClientAddress.ts), with a larger
  * burst: the people behind one NAT share it. The buckets are the RateLimiter's, shared by every
  * process, with an in-process bucket of the same policy in front (`makeLeasedBuckets`), so a client
  * that keeps sending once refused costs no database round trip. A refused upload takes nothing and
  * is 429 `RATE_LIMITED` with `Retry-After`.
  */
 import { Config, Context, Effect, Layer, Schema } from "effect"
+import { addressBucket } from "../../platform/ClientAddress.js"
 import { makeLeasedBuckets, RateLimiter } from "../../platform/RateLimiter.js"
-import { addressBucket } from "../http/ClientAddress.js"
-import { refused, retryAfter } from "../Refused.js"
+import { refused, retryAfter } from "../shared/Refused.js"
 
 /** `<prefix>_BURST` (at least 1) and `<prefix>_PER_MINUTE` (above 0). */
 const bucket = (prefix: string, burst: number, perMinute: number) =>

@@ -11,9 +11,9 @@ import { HttpServerResponse } from "effect/http"
 import type { SqlError } from "effect/sql"
 import { SqlClient } from "effect/sql"
 import { randomToken, sha256Hex } from "../crypto/Secrets.js"
-import { IdentityConfig } from "../IdentityConfig.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
 
-/** The session cookie's name over http; over https it is `__Host-shiori_session` (src/identity/IdentityConfig.ts). */
+/** The session cookie's name over http; over https it is `__Host-shiori_session` (src/identity/shared/IdentityConfig.ts). */
 export const SESSION_COOKIE = "shiori_session"
 
 export interface Session {

@@ -1,5 +1,6 @@
 /**
- * Access-token verification for resource servers other than the provider itself (the catalog): the
+ * Access-token verification for resource servers other than the provider itself (the catalog,
+ * through `AccessTokenVerifier` of src/platform/IdentityPort.ts): the
  * token's signature is checked against the provider's JWKS at `{IDENTITY_ISSUER}/oauth/jwks`
  * (override: `IDENTITY_JWKS_URL`), fetched over HTTP, cached, and refetched when a token names an
  * unknown `kid` (at most once per cooldown, so random `kid`s cannot make the catalog hammer the
@@ -12,20 +13,13 @@
  * provider's own sign-in token, is refused), and the token's family or session must be alive
  * (`Liveness.ts`, cached briefly), so a revoked family stops working within seconds.
  */
-import { Clock, Config, Context, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Config, Duration, Effect, Layer, Option } from "effect"
 import * as Jose from "jose"
+import { AccessTokenRejected, AccessTokenVerifier } from "../../platform/IdentityPort.js"
 import { SIGNING_ALG } from "../keys/SigningKeys.js"
+import { catalogAudienceConfig, issuerConfig } from "../shared/IdentityConfig.js"
 import { cachedLiveness, revocationCacheMillis, TokenLiveness } from "./Liveness.js"
-import type { AccessTokenClaims } from "./Tokens.js"
-import { AccessTokenRejected, catalogAudienceConfig, issuerConfig, verifyAccessTokenWith } from "./Tokens.js"
-
-export class AccessTokenVerifier extends Context.Service<AccessTokenVerifier, {
-  readonly issuer: string
-  /** The `aud` value every accepted token carries. */
-  readonly audience: string
-  /** A verified, live access token's claims, or why it was refused. */
-  readonly verify: (token: string) => Effect.Effect<AccessTokenClaims, AccessTokenRejected>
-}>()("identity/AccessTokenVerifier") {}
+import { verifyAccessTokenWith } from "./Tokens.js"
 
 /** Refetch at least this often anyway, so retired keys leave the cache. */
 const JWKS_MAX_AGE = Duration.minutes(5)

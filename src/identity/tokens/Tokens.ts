@@ -9,45 +9,17 @@
  * or an ended session makes its access tokens dead at userinfo and the catalog; that
  * lookup needs the database and is the caller's second step after verification (`Liveness.ts`).
  * `aud` of a client's token is the catalog, the resource server it is for (RFC 9068 section 3;
- * `catalogAudienceConfig`), the client being named by `client_id`; a sign-in token's is the issuer.
+ * `catalogAudienceConfig` in src/identity/shared/IdentityConfig.ts), the client being named by
+ * `client_id`; a sign-in token's is the issuer.
  */
-import { Clock, Config, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import * as Jose from "jose"
 import * as Crypto from "node:crypto"
-import { GrantedRole } from "../../../schema/Identity/User.js"
+import type { GrantedRole } from "../../../schema/Identity/User.js"
+import { AccessTokenClaims, AccessTokenRejected, type AccessTokenRejection } from "../../platform/IdentityPort.js"
 import { SIGNING_ALG, SigningKeys } from "../keys/SigningKeys.js"
-import { ACCESS_TOKEN_TTL_SECONDS, ID_TOKEN_TTL_SECONDS } from "./Lifetimes.js"
-
-export const DEFAULT_ISSUER = "http://127.0.0.1:8081/api/v1"
-
-/**
- * `IDENTITY_ISSUER`, or the provider on this machine at `IDENTITY_PORT` (8081) when unset, so moving
- * the port alone keeps the issuer, discovery and the catalog's JWKS URL pointing at the provider.
- */
-export const issuerConfig: Config.Config<string> = Config.String("IDENTITY_ISSUER").pipe(
-  Config.orElse(() =>
-    Config.Port("IDENTITY_PORT").pipe(
-      Config.withDefault(8081),
-      Config.map((port) => `http://127.0.0.1:${port}/api/v1`)
-    )
-  )
-)
-
-/** The catalog's resource identifier when `CATALOG_AUDIENCE` is unset. */
-export const DEFAULT_CATALOG_AUDIENCE = "urn:shiori:catalog"
-
-/**
- * `CATALOG_AUDIENCE`: the `aud` of the access tokens the provider issues to clients and the value the
- * catalog requires in a token's `aud` (RFC 9068 sections 3 and 4). Both sides read it; the default is a
- * fixed identifier rather than a URL derived from `HOST` and `CATALOG_PORT`, so a provider and a
- * catalog deployed apart agree without configuration.
- */
-export const catalogAudienceConfig: Config.Config<string> = Config.schema(
-  Schema.String.check(
-    Schema.makeFilter((value) => value.trim() !== "", { message: "CATALOG_AUDIENCE must not be empty" })
-  ),
-  "CATALOG_AUDIENCE"
-).pipe(Config.withDefault(DEFAULT_CATALOG_AUDIENCE))
+import { issuerConfig } from "../shared/IdentityConfig.js"
+import { ACCESS_TOKEN_TTL_SECONDS, ID_TOKEN_TTL_SECONDS } from "../shared/Lifetimes.js"
 
 /** RFC 9068 section 2.1: `typ` is `at+jwt` (the `application/` prefix is optional, RFC 7515 section 4.1.9). */
 export const ACCESS_TOKEN_TYP = "at+jwt"
@@ -66,55 +38,8 @@ export const atHash = (accessToken: string): string =>
 // Claims and failures
 // ---------------------------------------------------------------------------------------------
 
-/** The verified payload of an access token. */
-export class AccessTokenClaims extends Schema.Class<AccessTokenClaims>("AccessTokenClaims")({
-  iss: Schema.String,
-  sub: Schema.String,
-  aud: Schema.Union([Schema.String, Schema.Array(Schema.String)]),
-  client_id: Schema.String,
-  scope: Schema.String,
-  jti: Schema.String,
-  iat: Schema.Int,
-  exp: Schema.Int,
-  uid: Schema.Int,
-  roles: Schema.Array(GrantedRole),
-  site_roles: Schema.Array(Schema.String),
-  site: Schema.optionalKey(Schema.String),
-  fid: Schema.optionalKey(Schema.String),
-  sid: Schema.optionalKey(Schema.String),
-  auth_time: Schema.optionalKey(Schema.Int),
-  content_limit: Schema.optionalKey(Schema.Literals(["sfw", "nsfw"]))
-}) {
-  get scopes(): ReadonlyArray<string> {
-    return this.scope === "" ? [] : this.scope.split(" ")
-  }
-}
-
-/** Why a presented access token was refused. Every reason is RFC 6750 `invalid_token`. */
-export const AccessTokenRejection = Schema.Literals([
-  "malformed",
-  "unsupported_algorithm",
-  "wrong_type",
-  "unknown_key",
-  "bad_signature",
-  "wrong_issuer",
-  "wrong_audience",
-  "expired",
-  "not_yet_valid",
-  "invalid_claims",
-  "revoked"
-])
-export type AccessTokenRejection = typeof AccessTokenRejection.Type
-
-export class AccessTokenRejected extends Schema.TaggedError<AccessTokenRejected>()("AccessTokenRejected", {
-  reason: AccessTokenRejection,
-  message: Schema.String
-}) {
-  /** Envelope code (README.md, "Envelope codes"): 10003 for an expired token, 10002 for every other rejection. */
-  get envelopeCode(): 10002 | 10003 {
-    return this.reason === "expired" ? 10003 : 10002
-  }
-}
+// The access token's claims and refusals (`AccessTokenClaims`, `AccessTokenRejected`) are what the
+// catalog reads too: they stand in its contract with the provider, src/platform/IdentityPort.ts.
 
 /** The verified payload of an id_token given back as `id_token_hint` (OIDC RP-Initiated Logout). */
 export class IdTokenHint extends Schema.Class<IdTokenHint>("IdTokenHint")({

@@ -13,7 +13,7 @@
  *   spent by a conditional UPDATE, so a code is used at most once even under concurrent requests.
  * - Every code check is throttled like a password (src/identity/auth/Login.ts): per (account,
  *   address) and by growing delays per account, never a lockout, with the sign-in policies of
- *   src/identity/IdentityConfig.ts. A right code takes its count back.
+ *   src/identity/shared/IdentityConfig.ts. A right code takes its count back.
  * - Turning the factor on or off and making new recovery codes need the account's current password
  *   besides the recent sign-in the handlers check (src/identity/auth/SignedIn.ts), so a session
  *   alone (a borrowed browser, a stolen token) cannot change how the account signs in. Password
@@ -28,21 +28,32 @@ import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import * as OTPAuth from "otpauth"
 import QRCode from "qrcode"
+import { addressBucket } from "../../platform/ClientAddress.js"
 import { AppSecret } from "../../platform/Config.js"
 import type { Attempt, BucketPolicy } from "../../platform/RateLimiter.js"
 import { RateLimiter } from "../../platform/RateLimiter.js"
-import type { EndUser } from "../auth/EndUsers.js"
 import { Passwords } from "../crypto/Passwords.js"
 import { constantTimeEquals, sha256Hex } from "../crypto/Secrets.js"
 import type { Pending } from "../frontend/PendingSignIn.js"
 import { PendingSignIn } from "../frontend/PendingSignIn.js"
-import { addressBucket } from "../http/ClientAddress.js"
-import { IdentityConfig } from "../IdentityConfig.js"
 import { deriveSecretKey, gcmOpen, gcmSeal } from "../keys/SigningKeyCipher.js"
 import { Mailer } from "../mail/Mailer.js"
-import type { Refused } from "../Refused.js"
-import { refused, retryAfter } from "../Refused.js"
+import type { Session } from "../sessions/Sessions.js"
 import { endSignInsOf } from "../sessions/Sessions.js"
+import { IdentityConfig } from "../shared/IdentityConfig.js"
+import type { Refused } from "../shared/Refused.js"
+import { refused, retryAfter } from "../shared/Refused.js"
+import type { User } from "../users/Users.js"
+
+/**
+ * The signed-in account a change is for and the session it is made from: an `EndUser`
+ * (src/identity/auth/EndUsers.ts) as the handlers pass it. Named by what is read of it, because
+ * sign-in (src/identity/auth/) asks this module for the second factor, not the other way round.
+ */
+interface SignedInAccount {
+  readonly user: User
+  readonly session: Session
+}
 
 /** RFC 6238 section 4 parameters every authenticator app supports. */
 const ALGORITHM = "SHA1"
@@ -291,7 +302,7 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
      * The account's current password, counted in the password change's bucket whether right or
      * wrong: 401 10011 when wrong, 429 10012 past the bucket.
      */
-    const requirePassword = (endUser: EndUser, password: string) =>
+    const requirePassword = (endUser: SignedInAccount, password: string) =>
       Effect.gen(function*() {
         const guesses = yield* limiter.take(currentPasswordBucket(endUser.user.id), currentPasswordGuesses)
         if (!guesses.allowed) return yield* refused("TOO_MANY_ATTEMPTS", retryAfter(guesses.retryAfterSeconds))
@@ -302,7 +313,7 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
      * In the transaction of a change that turned the factor on or off: every other session ends,
      * every refresh family is revoked, half-done sign-ins are cancelled and the owner is told.
      */
-    const afterChange = (endUser: EndUser, state: "on" | "off") =>
+    const afterChange = (endUser: SignedInAccount, state: "on" | "off") =>
       Effect.gen(function*() {
         yield* endSignInsOf(sql, endUser.user.id, "two_factor_changed", endUser.session.id)
         yield* pendingSignIns.cancel(endUser.user.id)
@@ -368,7 +379,7 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
      * Confirms the pending secret with a first code, after the current password: the factor is on,
      * every other sign-in ended; answers the recovery codes.
      */
-    const enable = Effect.fn("TwoFactor.enable")(function*(endUser: EndUser, proof: ChangeProof, ip: string) {
+    const enable = Effect.fn("TwoFactor.enable")(function*(endUser: SignedInAccount, proof: ChangeProof, ip: string) {
       const userId = endUser.user.id
       yield* requirePassword(endUser, proof.password)
       const before = yield* status(userId)
@@ -408,7 +419,7 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
      * transaction.
      */
     const withCode = <A>(
-      endUser: EndUser,
+      endUser: SignedInAccount,
       proof: ChangeProof,
       ip: string,
       then: Effect.Effect<A, never, never>
@@ -435,7 +446,7 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
      * Removes the factor and its recovery codes, after the current password and a current code or a
      * recovery code; every other sign-in ends.
      */
-    const disable = Effect.fn("TwoFactor.disable")(function*(endUser: EndUser, proof: ChangeProof, ip: string) {
+    const disable = Effect.fn("TwoFactor.disable")(function*(endUser: SignedInAccount, proof: ChangeProof, ip: string) {
       const userId = endUser.user.id
       return yield* withCode(
         endUser,
@@ -455,7 +466,7 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
      * code or a recovery code.
      */
     const regenerateRecoveryCodes = Effect.fn("TwoFactor.regenerateRecoveryCodes")(
-      function*(endUser: EndUser, proof: ChangeProof, ip: string) {
+      function*(endUser: SignedInAccount, proof: ChangeProof, ip: string) {
         return yield* withCode(endUser, proof, ip, replaceRecoveryCodes(endUser.user.id))
       }
     )

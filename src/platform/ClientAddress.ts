@@ -1,6 +1,7 @@
 /**
- * The caller's address: the key of every per-address limit (sign-in, the token endpoint's failed
- * client authentications, authorize, userinfo, revocation) and what a session records.
+ * The caller's address, for both servers: the key of every per-address limit (the identity
+ * provider's sign-in, the token endpoint's failed client authentications, authorize, userinfo,
+ * revocation; the catalog's unknown API keys) and what a session records.
  *
  * `X-Forwarded-For` is believed only from the proxies named in `TRUSTED_PROXIES` (comma-separated
  * addresses and CIDR blocks). Anyone else can write that header, so without the setting the socket's

@@ -3,12 +3,16 @@
  * interface, so an external engine can replace PostgreSQL later: it answers which works match (`q`,
  * filters, content gate), in which order, how many, and the facet counts. It returns ids and sort
  * keys only; the works service renders the items, the same way as for the batch lane.
+ *
+ * The interface belongs to the works collection, which needs nothing else of search; the PostgreSQL
+ * implementation (src/catalog/search/PgSearchIndex.ts) builds on the works SQL (WorkSql.ts) and is
+ * plugged in by the server (src/catalog/CatalogServer.ts).
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
 import type { WorkFacet, WorkSort } from "../../../schema/Api/WorksApi.js"
 import type { FacetValue } from "../../../schema/Catalog/Common.js"
-import type { WorkFilters } from "../works/WorkSql.js"
+import type { WorkFilters } from "./WorkSql.js"
 
 export interface SearchRequest {
   /** The title query as given (`q=`); undefined: every work under the filters. */

@@ -4,7 +4,7 @@
  * handlers answer it with `refusal` (src/identity/http/Responses.ts).
  */
 import { Data } from "effect"
-import type { EnvelopeCodeName } from "../../schema/Identity/Envelope.js"
+import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 
 export class Refused extends Data.TaggedError("Refused")<{
   readonly code: EnvelopeCodeName

@@ -4,9 +4,39 @@
  * `__Host-` prefix, and answers carry HSTS exactly when it is https.
  */
 import { Config, Context, Effect, Layer, Schema, SchemaIssue } from "effect"
-import type { BackoffPolicy, BucketPolicy } from "../platform/RateLimiter.js"
-import { trustedProxiesConfig } from "./http/ClientAddress.js"
-import { issuerConfig } from "./tokens/Tokens.js"
+import { trustedProxiesConfig } from "../../platform/ClientAddress.js"
+import type { BackoffPolicy, BucketPolicy } from "../../platform/RateLimiter.js"
+
+export const DEFAULT_ISSUER = "http://127.0.0.1:8081/api/v1"
+
+/**
+ * `IDENTITY_ISSUER`, or the provider on this machine at `IDENTITY_PORT` (8081) when unset, so moving
+ * the port alone keeps the issuer, discovery and the catalog's JWKS URL pointing at the provider.
+ */
+export const issuerConfig: Config.Config<string> = Config.String("IDENTITY_ISSUER").pipe(
+  Config.orElse(() =>
+    Config.Port("IDENTITY_PORT").pipe(
+      Config.withDefault(8081),
+      Config.map((port) => `http://127.0.0.1:${port}/api/v1`)
+    )
+  )
+)
+
+/** The catalog's resource identifier when `CATALOG_AUDIENCE` is unset. */
+export const DEFAULT_CATALOG_AUDIENCE = "urn:shiori:catalog"
+
+/**
+ * `CATALOG_AUDIENCE`: the `aud` of the access tokens the provider issues to clients and the value the
+ * catalog requires in a token's `aud` (RFC 9068 sections 3 and 4). Both sides read it; the default is a
+ * fixed identifier rather than a URL derived from `HOST` and `CATALOG_PORT`, so a provider and a
+ * catalog deployed apart agree without configuration.
+ */
+export const catalogAudienceConfig: Config.Config<string> = Config.schema(
+  Schema.String.check(
+    Schema.makeFilter((value) => value.trim() !== "", { message: "CATALOG_AUDIENCE must not be empty" })
+  ),
+  "CATALOG_AUDIENCE"
+).pipe(Config.withDefault(DEFAULT_CATALOG_AUDIENCE))
 
 /** The configuration error for the value of `name`: `message` says what is wrong with it. */
 const invalid = (name: string, message: string) =>
