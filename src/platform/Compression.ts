@@ -101,7 +101,8 @@ export const withCompression = <E, R>(
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
   HttpEffect.appendPreResponseHandler((request, response) => {
     if (response.status === 304 && response.headers.etag !== undefined) {
-      const tag = gzipEtag(response.headers.etag)
+      // The tag may already be the gzip representation's (Conditional.ts names it so).
+      const tag = response.headers.etag.endsWith("-gzip\"") ? response.headers.etag : gzipEtag(response.headers.etag)
       const named = acceptsGzip(request.headers["accept-encoding"]) &&
         namesTag(request.headers["if-none-match"], tag)
       return Effect.succeed(

@@ -12,7 +12,7 @@ import { SqlClient } from "effect/sql"
 import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
 import { CatalogLimits } from "../../src/catalog/limits/Limits.js"
 import { RequestBudget } from "../../src/catalog/limits/RequestBudget.js"
-import { hotResponses } from "../../src/catalog/shared/HotResponses.js"
+import { replayedResponses } from "../../src/catalog/shared/Replay.js"
 import { listen } from "../../src/platform/HttpListener.js"
 import { RateLimiterMemory } from "../../src/platform/RateLimiter.js"
 import { ClaimsFixture, ClaimsFixtureLive, writeScopes } from "../support/Claims.js"
@@ -104,8 +104,8 @@ const environmentOnly = ConfigProvider.fromUnknown({ LOG_LEVEL: "Warning" }).pip
   ConfigProvider.orElse(ConfigProvider.fromEnv())
 )
 
-/** Hot answers so far (the servers run in this process). */
-const hotHits = Effect.map(Metric.value(hotResponses), (state) => state.count)
+/** Replayed (stored) answers so far (the servers run in this process). */
+const hotHits = Effect.map(Metric.value(replayedResponses), (state) => state.count)
 
 // A small budget: 5 requests back to back, a token every 20 seconds, so nothing refills during a test.
 // Its lease (`capacity / 20`, at least 1) is one token: every request takes from the shared bucket.
