@@ -26,7 +26,7 @@ const WorksLive = HttpApiBuilder.group(Bare, "works", (handlers) =>
     handlers
       .handle("listWorks", () =>
         Effect.succeed(HttpServerResponse.uint8Array(body, { contentType: "application/json" })))
-      .handle("healthz", () => Effect.void)
+      .handle("healthz", () => Effect.succeed(HttpServerResponse.text("ok")))
   ))
 
 HttpRouter.serve(HttpApiBuilder.layer(Bare).pipe(Layer.provide(WorksLive)), {
