@@ -24,8 +24,10 @@ class Bare extends HttpApi.make("bare").add(
 const WorksLive = HttpApiBuilder.group(Bare, "works", (handlers) =>
   Effect.succeed(
     handlers
-      .handle("listWorks", () =>
-        Effect.succeed(HttpServerResponse.uint8Array(body, { contentType: "application/json" })))
+      .handle(
+        "listWorks",
+        () => Effect.succeed(HttpServerResponse.uint8Array(body, { contentType: "application/json" }))
+      )
       .handle("healthz", () => Effect.succeed(HttpServerResponse.text("ok")))
   ))
 

@@ -226,7 +226,9 @@ describe("one path for computed and replayed answers (docs/life-of-a-request.md,
           const headers = { authorization: `Bearer ${key}` }
           const first = yield* get(`${f.base}/v2/catalog/works?limit=6&sort=popularity`, headers)
           const before = yield* hits
-          for (const query of ["sort=popularity&limit=6", "limit=6&sort=popularity&_=1", "_=2&sort=popularity&limit=6"]) {
+          for (
+            const query of ["sort=popularity&limit=6", "limit=6&sort=popularity&_=1", "_=2&sort=popularity&limit=6"]
+          ) {
             const again = yield* get(`${f.base}/v2/catalog/works?${query}`, headers)
             expect(again.status).toBe(200)
             expect(again.body.equals(first.body)).toBe(true)

@@ -44,8 +44,7 @@ export const HttpWorksLive = HttpApiBuilder.group(
               (json) => ({ json, etag: etagOf(json) })
             )), runToCompletion)
         .handle("listWorkCharacters", ({ params, query }) =>
-          Effect.flatMap(nsfw, (n) =>
-            works.characters(params.id, query, n)), runToCompletion)
+          Effect.flatMap(nsfw, (n) => works.characters(params.id, query, n)), runToCompletion)
         .handle("listWorkCredits", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
             works.credits(params.id, query, n)), runToCompletion)
