@@ -70,7 +70,10 @@ export const cacheKeyOf = <P extends CacheKeyPart, U>(
       : url
   }
   return {
-    key: JSON.stringify([route, ...declared.parts.map((part) => [part, input[part]])]),
+    // Built only when read: with the cache off (`CATALOG_CACHE_MB=0`) no key is needed.
+    get key() {
+      return JSON.stringify([route, ...declared.parts.map((part) => [part, input[part]])])
+    },
     input: input as CacheKeyInput<P, U>
   }
 }
@@ -125,11 +128,12 @@ export const ReplayLive = (routes: RouteTable) =>
           if (declarations.get(route) !== declared) {
             return yield* Effect.die(new Error(`${route}: the handler's cache declaration is not the route's CachedBy`))
           }
-          const { input, key } = cacheKeyOf(route, declared, yield* Principal, url)
+          const keyed = cacheKeyOf(route, declared, yield* Principal, url)
+          const input = keyed.input
           const services = yield* Effect.context<R>()
           let computed = false
           const stored = yield* cache.through(
-            key,
+            cache.maxWeight === 0 ? "" : keyed.key,
             Effect.suspend(() => {
               computed = true
               return compute(input).pipe(
