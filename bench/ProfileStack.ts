@@ -2,8 +2,7 @@
  * `npm run -s build && npx tsx bench/ProfileStack.ts <profile-dir>`: a CPU profile of the catalog
  * server answering works lists (limit=20) from its read cache through the whole request stack, for
  * bench/ProfileSummary.ts. Every URL is new (`&_=<n>`, a parameter the list ignores): the read cache
- * answers each one (same decoded parameters), while nothing answers it before the stack (the
- * hot-response replay is keyed by the URL). The profile covers the server's whole life, so the
+ * answers each one (same decoded parameters), inside the stack like every request. The profile covers the server's whole life, so the
  * catalog is small (`BENCH_PROFILE_WORKS`, 20000: start-up and the facet copy are a fraction of a
  * second); it is seeded into `bench/.data-<n>` when missing. The suite's duration and connections.
  */

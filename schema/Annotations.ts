@@ -43,6 +43,28 @@ export type Scope = (typeof Scopes)[number]
  */
 export class RequiredScope extends Context.Service<RequiredScope, Scope | "any">()("shiori/RequiredScope") {}
 
+/**
+ * What a stored answer of a read may depend on (docs/life-of-a-request.md, "Stored answers"): the
+ * credential's content limit, its scope set, its tenant (the site it belongs to), and the URL (the
+ * path and the decoded query, so parameter order and ignored unknown parameters do not split it).
+ */
+export type CacheKeyPart = "content_limit" | "scopes" | "tenant" | "url"
+
+/** The parts an endpoint's stored answer is keyed by; `P` names them for the handler's types. */
+export interface CacheDeclaration<P extends CacheKeyPart = CacheKeyPart> {
+  readonly parts: ReadonlyArray<P>
+}
+
+/**
+ * Endpoint annotation: the endpoint's answer is stored and replayed inside the request stack,
+ * keyed by exactly these parts (src/catalog/shared/Replay.ts). The handler passes the same
+ * declaration to `Replay.respond`, whose computation receives only these parts.
+ */
+export class CachedBy extends Context.Service<CachedBy, CacheDeclaration>()("shiori/CachedBy") {}
+
+/** A declaration for `CachedBy`, typed by its parts. */
+export const cachedBy = <const P extends CacheKeyPart>(parts: ReadonlyArray<P>): CacheDeclaration<P> => ({ parts })
+
 /** Endpoint or group annotation: the endpoint is public (no credential needed). */
 export class Public extends Context.Service<Public, boolean>()("shiori/Public") {}
 

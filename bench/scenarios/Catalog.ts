@@ -195,6 +195,37 @@ export const catalog = async (): Promise<string> => {
         met: s.requests > 0 && s.p99 < 25 && ratio >= 0.6 && s.non2xx === 0 && s.errors === 0
       })
     }
+    // The same stored bytes from a bare HttpApi endpoint (same Effect version, no middleware): what
+    // the cached rows above would reach if the stack cost nothing (baseline/BareHttpApi.ts).
+    for (const limit of [20, 100]) {
+      const path = `/v2/catalog/works?limit=${limit}`
+      const stored = await fetch(`${api}${path}`, { headers })
+      const storedFile = Path.join(Os.tmpdir(), `shiori-bench-bare-${limit}-${process.pid}.json`)
+      Fs.writeFileSync(storedFile, Buffer.from(await stored.arrayBuffer()))
+      const barePort = await freePort()
+      const bare = await startProcess(
+        "dist/bench/baseline/BareHttpApi.js",
+        { PORT: String(barePort), BODY_FILE: storedFile },
+        `http://127.0.0.1:${barePort}/healthz`
+      )
+      try {
+        const b = await run(
+          `baseline: bare HttpApi endpoint, no middleware, the limit=${limit} page's stored bytes`,
+          { url: `http://127.0.0.1:${barePort}${path}`, cpu: () => ({ server: ownCpu(bare.child.pid!) }) }
+        )
+        const ours = rows.find((r) => r.name === `works first page limit=${limit}`)
+        const ratio = ours === undefined ? 0 : ours.rps / b.rps
+        rows.push({
+          ...b,
+          ratio: `cached row ${ratio.toFixed(2)}x`,
+          target: "cached row >= 0.8x",
+          met: ratio >= 0.8
+        })
+      } finally {
+        await bare.stop()
+        Fs.rmSync(storedFile, { force: true })
+      }
+    }
     for (const limit of [20, 100]) {
       rows.push(
         p99Under(

@@ -4,7 +4,7 @@
  */
 import { Schema, SchemaTransformation } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { NotModified, problemCodeOnFailure, RequiredScope } from "../Annotations.js"
+import { CachedBy, cachedBy, NotModified, problemCodeOnFailure, RequiredScope } from "../Annotations.js"
 import { ListRosterCharacter } from "../Catalog/Character.js"
 import { ContentRating, Id, LangTag, ListCover, ListIntro, Medium, Platform, WorkId } from "../Catalog/Common.js"
 import { ListCreditGroup } from "../Catalog/Credit.js"
@@ -250,6 +250,16 @@ const listWorksProblems = [
   problem(UnknownFacet)
 ]
 
+/**
+ * What the stored answers of the works reads depend on (`CachedBy`): the content limit and the URL;
+ * nothing else of the credential (not its site: `site=` is a query parameter, part of the URL).
+ */
+export const WorksCaching = {
+  list: cachedBy(["content_limit", "url"]),
+  search: cachedBy(["content_limit", "url"]),
+  get: cachedBy(["content_limit", "url"])
+} as const
+
 export class WorksApi extends HttpApiGroup.make("works")
   .add(
     HttpApiEndpoint.get("listWorks", "/v2/catalog/works", {
@@ -257,6 +267,7 @@ export class WorksApi extends HttpApiGroup.make("works")
       success: ListWork,
       error: listWorksProblems
     })
+      .annotate(CachedBy, WorksCaching.list)
       .annotate(OpenApi.Summary, "List works")
       .annotate(
         OpenApi.Description,
@@ -271,6 +282,7 @@ export class WorksApi extends HttpApiGroup.make("works")
       success: ListWork,
       error: listWorksProblems
     })
+      .annotate(CachedBy, WorksCaching.search)
       .annotate(OpenApi.Summary, "Search works")
       .annotate(
         OpenApi.Description,
@@ -294,6 +306,7 @@ export class WorksApi extends HttpApiGroup.make("works")
         problem(EntityMerged)
       ]
     })
+      .annotate(CachedBy, WorksCaching.get)
       .annotate(OpenApi.Summary, "Get a work")
       .annotate(
         OpenApi.Description,

@@ -32,8 +32,8 @@ import { HttpPersonsLive } from "./persons/Http.js"
 import { HttpProblemsLive } from "./problems/Http.js"
 import { HttpReleasesLive } from "./releases/Http.js"
 import { PgSearchIndexLive } from "./search/PgSearchIndex.js"
-import { HotResponsesLive } from "./shared/HotResponses.js"
 import { ReadCache } from "./shared/ReadCache.js"
+import { ReplayLive } from "./shared/Replay.js"
 import { HttpStatsLive } from "./stats/Http.js"
 import { HttpTagsLive } from "./tags/Http.js"
 import { HttpWorksLive } from "./works/Http.js"
@@ -73,7 +73,7 @@ export const CatalogApiLive = HttpApiBuilder.layer(CatalogApiDocumented, { opena
     HttpPersonsLive,
     HttpClaimGroupsLive
   ]),
-  Layer.provide(Layer.mergeAll(HotResponsesLive(catalogRoutes), Writes.layer, PgSearchIndexLive)),
+  Layer.provide(Layer.mergeAll(ReplayLive(catalogRoutes), Writes.layer, PgSearchIndexLive)),
   // The endpoint middleware: the credential checks, and the problem responses around them.
   Layer.provideMerge(
     Layer.mergeAll(AuthorizationLive(catalogRoutes), WriteAuthorizationLive(catalogRoutes), problemResponsesLayer)

@@ -70,6 +70,23 @@ export const gzip = (bytes: Uint8Array): Effect.Effect<Buffer> =>
 
 export const VARY = "accept-encoding"
 
+/**
+ * The gzip form of each body compressed here, for as long as the body itself is kept: a stored
+ * answer (catalog/shared/Replay.ts) is sent as the same bytes every time, so it is compressed once.
+ * A body made for one response is collected with its entry.
+ */
+const compressedBodies = new WeakMap<Uint8Array, Buffer>()
+
+const gzipOnce = (bytes: Uint8Array): Effect.Effect<Buffer> =>
+  Effect.suspend(() => {
+    const known = compressedBodies.get(bytes)
+    if (known !== undefined) return Effect.succeed(known)
+    return Effect.map(gzip(bytes), (compressed) => {
+      compressedBodies.set(bytes, compressed)
+      return compressed
+    })
+  })
+
 const compressible = (response: HttpServerResponse.HttpServerResponse) =>
   response.status === 200 && response.body._tag === "Uint8Array" &&
   response.body.contentLength >= MIN_COMPRESSED_BYTES && response.headers["content-encoding"] === undefined
@@ -84,7 +101,8 @@ export const withCompression = <E, R>(
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
   HttpEffect.appendPreResponseHandler((request, response) => {
     if (response.status === 304 && response.headers.etag !== undefined) {
-      const tag = gzipEtag(response.headers.etag)
+      // The tag may already be the gzip representation's (Conditional.ts names it so).
+      const tag = response.headers.etag.endsWith("-gzip\"") ? response.headers.etag : gzipEtag(response.headers.etag)
       const named = acceptsGzip(request.headers["accept-encoding"]) &&
         namesTag(request.headers["if-none-match"], tag)
       return Effect.succeed(
@@ -96,7 +114,7 @@ export const withCompression = <E, R>(
     const varied = HttpServerResponse.setHeader(response, "vary", VARY)
     if (!acceptsGzip(request.headers["accept-encoding"])) return Effect.succeed(varied)
     const etag = response.headers.etag
-    return Effect.map(gzip(body.body), (compressed) =>
+    return Effect.map(gzipOnce(body.body), (compressed) =>
       HttpServerResponse.setHeaders(
         HttpServerResponse.setBody(varied, HttpBody.uint8Array(compressed, body.contentType)),
         { "content-encoding": "gzip", ...(etag === undefined ? {} : { etag: gzipEtag(etag) }) }

@@ -6,7 +6,7 @@
 import { Effect, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Crypto from "node:crypto"
-import { gzipEtag } from "./Compression.js"
+import { acceptsGzip, gzipEtag, MIN_COMPRESSED_BYTES } from "./Compression.js"
 import { ifNoneMatchMatches } from "./EntityTags.js"
 
 export const etagOf = (json: string): string =>
@@ -36,11 +36,20 @@ export const tagged = <A, I>(schema: Schema.Codec<A, I>, value: A): Effect.Effec
 /**
  * 200 with the ETag, or 304 when the client's copy (`If-None-Match`) is current. `bytes`: the body
  * already encoded as UTF-8, when the caller has it (it is sent as it is, not encoded again).
+ *
+ * A 304 names the tag the 200 would have carried (RFC 9110 section 15.4.5): the gzip
+ * representation's for a client that accepts gzip when the body is large enough to be compressed
+ * (Compression.ts), whichever of the two tags (or `*`) the client sent.
  */
 export const conditional = (body: Tagged, bytes?: Uint8Array) =>
   Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
     if (noneMatch(request.headers["if-none-match"], body.etag)) {
-      return HttpServerResponse.empty({ status: 304, headers: { etag: body.etag } })
+      const size = bytes === undefined ? Buffer.byteLength(body.json) : bytes.length
+      const compressed = size >= MIN_COMPRESSED_BYTES && acceptsGzip(request.headers["accept-encoding"])
+      return HttpServerResponse.empty({
+        status: 304,
+        headers: { etag: compressed ? gzipEtag(body.etag) : body.etag }
+      })
     }
     const options = { contentType: "application/json", headers: { etag: body.etag } }
     return bytes === undefined

@@ -5,8 +5,8 @@
  * accepting connections, marks every response `Connection: close`, waits for in-flight requests
  * (up to a grace period), and only then lets the platform finish.
  *
- * The application may also install a `Preemption` handler: it sees each request before the
- * platform does and may answer it itself (the catalog's hot-response cache, HotResponses.ts).
+ * Nothing answers a request before the platform's handler but the `starting` 503: every answer of
+ * the application comes out of its stack (docs/life-of-a-request.md, "From the socket to the router").
  *
  * Why not only `NodeHttpServer`'s own graceful shutdown (`server.close()` with a timeout): it does
  * not mark the responses of a draining server `Connection: close`, so a kept-alive client keeps
@@ -14,7 +14,7 @@
  * the application is attached (the `starting` 503).
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import { makeRequestId } from "./RequestId.js"
@@ -29,14 +29,6 @@ export interface ListenOptions {
    */
   readonly starting?: (url: string, requestId: string) => { readonly contentType: string; readonly body: string }
 }
-
-/** Answers `req` and returns true, or returns false to let the application's stack handle it. */
-export type PreemptHandler = (req: Http.IncomingMessage, res: Http.ServerResponse) => boolean
-
-/** Given by `listen` to the application it serves. */
-export class Preemption extends Context.Service<Preemption, {
-  readonly install: (handler: PreemptHandler) => void
-}>()("platform/Preemption") {}
 
 /**
  * Lets a request whose client hung up finish instead of interrupting it. Interrupting a request
@@ -86,25 +78,29 @@ export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptio
     server.headersTimeout = 66_000
     const inFlight = new Set<Http.ServerResponse>()
     let draining = false
-    let preempt: PreemptHandler | undefined
-    const track = (res: Http.ServerResponse) => {
+    const track = (_req: Http.IncomingMessage, res: Http.ServerResponse) => {
       inFlight.add(res)
       if (draining) res.setHeader("connection", "close")
       res.once("close", () => inFlight.delete(res))
     }
-    // The platform attaches its own "request" listener; a preempted request must not reach it. It
-    // also takes "checkContinue" (a request sent with `Expect: 100-continue`), which Node then no
-    // longer turns into "request": both are in flight.
-    const emit = server.emit.bind(server)
-    server.emit = ((event: string, ...args: Array<any>) => {
-      if (event === "request" || event === "checkContinue") {
-        if (event === "request" && preempt !== undefined && !draining && preempt(args[0], args[1])) return true
-        track(args[1])
+    // Every request is in flight from its first event, before the platform's handler sees it. The
+    // platform also takes "checkContinue" (a request sent with `Expect: 100-continue`), which Node
+    // then no longer turns into "request": it is tracked too, but only while the platform listens
+    // for it, so that before then Node still answers it as a "request" (the `starting` 503).
+    server.prependListener("request", track)
+    server.on("newListener", (event, listener) => {
+      if (event === "checkContinue" && listener !== track && server.listenerCount("checkContinue") === 0) {
+        server.prependListener("checkContinue", track)
       }
-      return emit(event, ...args)
-    }) as typeof server.emit
+    })
+    server.on("removeListener", (event, listener) => {
+      if (event === "checkContinue" && listener !== track && server.listenerCount("checkContinue") === 1) {
+        server.off("checkContinue", track)
+      }
+    })
     server.on("request", (req, res) => {
-      if (server.listenerCount("request") === 1) {
+      // Ours (`track` and this one) are the only listeners until the platform attaches its handler.
+      if (server.listenerCount("request") === 2) {
         const requestId = makeRequestId()
         const { body, contentType } = options.starting?.(req.url ?? "/", requestId) ??
           { contentType: "application/json", body: JSON.stringify({ status: "starting" }) }
@@ -125,14 +121,8 @@ export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptio
         })
       )
     )
-    const Preempt = Layer.succeed(Preemption, {
-      install: (handler) => {
-        preempt = handler
-      }
-    })
     return Drain.pipe(
       Layer.provide(app),
-      Layer.provide(Preempt),
       Layer.provideMerge(NodeHttpServer.layer(() => server, { port: options.port, host: options.host }))
     )
   })

@@ -1,7 +1,7 @@
 /**
  * Response compression of the catalog (src/platform/Compression.ts; RFC 9110 sections 8.4, 12.5.3
  * and 15.4.5; docs/api-contract.md, "Caching, ETags and freshness"): large JSON answers are
- * gzip-encoded for clients that accept it, from the stack and from the hot-response cache alike,
+ * gzip-encoded for clients that accept it, computed or replayed from a stored answer alike,
  * with `Vary: Accept-Encoding` and an ETag of their own; small answers and clients that do not
  * accept gzip get the identity body.
  *
@@ -60,7 +60,7 @@ describe("compression (RFC 9110 12.5.3): Accept-Encoding", () => {
 
 describe("compressed catalog answers (RFC 9110 8.4, 12.5.3)", () => {
   it.layer(SeededCatalogLive({ works: 120, seed: 23 }), serverLayerOptions("180 seconds"))((it) => {
-    it.effect("a large list page: gzip for a gzip client from the stack and from the hot cache, identity otherwise", () =>
+    it.effect("a large list page: gzip for a gzip client, computed or replayed from its stored answer, identity otherwise", () =>
       Effect.gen(function*() {
         const catalog = yield* Catalog
         const url = `${catalog.base}/v2/catalog/works?limit=50&include=titles,covers,companies`
@@ -71,7 +71,7 @@ describe("compressed catalog answers (RFC 9110 8.4, 12.5.3)", () => {
         expect(plain.headers.vary).toBe("accept-encoding")
         // Compressed on the thread pool (larger than what is compressed in place).
         expect(plain.wire.length).toBeGreaterThan(IN_PLACE_MAX_BYTES)
-        // The first gzip request is computed by the stack, the next ones come from the hot cache.
+        // The plain request stored the answer: the gzip ones replay it, compressed by the stack (once).
         for (let i = 0; i < 3; i++) {
           const zipped = yield* get(url, { ...auth, "accept-encoding": "gzip, deflate, br" })
           expect(zipped.status).toBe(200)

@@ -1,8 +1,8 @@
 /**
  * The catalog's limits (src/catalog/limits): every credential's request budget, a token bucket
  * shared by every process through PostgreSQL and leased per process, with the IETF RateLimit header
- * fields (draft-ietf-httpapi-ratelimit-headers) on every answer, 429 `RATE_LIMITED` past it, the hot
- * cached read path counted like the stack; and every site's daily write quotas (429 `QUOTA_EXCEEDED`
+ * fields (draft-ietf-httpapi-ratelimit-headers) on every answer, 429 `RATE_LIMITED` past it, replayed
+ * stored answers counted like computed ones; and every site's daily write quotas (429 `QUOTA_EXCEEDED`
  * until UTC midnight), counted in the write's own transaction.
  */
 import { describe, expect, it, layer } from "@effect/vitest"
@@ -12,7 +12,7 @@ import { SqlClient } from "effect/sql"
 import { CatalogHttpLive } from "../../src/catalog/CatalogServer.js"
 import { CatalogLimits } from "../../src/catalog/limits/Limits.js"
 import { RequestBudget } from "../../src/catalog/limits/RequestBudget.js"
-import { hotResponses } from "../../src/catalog/shared/HotResponses.js"
+import { replayedResponses } from "../../src/catalog/shared/Replay.js"
 import { IdentityPortLive } from "../../src/identity/IdentityPortLive.js"
 import { listen } from "../../src/platform/HttpListener.js"
 import { RateLimiterMemory } from "../../src/platform/RateLimiter.js"
@@ -107,8 +107,8 @@ const environmentOnly = ConfigProvider.fromUnknown({ LOG_LEVEL: "Warning" }).pip
   ConfigProvider.orElse(ConfigProvider.fromEnv())
 )
 
-/** Hot answers so far (the servers run in this process). */
-const hotHits = Effect.map(Metric.value(hotResponses), (state) => state.count)
+/** Replayed (stored) answers so far (the servers run in this process). */
+const hotHits = Effect.map(Metric.value(replayedResponses), (state) => state.count)
 
 // A small budget: 5 requests back to back, a token every 20 seconds, so nothing refills during a test.
 // Its lease (`capacity / 20`, at least 1) is one token: every request takes from the shared bucket.
@@ -263,22 +263,22 @@ describe("request budget: a small burst (docs/writing.md, \"Limits\")", () => {
   })
 })
 
-// A larger burst, so that a lease holds several tokens and the hot path has something to spend.
+// A larger burst, so that a lease holds several tokens and replays spend from memory.
 const HOT = { burst: 60, perSecond: 0.05 }
 
-describe("request budget: the hot read path counts (docs/writing.md, \"Limits\")", () => {
+describe("request budget: replayed reads count (docs/writing.md, \"Limits\")", () => {
   layer(
     ClaimsFixtureLive({
       config: { CATALOG_RATE_BURST: String(HOT.burst), CATALOG_RATE_PER_SECOND: String(HOT.perSecond) }
     }),
     serverLayerOptions("180 seconds")
   )((it) => {
-    it.effect("a cacheable GET repeated past the burst is refused, not served from the hot cache forever (docs/writing.md, \"Limits\")", () =>
+    it.effect("a cacheable GET repeated past the burst is refused, not replayed from its stored answer forever (docs/writing.md, \"Limits\")", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const path = "/v2/catalog/works?limit=5"
         const lease = Math.max(1, Math.floor(HOT.burst / 20))
-        // The hot cache answers once the stack has answered this URL and the key is known.
+        // The stored answer is replayed once the stack has computed this URL.
         const warm = yield* f.makeKey("site_a", ["catalog:read"], null)
         yield* eventually(Effect.gen(function*() {
           const before = yield* hotHits
@@ -301,22 +301,22 @@ describe("request budget: the hot read path counts (docs/writing.md, \"Limits\")
           }
           expect(answer.status, JSON.stringify(answer.body)).toBe(200)
           admitted++
-          // Hot or not, an admitted answer carries both fields.
+          // Replayed or not, an admitted answer carries both fields.
           const state = expectLimitHeaders(answer, HOT.burst, HOT.perSecond)
           expect(state.r).toBeLessThan(HOT.burst)
           if (servedHot) hot++
         }
         expect(refused, "never refused").toBeDefined()
         expectRateLimited(refused!, HOT.burst, HOT.perSecond, path)
-        expect(hot, "the hot path answered some of them").toBeGreaterThan(0)
+        expect(hot, "stored answers answered some of them").toBeGreaterThan(0)
         // Leased tokens that lapse unspent only make the limit stricter; a lease can overdraw by one lease.
         expect(admitted).toBeGreaterThanOrEqual(HOT.burst - lease)
         expect(admitted).toBeLessThanOrEqual(HOT.burst + lease)
-        // Refused from then on, whatever the hot cache holds.
+        // Refused from then on, whatever the read cache holds.
         const before = yield* hotHits
         for (let i = 0; i < 5; i++) expect((yield* hit(f.base, path, key)).status).toBe(429)
         expect(yield* hotHits).toBe(before)
-        // The URL is still hot for other credentials.
+        // The stored answer still serves other credentials.
         const other = yield* f.makeKey("site_a", ["catalog:read"], null)
         expect((yield* hit(f.base, path, other)).status).toBe(200)
         const again = yield* hit(f.base, path, other)

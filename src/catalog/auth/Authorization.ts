@@ -192,17 +192,7 @@ export class Credentials extends Context.Service<Credentials>()("catalog/Credent
       return principal
     })
 
-    /**
-     * The principal of an API key verified in the last minute (and not revoked since), without any
-     * I/O; undefined for anything else. For answering before the request stack runs (HotResponses).
-     */
-    const peek = (token: string): PrincipalShape | undefined => {
-      if (!token.startsWith("sk_")) return undefined
-      const cached = cache.get(hashKey(token).toString("hex"))
-      return cached !== undefined && cached.expires > Date.now() ? cached.principal : undefined
-    }
-
-    return { authenticate, peek } as const
+    return { authenticate } as const
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(

@@ -1,9 +1,8 @@
 /**
  * Every credential's request budget (docs/writing.md, "Limits"): one token of a bucket shared by
- * every process per request, on every catalog route, whether the stack or the hot-response path
- * answers it. Processes lease tokens in batches (platform/RateLimiter.ts, `makeLeasedBudget`), so a
- * busy credential costs one database round trip per lease, and the hot path spends from its lease
- * without I/O.
+ * every process per request, on every catalog route, a replayed stored answer's too (the credential
+ * middleware spends it). Processes lease tokens in batches (platform/RateLimiter.ts,
+ * `makeLeasedBudget`), so a busy credential costs one database round trip per lease.
  *
  * Answers carry the IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers, written by
  * `rateLimitPolicyField` and `rateLimitField`): the policy `"requests";q=<burst>;w=<seconds to refill
@@ -42,7 +41,6 @@ export class RequestBudget extends Context.Service<RequestBudget>()("catalog/Req
 
     return {
       take: (owner: string) => budget.take(`catalog:${owner}`),
-      takeNow: (owner: string) => budget.takeNow(`catalog:${owner}`),
       headers
     } as const
   })

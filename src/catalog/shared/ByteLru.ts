@@ -1,7 +1,6 @@
 /**
  * A map bounded by the summed weight of its values (their size, roughly in bytes) and by each
- * entry's age, dropping the least recently used first: the storage of the read cache and of the
- * hot responses. A value weighing more than an eighth of the budget is not kept at all.
+ * entry's age, dropping the least recently used first: the storage of the read cache. A value weighing more than an eighth of the budget is not kept at all.
  */
 interface Entry<V> {
   readonly value: V

@@ -2,10 +2,10 @@ import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal, type PrincipalShape } from "../../../schema/Api/Security.js"
+import { WorksCaching } from "../../../schema/Api/WorksApi.js"
 import { etagOf } from "../../platform/Conditional.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
-import { HotResponses } from "../shared/HotResponses.js"
-import { ReadCache } from "../shared/ReadCache.js"
+import { Replay } from "../shared/Replay.js"
 import { Works } from "./Works.js"
 
 /**
@@ -21,28 +21,30 @@ export const HttpWorksLive = HttpApiBuilder.group(
   (handlers) =>
     Effect.gen(function*() {
       const works = yield* Works
-      const cache = yield* ReadCache
-      const hot = yield* HotResponses
+      const replay = yield* Replay
       return handlers
-        // Lists are JSON text written by the service (items come from PostgreSQL as JSON).
+        // Lists are JSON text written by the service (items come from PostgreSQL as JSON). The three
+        // reads are stored by what their `CachedBy` declares (schema/Api/WorksApi.ts, `WorksCaching`).
         .handle("listWorks", ({ query }) =>
-          hot.respond((p) => Effect.map(works.list(query, "works", nsfwOf(p)), (json) => ({ json }))), runToCompletion)
+          replay.respond(WorksCaching.list, { query }, (key) =>
+            Effect.map(
+              works.list(key.url.query, "works", key.content_limit === "nsfw"),
+              (json) => ({ json })
+            )), runToCompletion)
         .handle("searchWorks", ({ query }) =>
-          hot.respond((p) =>
-            Effect.map(works.list(query, "search", nsfwOf(p)), (json) => ({ json }))
-          ), runToCompletion)
+          replay.respond(WorksCaching.search, { query }, (key) =>
+            Effect.map(
+              works.list(key.url.query, "search", key.content_limit === "nsfw"),
+              (json) => ({ json })
+            )), runToCompletion)
         .handle("getWork", ({ params, query }) =>
-          hot.respond((p) =>
-            cache.through(
-              JSON.stringify(["works.get", nsfwOf(p), params.id, query]),
-              Effect.map(works.get(params.id, query, nsfwOf(p)), (json) => ({ json, etag: etagOf(json) })),
-              (body) =>
-                body.json.length
-            )
-          ), runToCompletion)
+          replay.respond(WorksCaching.get, { params, query }, (key) =>
+            Effect.map(
+              works.get(key.url.params.id, key.url.query, key.content_limit === "nsfw"),
+              (json) => ({ json, etag: etagOf(json) })
+            )), runToCompletion)
         .handle("listWorkCharacters", ({ params, query }) =>
-          Effect.flatMap(nsfw, (n) =>
-            works.characters(params.id, query, n)), runToCompletion)
+          Effect.flatMap(nsfw, (n) => works.characters(params.id, query, n)), runToCompletion)
         .handle("listWorkCredits", ({ params, query }) =>
           Effect.flatMap(nsfw, (n) =>
             works.credits(params.id, query, n)), runToCompletion)

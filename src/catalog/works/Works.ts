@@ -29,7 +29,6 @@ import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
 import { Gone } from "../shared/Gone.js"
 import { keysetPage } from "../shared/Keyset.js"
 import { bigintId } from "../shared/Lanes.js"
-import { ReadCache } from "../shared/ReadCache.js"
 import { makeTtlCache } from "../shared/TtlCache.js"
 import { SearchIndex, type SearchRequest } from "./SearchIndex.js"
 import { sortSpecs, type WorkFilters, type WorkPart } from "./WorkSql.js"
@@ -93,7 +92,6 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
     const index = yield* SearchIndex
     const cursors = yield* Cursors
     const gone = yield* Gone
-    const cache = yield* ReadCache
     const listingCounts = makeTtlCache<number>({ ttlMs: 30_000, staleMs: 300_000, max: 512 })
 
     /** Items (JSON text) with their parts spliced in, in the order of `rows`. */
@@ -319,16 +317,10 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
     })
 
     /**
-     * GET /v2/catalog/works and /v2/catalog/search: the response body (JSON text), through the read
-     * cache (the decoded parameters list their fields in schema order, so equal asks share a key).
+     * GET /v2/catalog/works and /v2/catalog/search: the response body (JSON text). Its handlers
+     * store it (shared/Replay.ts, keyed by the content limit and the decoded URL).
      */
-    const list = (params: ListWorksParams, collection: Collection, nsfw: boolean) =>
-      cache.through(
-        JSON.stringify(["works.list", collection, nsfw, params]),
-        // Built only on a miss: a hit costs the key and the lookup, nothing of the computation.
-        Effect.suspend(() => listBody(params, collection, nsfw)),
-        (body) => body.length
-      )
+    const list = (params: ListWorksParams, collection: Collection, nsfw: boolean) => listBody(params, collection, nsfw)
 
     /** The canonical id of a visible work, or the 404 that fits (ENTITY_MERGED or NOT_FOUND, rule 9). */
     const visible = Effect.fn("Works.visible")(function*(id: string, nsfw: boolean) {
@@ -445,8 +437,8 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
     return { list, get, characters, credits, covers, intros } as const
   })
 }) {
-  // ReadCache comes from the server (CatalogServer.ts): one per server, shared with HotResponses. So
-  // does the SearchIndex: Works knows its interface (SearchIndex.ts), the server plugs in PgSearchIndexLive.
+  // The SearchIndex comes from the server: Works knows its interface (SearchIndex.ts), the server
+  // plugs in PgSearchIndexLive (CatalogServer.ts).
   static readonly layer = Layer.effect(this, this.make).pipe(
     Layer.provide([WorksRepo.layer, Cursors.layer, Gone.layer])
   )
