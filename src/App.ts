@@ -3,7 +3,7 @@
  */
 import { Effect, Layer } from "effect"
 import { CatalogServerLive } from "./catalog/CatalogServer.js"
-import { DemoCatalogLive } from "./catalog/seed/DemoCatalog.js"
+import { DemoCatalogLive } from "./demo/DemoCatalog.js"
 import { IdentityPortLive } from "./identity/IdentityPortLive.js"
 import { IdentityServerLive } from "./identity/IdentityServer.js"
 import { AppSecret, ServerConfig } from "./platform/Config.js"

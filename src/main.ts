@@ -25,7 +25,7 @@ if (heapGrowingPercent > 0 && !givenToNode) V8.setFlagsFromString(`--heap-growin
 
 /**
  * The command line, read here only: `npm start -- --demo` becomes the setting `SHIORI_DEMO=true`
- * (src/catalog/seed/DemoCatalog.ts), which the layers read like any other. Anything else is refused
+ * (src/demo/DemoCatalog.ts), which the layers read like any other. Anything else is refused
  * rather than ignored, so a mistyped flag is not silently without effect.
  */
 const argumentSettings = new Map<string, string>()

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { Command, Flag } from "effect/cli"
-import { seedCatalog } from "../catalog/seed/Seed.js"
+import { seedCatalog } from "../demo/Seed.js"
 import { emit, fail } from "./Output.js"
 
 export const seedCommand = Command.make("seed", {

@@ -13,7 +13,7 @@
  * | 1 `catalogFeed` | numbering the change feed at commit (`catalog_feed_publish()`, migrations/0010) | 0 |
  * | 2 `claimEvents` | handing out claim-event ids in commit order (`claim_event_lock()`, migrations/0021) | 0 |
  * | 3 `idempotency` | one running request per credential and `Idempotency-Key` (src/catalog/writes/Writes.ts) | `hashtext(owner \n key)` |
- * | 4 `catalogSeed` | one seed at a time (src/catalog/seed/Seed.ts) | 0 |
+ * | 4 `catalogSeed` | one seed at a time (src/demo/Seed.ts) | 0 |
  * | 5 `signingKeys` | creating, sealing and rotating signing keys (src/identity/keys/SigningKeys.ts) | 0 |
  * | 6 `rateLimitAdmit` | one sign-in admission per backoff (`rate_limit_admit()`, migrations/0020) | `hashtext(backoff)` |
  *

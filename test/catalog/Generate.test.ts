@@ -9,7 +9,7 @@ import { Schema } from "effect"
 import { createHash } from "node:crypto"
 import { Cover, Localized, PartialDate, Ref } from "../../schema/Catalog/Common.js"
 import { searchDocument, searchQuery } from "../../src/catalog/search/SearchKey.js"
-import { encodeCell } from "../../src/catalog/seed/CopyText.js"
+import { encodeCell } from "../../src/demo/CopyText.js"
 import {
   addCounts,
   type Cell,
@@ -22,7 +22,7 @@ import {
   tableColumns,
   type TableName,
   tableNames
-} from "../../src/catalog/seed/Generate.js"
+} from "../../src/demo/Generate.js"
 
 const now = new Date("2025-06-15T03:00:00Z")
 type Row = Record<string, unknown>

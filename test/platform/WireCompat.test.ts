@@ -21,7 +21,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import * as Fs from "node:fs"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
-import { seedCatalog } from "../../src/catalog/seed/Seed.js"
+import { seedCatalog } from "../../src/demo/Seed.js"
 import { Catalog, type CatalogFixture, problem } from "../support/Catalog.js"
 import { serverLayerOptions, testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 

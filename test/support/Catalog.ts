@@ -5,7 +5,7 @@
 import { expect } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
-import { seedCatalog } from "../../src/catalog/seed/Seed.js"
+import { seedCatalog } from "../../src/demo/Seed.js"
 import { expectProblem, type ProblemBody } from "./Problems.js"
 import { testConfig, TestServers, TestServersLive } from "./TestServers.js"
 

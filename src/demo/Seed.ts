@@ -25,8 +25,8 @@ import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import Pg from "pg"
 import { from as copyFrom } from "pg-copy-streams"
-import { AdvisoryLockClass } from "../../platform/AdvisoryLocks.js"
-import { DatabaseUrl } from "../../platform/Database.js"
+import { AdvisoryLockClass } from "../platform/AdvisoryLocks.js"
+import { DatabaseUrl } from "../platform/Database.js"
 import { type ChunkData, type ChunkTask, generateChunk } from "./CopyText.js"
 import {
   addCounts,

@@ -15,7 +15,7 @@
  * - covers with hashes and thumbhashes, ratings from the five sources with gaps, refs, links, intros.
  * - a change row for every entity (gone for merged and withdrawn ones) and a redirect per merge.
  */
-import { searchDocument } from "../search/SearchKey.js"
+import { searchDocument } from "../catalog/search/SearchKey.js"
 import { Rng, shuffled, Zipf } from "./Random.js"
 import * as W from "./Words.js"
 
