@@ -76,9 +76,9 @@ const resolve = (from: string, specifier: string, files: ReadonlySet<string>): s
   return candidates.find((candidate) => files.has(candidate))
 }
 
-/** The folder-level import graph of the `.ts` files under `dir` (relative to `root`). */
-export const folderGraph = (root: string, dir = "src"): FolderGraph => {
-  const files = sourceFiles(root, dir)
+/** The folder-level import graph of the `.ts` files under `dir` (relative to `root`; several folders scan together). */
+export const folderGraph = (root: string, dir: string | ReadonlyArray<string> = "src"): FolderGraph => {
+  const files = (typeof dir === "string" ? [dir] : dir).flatMap((each) => sourceFiles(root, each))
   const known = new Set(files)
   const graph: FolderGraph = new Map()
   for (const file of files) {

@@ -5,8 +5,8 @@
 import { OpenApi } from "effect/http-api"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { CatalogApiDocumented } from "../schema/Api/CatalogApi.js"
 import { IdentityApi } from "../schema/Api/IdentityApi.js"
-import { CatalogApiDocumented } from "../src/catalog/CatalogServer.js"
 
 const out = Path.resolve("openapi")
 Fs.mkdirSync(out, { recursive: true })

@@ -14,6 +14,7 @@ import { EnginesApi } from "./EnginesApi.js"
 import { HealthApi } from "./HealthApi.js"
 import { MirrorApi } from "./MirrorApi.js"
 import { PersonsApi } from "./PersonsApi.js"
+import { problemOpenApiTransform } from "./ProblemOpenApi.js"
 import { ProblemsApi } from "./ProblemsApi.js"
 import { ReleasesApi } from "./ReleasesApi.js"
 import { StatsApi } from "./StatsApi.js"
@@ -50,3 +51,9 @@ export class CatalogApi extends HttpApi.make("catalog")
       "registry; every response carries `X-Request-ID`. Any path under `/v1/` answers 410 `GONE`."
   )
 {}
+
+/**
+ * The documented API: the contract plus how its errors are documented (schema/Api/ProblemOpenApi.ts).
+ * The server serves it and `npm run openapi` writes it.
+ */
+export const CatalogApiDocumented = CatalogApi.annotate(OpenApi.Transform, problemOpenApiTransform)

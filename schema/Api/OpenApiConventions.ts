@@ -2,7 +2,7 @@
  * How both OpenAPI documents write two things the generator of Effect 4 writes its own way, kept as
  * the published documents have always had them (clients and their generators read them). Applied by
  * each document's `OpenApi.Transform`: the identity API's (schema/Api/IdentityApi.ts) and the
- * catalog's (src/platform/ProblemMiddleware.ts, `problemOpenApiTransform`). Documentation only: what
+ * catalog's (schema/Api/ProblemOpenApi.ts, `problemOpenApiTransform`). Documentation only: what
  * requests are accepted and what responses contain does not depend on it.
  */
 

@@ -4,18 +4,13 @@
  */
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
-import { CatalogApi } from "../../schema/Api/CatalogApi.js"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { CatalogApi, CatalogApiDocumented } from "../../schema/Api/CatalogApi.js"
 import { withCompression } from "../platform/Compression.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
 import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListener.js"
-import {
-  problemMiddleware,
-  problemOpenApiTransform,
-  problemResponsesLayer,
-  startingProblem
-} from "../platform/ProblemMiddleware.js"
+import { problemMiddleware, problemResponsesLayer, startingProblem } from "../platform/ProblemMiddleware.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { ExactSlashes, RouteTable } from "../platform/RouteTable.js"
 import { AuthorizationLive, Credentials, WriteAuthorizationLive } from "./auth/Authorization.js"
@@ -38,9 +33,6 @@ import { HttpStatsLive } from "./stats/Http.js"
 import { HttpTagsLive } from "./tags/Http.js"
 import { HttpWorksLive } from "./works/Http.js"
 import { Writes } from "./writes/Writes.js"
-
-/** The documented API: the contract plus how its errors are documented. */
-export const CatalogApiDocumented = CatalogApi.annotate(OpenApi.Transform, problemOpenApiTransform)
 
 export const catalogRoutes = RouteTable.fromApi(CatalogApiDocumented)
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { OpenApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { CatalogApiDocumented } from "../../src/catalog/CatalogServer.js"
+import { CatalogApiDocumented } from "../../schema/Api/CatalogApi.js"
 import { Catalog, problem, SeededCatalogLive } from "../support/Catalog.js"
 import { serverLayerOptions } from "../support/TestServers.js"
 

@@ -7,8 +7,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SchemaAST } from "effect"
 import { HttpApi, OpenApi } from "effect/http-api"
+import { CatalogApiDocumented } from "../../schema/Api/CatalogApi.js"
 import { workFacets, workIncludes, workSorts } from "../../schema/Api/WorksApi.js"
-import { CatalogApiDocumented } from "../../src/catalog/CatalogServer.js"
 
 const spec = OpenApi.fromApi(CatalogApiDocumented) as any
 

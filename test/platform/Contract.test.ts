@@ -23,10 +23,10 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "
 import { SqlClient } from "effect/sql"
 import * as OTPAuth from "otpauth"
 import sharp from "sharp"
+import { CatalogApiDocumented } from "../../schema/Api/CatalogApi.js"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"
 import { unsupportedMediaType } from "../../schema/Api/IdentityErrors.js"
 import { problemSlug } from "../../schema/Problem.js"
-import { CatalogApiDocumented } from "../../src/catalog/CatalogServer.js"
 import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
 import {
   check,

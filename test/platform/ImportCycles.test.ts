@@ -10,6 +10,8 @@
  *   nothing under src/catalog/ imports src/identity/ (identity implements the contract, src/App.ts
  *   plugs it in).
  * - src/platform/, which both servers build on (the contract among it), imports neither of them.
+ * - Nothing under schema/ (the contract both servers implement, and the OpenAPI documents written
+ *   from it by `npm run openapi`) imports src/.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
@@ -47,6 +49,10 @@ describe("folder-level imports of src/", () => {
       ...importsBetween(graph, "src/platform", "src/catalog"),
       ...importsBetween(graph, "src/platform", "src/identity")
     ]).toEqual([])
+  })
+
+  it("nothing under schema/ imports src/", () => {
+    expect(importsBetween(folderGraph(root, ["src", "schema"]), "schema", "src")).toEqual([])
   })
 
   it("the scan sees type imports, re-exports and imports over several lines, and names the closing imports", () => {

@@ -7,8 +7,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { OpenApi } from "effect/http-api"
+import { CatalogApiDocumented } from "../../schema/Api/CatalogApi.js"
 import { IdentityApi } from "../../schema/Api/IdentityApi.js"
-import { CatalogApiDocumented } from "../../src/catalog/CatalogServer.js"
 import { serverLayerOptions, testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 
 const catalogSpec = OpenApi.fromApi(CatalogApiDocumented) as any
