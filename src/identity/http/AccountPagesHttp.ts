@@ -11,8 +11,6 @@ import { Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
-import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
-import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import { isEmailAddress } from "../../../schema/Identity/User.js"
 import { clientAddress } from "../../platform/ClientAddress.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
@@ -28,46 +26,8 @@ import { Sessions } from "../sessions/Sessions.js"
 import { IdentityConfig } from "../shared/IdentityConfig.js"
 import { type Refused, refused } from "../shared/Refused.js"
 import { PageForms } from "./PageForms.js"
+import { messageOf, refusedStatus } from "./RefusalMessages.js"
 import { page, redirectTo } from "./Responses.js"
-
-/** What a person reads for each refusal, and the field it belongs to. */
-const MESSAGES: Partial<Record<EnvelopeCodeName, { readonly field: string; readonly message: string }>> = {
-  CODE_REQUESTED_TOO_SOON: { field: "email", message: "A code was sent a moment ago. Wait a minute, then try again." },
-  VERIFICATION_CODE_INVALID: {
-    field: "code",
-    message: "This code is wrong or has expired. Check the mail, or ask for a new code."
-  },
-  TOO_MANY_ATTEMPTS: {
-    field: "code",
-    message: "Too many wrong tries. Ask for a new code, or wait before trying again."
-  },
-  WEAK_PASSWORD: {
-    field: "password",
-    message: "Choose a stronger password: at least 8 characters, not a common password, not your email or name."
-  },
-  EMAIL_TAKEN: { field: "email", message: "Another account uses this email address." },
-  WRONG_PASSWORD: { field: "current_password", message: "This is not your current password." },
-  TWO_FACTOR_INVALID: {
-    field: "two_factor_code",
-    message: "This code is wrong or was already used. Wait for the next one in your app, or use a recovery code."
-  },
-  REAUTHENTICATION_REQUIRED: {
-    field: "reauthenticate",
-    message: "For your safety, this change needs a recent sign-in. Sign in again, then make the change."
-  },
-  INVALID_REQUEST: { field: "form", message: "Check the form: a field is missing or too long." },
-  NOT_FOUND: { field: "form", message: "That session has already ended." },
-  IMAGE_INVALID: {
-    field: "avatar",
-    message: "This file is not a picture we can use: choose a JPEG, PNG, WebP, AVIF or GIF image."
-  },
-  PAYLOAD_TOO_LARGE: { field: "avatar", message: "This file is too large." }
-}
-
-const messageOf = (refusal: Refused, fieldOverride?: string): FieldErrors => {
-  const known = MESSAGES[refusal.code]
-  return { [fieldOverride ?? known?.field ?? "form"]: known?.message ?? EnvelopeCodes[refusal.code].message }
-}
 
 export const HttpAccountPagesLive = HttpApiBuilder.group(
   IdentityApi,
@@ -119,11 +79,6 @@ export const HttpAccountPagesLive = HttpApiBuilder.group(
             })
           return forms.withCsrfCookie(page(body, { status: input.status ?? 200, headers: input.headers ?? {} }), cookie)
         })
-
-      const refusedStatus = (refused: Refused) => ({
-        status: EnvelopeCodes[refused.code].status,
-        headers: { ...refused.headers }
-      })
 
       // --- account page ---
 

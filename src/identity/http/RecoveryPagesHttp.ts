@@ -13,8 +13,6 @@ import { Effect, Option } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
-import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
-import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import { isEmailAddress } from "../../../schema/Identity/User.js"
 import { clientAddress } from "../../platform/ClientAddress.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
@@ -22,42 +20,11 @@ import { Recovery } from "../account/Recovery.js"
 import type { FieldErrors } from "../frontend/AccountPages.js"
 import { recoveryCodePage, recoveryDonePage, recoveryEmailPage } from "../frontend/RecoveryPages.js"
 import { IdentityConfig } from "../shared/IdentityConfig.js"
-import type { Refused } from "../shared/Refused.js"
 import { PageForms } from "./PageForms.js"
+import { messageOf, refusedStatus } from "./RefusalMessages.js"
 import { page, redirectTo } from "./Responses.js"
 
-/** What a person reads for each refusal, and the field it belongs to. */
-const MESSAGES: Partial<Record<EnvelopeCodeName, { readonly field: string; readonly message: string }>> = {
-  CODE_REQUESTED_TOO_SOON: {
-    field: "email",
-    message: "Codes were asked for too often, for this address or from here. Wait a little, then try again."
-  },
-  VERIFICATION_CODE_INVALID: {
-    field: "code",
-    message: "This code is wrong or has expired. Check the mail, or ask for a new code."
-  },
-  TOO_MANY_ATTEMPTS: {
-    field: "code",
-    message: "Too many wrong tries. Ask for a new code, or wait before trying again."
-  },
-  WEAK_PASSWORD: {
-    field: "password",
-    message: "Choose a stronger password: at least 8 characters, not a common password, not your email or name."
-  },
-  INVALID_REQUEST: { field: "form", message: "Check the form: a field is missing or too long." }
-}
-
 const NOT_AN_ADDRESS = "Enter the email address of your account."
-
-const messageOf = (refusal: Refused): FieldErrors => {
-  const known = MESSAGES[refusal.code]
-  return { [known?.field ?? "form"]: known?.message ?? EnvelopeCodes[refusal.code].message }
-}
-
-const refusedStatus = (refusal: Refused) => ({
-  status: EnvelopeCodes[refusal.code].status,
-  headers: { ...refusal.headers }
-})
 
 export const HttpRecoveryPagesLive = HttpApiBuilder.group(
   IdentityApi,
