@@ -1,35 +1,91 @@
 /**
- * What every form of the provider's pages needs (src/identity/frontend/Csrf.ts): the browser's CSRF
- * cookie, minted on first sight (`shiori_csrf`, `__Host-shiori_csrf` over https), tokens bound to it
- * and, once signed in, to the session; and `return_to` followed only when it is a path on this
- * server under the issuer's path, so no page can be used as an open redirect.
+ * What a page makes of a form before and after the flow's service sees it. The endpoint's schema
+ * (schema/Identity/Pages.ts and its neighbours) has decoded every field as an optional bounded
+ * string, so that a page answers a missing field itself; `decode` then checks the fields a step
+ * needs with a schema whose checks carry what the page says next to each field, and `refusal`
+ * turns a service's refusal into the same field errors (src/identity/pages/shared/RefusalMessages.ts).
+ * `returnTo` follows `return_to` only when it is a path on this server under the issuer's path, so
+ * no page can be used as an open redirect.
  */
-import { Context, Effect, Layer, Option } from "effect"
-import type { HttpServerRequest } from "effect/http"
-import { HttpServerResponse } from "effect/http"
-import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
-import type { EndUser } from "../auth/EndUsers.js"
-import type { CsrfPurpose } from "../frontend/Csrf.js"
-import { Csrf } from "../frontend/Csrf.js"
-import { messagePage } from "../frontend/Pages.js"
-import { IdentityConfig } from "../shared/IdentityConfig.js"
-import { page } from "./Responses.js"
+import { Context, Effect, Layer, Option, Schema, SchemaIssue } from "effect"
+import { isEmailAddress } from "../../../../schema/Identity/User.js"
+import { IdentityConfig } from "../../shared/IdentityConfig.js"
+import type { Refused } from "../../shared/Refused.js"
+import type { FieldErrors } from "../shared/FormFields.js"
+import { messageOf, refusedStatus } from "../shared/RefusalMessages.js"
 
-export interface CsrfCookie {
-  readonly value: string
-  /** Minted for this response: it must set the cookie. */
-  readonly fresh: boolean
-}
+/** The field a check's message is shown next to when it is not the key's own (`form`: the whole form). */
+const SHOWN_AT = "shiori/pages/shownAt"
 
-export class PageForms extends Context.Service<PageForms>()("identity/PageForms", {
+/** A key whose check speaks to another field of the page, or to the whole form. */
+export const shownAt = (field: string) => <S extends Schema.Top>(self: S) =>
+  self.pipe(Schema.annotateKey({ [SHOWN_AT]: field }))
+
+/** Sent and not empty: `message` otherwise. */
+export const nonEmpty = (message: string) =>
+  Schema.String.check(Schema.makeFilter((value: string) => value !== "" || message)).pipe(
+    Schema.annotateKey({ messageMissingKey: message })
+  )
+
+/** Sent and not blank, as sent: `message` otherwise. */
+export const notBlank = (message: string) =>
+  Schema.String.check(Schema.makeFilter((value: string) => value.trim() !== "" || message)).pipe(
+    Schema.annotateKey({ messageMissingKey: message })
+  )
+
+/** Sent and not blank, trimmed: `message` otherwise. */
+export const filled = (message: string) =>
+  Schema.Trim.check(Schema.makeFilter((value: string) => value !== "" || message)).pipe(
+    Schema.annotateKey({ messageMissingKey: message })
+  )
+
+/** The 6-digit code of a mail, spaces around it ignored: `message` otherwise. */
+export const mailedCode = (message: string) =>
+  Schema.Trim.check(Schema.isPattern(/^[0-9]{6}$/, { message })).pipe(
+    Schema.annotateKey({ messageMissingKey: message })
+  )
+
+/** An email address, spaces around it ignored: `message` otherwise. */
+export const emailAddress = (message: string) =>
+  Schema.Trim.check(Schema.makeFilter((value: string) => isEmailAddress(value) || message)).pipe(
+    Schema.annotateKey({ messageMissingKey: message })
+  )
+
+const format = SchemaIssue.makeFormatterStandardSchemaV1()
+
+export class FormValidation extends Context.Service<FormValidation>()("identity/FormValidation", {
   make: Effect.gen(function*() {
     const config = yield* IdentityConfig
-    const csrf = yield* Csrf
-    const ctx = { basePath: config.basePath }
-    const cookieName = config.cookies.csrf
+
+    /**
+     * The fields of `schema` from a form, or what the page says about each wrong one (every one,
+     * not only the first; the first check of a field that fails is the one shown).
+     */
+    const decode = <Fields extends Schema.Struct.Fields>(
+      schema: Schema.Struct<Fields>,
+      form: object
+    ): Effect.Effect<Schema.Struct<Fields>["Type"], FieldErrors> =>
+      Schema.decodeUnknownEffect(schema)(form, { errors: "all" }).pipe(
+        Effect.mapError((error) => {
+          const errors: Record<string, string> = {}
+          for (const issue of format(error.issue).issues) {
+            const key = String(issue.path?.[0] ?? "form")
+            const shown = schema.fields[key]?.ast.context?.annotations?.[SHOWN_AT]
+            const field = typeof shown === "string" ? shown : key
+            errors[field] ??= issue.message
+          }
+          return errors
+        })
+      ) as Effect.Effect<Schema.Struct<Fields>["Type"], FieldErrors>
+
+    /** A service's refusal on a page: the error next to its field (or `field`), the status and headers. */
+    const refusal = (refused: Refused, field?: string) => ({
+      errors: messageOf(refused, field),
+      ...refusedStatus(refused)
+    })
 
     /** A same-origin path under the issuer's path, or none. */
-    const safeReturnTo = (value: string | undefined): Option.Option<string> => {
+    const returnTo = (value: string | undefined): Option.Option<string> => {
       if (value === undefined || !value.startsWith(`${config.basePath}/`) || /[\\\s]/.test(value)) {
         return Option.none()
       }
@@ -43,55 +99,8 @@ export class PageForms extends Context.Service<PageForms>()("identity/PageForms"
       }
     }
 
-    const csrfCookie = (request: HttpServerRequest.HttpServerRequest): CsrfCookie => {
-      const existing = request.cookies[cookieName]
-      return existing !== undefined && /^[A-Za-z0-9_-]{43}$/.test(existing)
-        ? { value: existing, fresh: false }
-        : { value: csrf.newCookieValue(), fresh: true }
-    }
-
-    const binding = (cookie: string, endUser: Option.Option<EndUser>) =>
-      `${cookie}|${Option.match(endUser, { onNone: () => "", onSome: (u) => u.session.id })}`
-
-    const withCsrfCookie = (response: HttpServerResponse.HttpServerResponse, cookie: CsrfCookie) =>
-      cookie.fresh
-        ? HttpServerResponse.setCookieUnsafe(response, cookieName, cookie.value, {
-          path: config.cookies.path,
-          httpOnly: true,
-          secure: config.secureCookies,
-          sameSite: "lax"
-        })
-        : response
-
-    /** A token for a form `purpose` rendered for this browser (and session). */
-    const issueToken = (cookie: CsrfCookie, purpose: CsrfPurpose, endUser: Option.Option<EndUser>) =>
-      csrf.issue(purpose, binding(cookie.value, endUser))
-
-    const verifyToken = (
-      request: HttpServerRequest.HttpServerRequest,
-      token: string | undefined,
-      purpose: CsrfPurpose,
-      endUser: Option.Option<EndUser>
-    ) => {
-      const cookie = request.cookies[cookieName]
-      return cookie === undefined ? Effect.succeed(false) : csrf.verify(token, purpose, binding(cookie, endUser))
-    }
-
-    /** 403 page for a form whose token is missing, forged or expired. */
-    const formExpired = () => {
-      const entry = EnvelopeCodes.CSRF_TOKEN_INVALID
-      return page(
-        messagePage(ctx, {
-          title: entry.message,
-          message: "This form has expired or did not come from this site. Go back, reload the page and try again."
-        }),
-        { status: entry.status }
-      )
-    }
-
-    return { ctx, safeReturnTo, csrfCookie, binding, withCsrfCookie, issueToken, verifyToken, formExpired } as const
+    return { decode, refusal, returnTo } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([IdentityConfig.layer, Csrf.layer]))
-  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
+  static readonly layer = Layer.effect(this, this.make)
 }

@@ -1,7 +1,9 @@
 /**
- * The provider's pages (docs/decisions.md, "Identity: pages"): plain server-rendered HTML, no
- * script, one stylesheet. Accessibility: `lang`, one `h1` per page, every input labelled, errors
- * announced (`role="alert"`), visible focus, works without CSS.
+ * The frame every page of the provider shares (docs/decisions.md, "Identity: pages"): plain
+ * server-rendered HTML, no script, one stylesheet. Accessibility: `lang`, one `h1` per page, every
+ * input labelled, errors announced (`role="alert"`), visible focus, works without CSS. Each page's
+ * own HTML is the `View.ts` of its folder (src/identity/pages/<feature>/); the error pages here are
+ * also used by src/identity/http/, so nothing in this folder imports it.
  */
 import { html } from "./Html.js"
 import type { Html } from "./Html.js"
@@ -30,115 +32,6 @@ ${body}
 </html>
 `.value
 
-const alert = (message: string | undefined) =>
-  message === undefined ? "" : html`<p class="alert" role="alert">${message}</p>`
-
-export const loginPage = (ctx: PageContext, input: {
-  readonly csrf: string
-  readonly email: string
-  readonly returnTo: string
-  readonly error?: string | undefined
-  /** A live session: offer to continue as this user instead (account selection). */
-  readonly current?: { readonly email: string; readonly continueTo: string } | undefined
-}): string =>
-  layout(
-    ctx,
-    "Sign in",
-    html`<h1>Sign in to shiori</h1>
-${alert(input.error)}
-${
-      input.current === undefined ? "" : html`<section aria-labelledby="current-account">
-<h2 id="current-account">Signed in</h2>
-<p>You are signed in as <strong>${input.current.email}</strong>.</p>
-<p><a class="button secondary" href="${input.current.continueTo}">Continue as ${input.current.email}</a></p>
-<h2>Use another account</h2>
-</section>`
-    }
-<form method="post" action="${ctx.basePath}/ui/login" novalidate>
-<input type="hidden" name="csrf" value="${input.csrf}">
-<input type="hidden" name="return_to" value="${input.returnTo}">
-<p><label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="username" required value="${input.email}"${
-      input.error !== undefined ? html` aria-invalid="true"` : ""
-    }></p>
-<p><label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required></p>
-<p><button type="submit">Sign in</button></p>
-</form>
-<p class="muted"><a href="${ctx.basePath}/ui/password/forgot${
-      input.returnTo === "" ? "" : html`?return_to=${encodeURIComponent(input.returnTo)}`
-    }">Forgot your password?</a></p>
-<p class="muted">New to shiori? <a href="${ctx.basePath}/ui/register${
-      input.returnTo === "" ? "" : html`?return_to=${encodeURIComponent(input.returnTo)}`
-    }">Create an account</a>.</p>`
-  )
-
-export interface ScopeLine {
-  readonly scope: string
-  readonly description: string
-}
-
-export const consentPage = (ctx: PageContext, input: {
-  readonly csrf: string
-  readonly request: string
-  readonly clientName: string
-  readonly logoUrl: string
-  readonly userEmail: string
-  readonly scopes: ReadonlyArray<ScopeLine>
-}): string =>
-  layout(
-    ctx,
-    `Allow ${input.clientName}?`,
-    html`${
-      input.logoUrl === ""
-        ? ""
-        : html`<img class="logo" src="${input.logoUrl}" alt="${input.clientName} logo" width="64" height="64">`
-    }
-<h1>Allow <span class="client">${input.clientName}</span> to use your account?</h1>
-<p>Signed in as <strong>${input.userEmail}</strong>.</p>
-<h2 id="scopes-heading">${input.clientName} asks to:</h2>
-<ul aria-labelledby="scopes-heading" class="scopes">
-${input.scopes.map((line) => html`<li><span class="scope">${line.scope}</span> ${line.description}</li>\n`)}
-</ul>
-<form method="post" action="${ctx.basePath}/ui/consent">
-<input type="hidden" name="csrf" value="${input.csrf}">
-<input type="hidden" name="request" value="${input.request}">
-<p class="actions">
-<button type="submit" name="decision" value="approve">Allow</button>
-<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
-</p>
-</form>`
-  )
-
-export const logoutPage = (ctx: PageContext, input: {
-  readonly csrf: string
-  readonly userEmail: string
-  readonly clientName: string | undefined
-  readonly clientId: string
-  readonly redirect: string
-  readonly state: string
-}): string =>
-  layout(
-    ctx,
-    "Sign out",
-    html`<h1>Sign out of shiori?</h1>
-<p>You are signed in as <strong>${input.userEmail}</strong>${
-      input.clientName === undefined
-        ? ""
-        : html` and <span class="client">${input.clientName}</span> asks to sign you out`
-    }.</p>
-<form method="post" action="${ctx.basePath}/ui/logout">
-<input type="hidden" name="csrf" value="${input.csrf}">
-<input type="hidden" name="client_id" value="${input.clientId}">
-<input type="hidden" name="redirect" value="${input.redirect}">
-<input type="hidden" name="state" value="${input.state}">
-<p class="actions">
-<button type="submit" name="decision" value="logout">Sign out</button>
-<button type="submit" name="decision" value="cancel" class="secondary">Stay signed in</button>
-</p>
-</form>`
-  )
-
 export const messagePage = (ctx: PageContext, input: {
   readonly title: string
   readonly message: string
@@ -164,51 +57,6 @@ export const errorPage = (ctx: PageContext, input: {
     html`<h1>${input.title}</h1>
 <p role="alert">${input.message}</p>
 <p class="muted">Error code ${input.code}. If you followed a link from another site, tell that site; you can close this page.</p>`
-  )
-
-export interface MailboxLine {
-  readonly to: string
-  readonly subject: string
-  readonly text: string
-  readonly html: string | null
-  readonly createdAt: string
-}
-
-/**
- * The development mailbox (src/identity/http/DevHttp.ts). Bodies are shown as text, the HTML
- * alternative as its source: nothing of a message is rendered as markup of this page.
- */
-export const devMailboxPage = (ctx: PageContext, input: {
-  readonly to: string
-  readonly messages: ReadonlyArray<MailboxLine>
-}): string =>
-  layout(
-    ctx,
-    "Development mailbox",
-    html`<h1>Development mailbox</h1>
-<p class="muted">What this server queued for mailing, oldest first. Shown only in development.</p>
-<form method="get" action="${ctx.basePath}/ui/dev/mailbox">
-<p><label for="to">Address</label>
-<input id="to" name="to" type="email" value="${input.to}"></p>
-<p><button type="submit">Show</button></p>
-</form>
-${
-      input.messages.length === 0
-        ? html`<p>No messages${input.to === "" ? "" : html` for <strong>${input.to}</strong>`}.</p>`
-        : input.messages.map((message) =>
-          html`<article class="mail">
-<h2>${message.subject}</h2>
-<p class="muted">To ${message.to}, <time datetime="${message.createdAt}">${message.createdAt}</time></p>
-<pre>${message.text}</pre>
-${
-            message.html === null
-              ? ""
-              : html`<details><summary>HTML version</summary><pre>${message.html}</pre></details>`
-          }
-</article>
-`
-        )
-    }`
   )
 
 export const STYLESHEET = `:root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
