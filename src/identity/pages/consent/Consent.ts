@@ -23,7 +23,7 @@ import { messagePage } from "../shared/Layout.js"
 import { consentPage } from "./View.js"
 
 /** The decision a consent form sends, or none when it sends neither. */
-export const decisionOf = (form: ConsentForm): Option.Option<"approve" | "deny"> =>
+const decisionOf = (form: ConsentForm): Option.Option<"approve" | "deny"> =>
   form.decision === "approve" || form.decision === "deny" ? Option.some(form.decision) : Option.none()
 
 export class Consent extends Context.Service<Consent>()("identity/pages/Consent", {
