@@ -1,6 +1,6 @@
 /**
  * Sign-ins between their password step and their code step on the sign-in page
- * (src/identity/frontend/PendingSignIn.ts), so each is used once.
+ * (src/identity/twofactor/PendingSignIn.ts), so each is used once.
  *
  * - `nonce`: 128 random bits, carried in the page's signed `uid.exp.nonce.mac` value. It alone
  *   proves nothing: the value also needs the MAC (keyed from the server secret) and the browser's

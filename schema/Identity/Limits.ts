@@ -27,9 +27,9 @@ export const MaxLength = {
   refreshToken: 512,
   /** A JWT: an access token given to revocation, an id_token hint, a request object. */
   jwt: 8192,
-  /** `exp.mac`: at most 12 digits, a dot and 43 characters (src/identity/frontend/Csrf.ts). */
+  /** `exp.mac`: at most 12 digits, a dot and 43 characters (src/identity/pages/forms/Csrf.ts). */
   csrf: 56,
-  /** `uid.exp.nonce.mac` of a sign-in between its password and its code (src/identity/frontend/PendingSignIn.ts). */
+  /** `uid.exp.nonce.mac` of a sign-in between its password and its code (src/identity/twofactor/PendingSignIn.ts). */
   pendingSignIn: 128,
   /** A 6-digit TOTP or a recovery code, with whatever spaces and dashes a person types. */
   twoFactorCode: 64,

@@ -14,7 +14,6 @@ import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListe
 import { withRequestId } from "../platform/RequestId.js"
 import { ExactSlashes } from "../platform/RouteTable.js"
 import { HttpAccountLive } from "./http/AccountHttp.js"
-import { HttpAccountPagesLive } from "./http/AccountPagesHttp.js"
 import { HttpAuthLive } from "./http/AuthHttp.js"
 import { HttpCreatorLive } from "./http/CreatorHttp.js"
 import { HttpDevLive } from "./http/DevHttp.js"
@@ -22,11 +21,13 @@ import { HttpDirectoryLive } from "./http/DirectoryHttp.js"
 import { HttpDiscoveryLive } from "./http/DiscoveryHttp.js"
 import { identityErrorMiddleware } from "./http/ErrorMiddleware.js"
 import { HttpOAuthLive } from "./http/OAuthHttp.js"
-import { HttpPagesLive } from "./http/PagesHttp.js"
-import { HttpRecoveryPagesLive } from "./http/RecoveryPagesHttp.js"
 import { envelopeFailureBody } from "./http/Responses.js"
-import { HttpTwoFactorLive, HttpTwoFactorPagesLive } from "./http/TwoFactorHttp.js"
+import { HttpTwoFactorLive } from "./http/TwoFactorHttp.js"
 import { IdentityServicesLive } from "./IdentityServices.js"
+import { HttpAccountPagesLive } from "./pages/account/Http.js"
+import { HttpRecoveryPagesLive } from "./pages/recovery/Http.js"
+import { HttpPagesLive } from "./pages/signin/Http.js"
+import { HttpTwoFactorPagesLive } from "./pages/twofactor/Http.js"
 import { IdentityConfig } from "./shared/IdentityConfig.js"
 
 const HttpHealthLive = HttpApiBuilder.group(
@@ -39,7 +40,10 @@ const HttpHealthLive = HttpApiBuilder.group(
     )
 )
 
-/** The API's routes, `/api/v1/openapi.json` among them. */
+/**
+ * The API's routes, `/api/v1/openapi.json` among them: the JSON groups of src/identity/http/ and the
+ * pages of src/identity/pages/<feature>/Http.ts.
+ */
 export const IdentityApiLive = HttpApiBuilder.layer(IdentityApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
   Layer.provide([
     HttpHealthLive,

@@ -15,9 +15,6 @@ import { Clients } from "./clients/Clients.js"
 import { CreatorApplications } from "./creator/CreatorApplications.js"
 import { Passwords } from "./crypto/Passwords.js"
 import { Directory } from "./directory/Directory.js"
-import { Csrf } from "./frontend/Csrf.js"
-import { PendingSignIn } from "./frontend/PendingSignIn.js"
-import { PageForms } from "./http/PageForms.js"
 import { SigningKeys } from "./keys/SigningKeys.js"
 import { MailConfig } from "./mail/MailConfig.js"
 import { MailDelivery } from "./mail/MailDelivery.js"
@@ -28,11 +25,14 @@ import { Logout } from "./oauth/Logout.js"
 import { Revocation } from "./oauth/Revocation.js"
 import { TokenService } from "./oauth/TokenService.js"
 import { UserInfoService } from "./oauth/UserInfoService.js"
+import { Csrf } from "./pages/forms/Csrf.js"
+import { FormValidation } from "./pages/forms/FormValidation.js"
 import { AddressLimits } from "./ratelimit/AddressLimits.js"
 import { Sessions } from "./sessions/Sessions.js"
 import { IdentityConfig } from "./shared/IdentityConfig.js"
 import { TokenLiveness } from "./tokens/Liveness.js"
 import { Tokens } from "./tokens/Tokens.js"
+import { PendingSignIn } from "./twofactor/PendingSignIn.js"
 import { TwoFactor } from "./twofactor/TwoFactor.js"
 import { Users } from "./users/Users.js"
 
@@ -54,7 +54,6 @@ const Base = Layer.mergeAll(
   Clients.layer,
   Grants.layer,
   TokenLiveness.layer,
-  Csrf.layer,
   PendingSignIn.layer,
   RateLimiterFromConfig,
   MailConfig.layer,
@@ -82,7 +81,9 @@ export const IdentityServicesLive = Layer.mergeAll(
   CreatorApplications.layer,
   Layer.mergeAll(Account.layer, Recovery.layer).pipe(Layer.provide(EmailCodes.layer)),
   Avatars.layer,
-  PageForms.layer,
+  // What every form of the pages uses (src/identity/pages/forms/).
+  Csrf.layer,
+  FormValidation.layer,
   // The outbox's delivery worker runs as long as the server's stack (src/identity/mail/MailDelivery.ts).
   MailDelivery.layer
 ).pipe(Layer.provideMerge(People))

@@ -25,7 +25,7 @@
  * An account with a second factor (src/identity/twofactor/TwoFactor.ts) needs a code after the right
  * password before any session exists: `otp` or `recovery_code` in the same request, or, on the
  * sign-in page, in a second form (`resume`) that completes a half-done sign-in once
- * (src/identity/frontend/PendingSignIn.ts). A right password for such an account cancels its older
+ * (src/identity/twofactor/PendingSignIn.ts). A right password for such an account cancels its older
  * half-done sign-ins. The session records the methods used (RFC 8176 `amr`).
  */
 import { Context, Data, Effect, Layer, Option } from "effect"
@@ -35,11 +35,11 @@ import type { Attempt } from "../../platform/RateLimiter.js"
 import { RateLimiter } from "../../platform/RateLimiter.js"
 import { FIRST_PARTY_CLIENT_ID } from "../clients/Clients.js"
 import { Passwords } from "../crypto/Passwords.js"
-import type { Pending } from "../frontend/PendingSignIn.js"
-import { PendingSignIn } from "../frontend/PendingSignIn.js"
 import { Sessions } from "../sessions/Sessions.js"
 import { IdentityConfig } from "../shared/IdentityConfig.js"
 import { Tokens } from "../tokens/Tokens.js"
+import type { Pending } from "../twofactor/PendingSignIn.js"
+import { PendingSignIn } from "../twofactor/PendingSignIn.js"
 import type { Amr } from "../twofactor/TwoFactor.js"
 import { PASSWORD_ONLY, TwoFactor } from "../twofactor/TwoFactor.js"
 import type { User } from "../users/Users.js"
@@ -171,7 +171,7 @@ export class Login extends Context.Service<Login>()("identity/Login", {
 
     /**
      * The second step of a page sign-in whose password step vouched for `pending.userId` (a signed
-     * pending sign-in, src/identity/http/PagesHttp.ts): the code, which spends the pending sign-in
+     * pending sign-in, src/identity/pages/signin/SignIn.ts): the code, which spends the pending sign-in
      * with it (`TOKEN_INVALID` when it was spent or cancelled meanwhile), then the session.
      */
     const resume = Effect.fn("Login.resume")(function*(pending: Pending, input: {

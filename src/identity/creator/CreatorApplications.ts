@@ -24,8 +24,8 @@ import {
   REAPPLY_AFTER_DAYS
 } from "../../../schema/Identity/Creator.js"
 import { isUniqueViolation } from "../../platform/SqlState.js"
-import { html } from "../frontend/Html.js"
 import { Mailer } from "../mail/Mailer.js"
+import { html } from "../pages/shared/Html.js"
 import { refused, retryAfter } from "../shared/Refused.js"
 import { Users } from "../users/Users.js"
 

@@ -25,8 +25,8 @@ import { identityMaxAvatarBytes, identityMaxBodyBytes } from "../../platform/Con
 import { jsonBodyType } from "../../platform/MediaType.js"
 import { RouteTable } from "../../platform/RouteTable.js"
 import { isDatabaseUnavailable } from "../../platform/SqlState.js"
-import { errorPage } from "../frontend/Pages.js"
 import { oauthFailure, oauthFailureResponse } from "../oauth/OAuthFailure.js"
+import { errorPage } from "../pages/shared/Layout.js"
 import { type BodyKind, bodyKindOf, declaredBodyKinds } from "./BodyTypes.js"
 import { BASE_PATH, envelopeError, page, prefersJson } from "./Responses.js"
 

@@ -20,7 +20,7 @@
  *   guesses share the bucket of a password change (src/identity/account/Account.ts): five, then
  *   one a minute, per account.
  * - Turning the factor on or off ends every other session of the account and revokes every refresh
- *   family, like a password change, cancels half-done sign-ins (src/identity/frontend/PendingSignIn.ts),
+ *   family, like a password change, cancels half-done sign-ins (src/identity/twofactor/PendingSignIn.ts),
  *   and mails the owner, all in the transaction of the change.
  */
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
@@ -34,8 +34,6 @@ import type { Attempt, BucketPolicy } from "../../platform/RateLimiter.js"
 import { RateLimiter } from "../../platform/RateLimiter.js"
 import { Passwords } from "../crypto/Passwords.js"
 import { constantTimeEquals, sha256Hex } from "../crypto/Secrets.js"
-import type { Pending } from "../frontend/PendingSignIn.js"
-import { PendingSignIn } from "../frontend/PendingSignIn.js"
 import { deriveSecretKey, gcmOpen, gcmSeal } from "../keys/SigningKeyCipher.js"
 import { Mailer } from "../mail/Mailer.js"
 import type { Session } from "../sessions/Sessions.js"
@@ -44,6 +42,8 @@ import { IdentityConfig } from "../shared/IdentityConfig.js"
 import type { Refused } from "../shared/Refused.js"
 import { refused, retryAfter } from "../shared/Refused.js"
 import type { User } from "../users/Users.js"
+import type { Pending } from "./PendingSignIn.js"
+import { PendingSignIn } from "./PendingSignIn.js"
 
 /**
  * The signed-in account a change is for and the session it is made from: an `EndUser`

@@ -1,13 +1,13 @@
 /**
- * The second factor's pages (src/identity/http/TwoFactorHttp.ts, src/identity/http/PagesHttp.ts):
- * the code step of a sign-in and the set-up page. Same rules as src/identity/frontend/Pages.ts: no
+ * The second factor's pages (src/identity/pages/twofactor/, src/identity/pages/signin/): the code
+ * step of a sign-in and the set-up page. Same rules as src/identity/pages/shared/Layout.ts: no
  * script, every input labelled, its hint and error tied to it with `aria-describedby`, errors
  * announced, everything reachable by keyboard (the recovery-code form sits in a `<details>`).
  */
-import type { Html } from "./Html.js"
-import { html } from "./Html.js"
-import type { PageContext } from "./Pages.js"
-import { layout } from "./Pages.js"
+import type { Html } from "../shared/Html.js"
+import { html } from "../shared/Html.js"
+import type { PageContext } from "../shared/Layout.js"
+import { layout } from "../shared/Layout.js"
 
 const ACCOUNT_PATH = "/ui/account"
 const TWO_FACTOR_PATH = "/ui/account/two-factor"

@@ -1,8 +1,11 @@
 /**
- * The pieces of the account and recovery forms: a labelled input with its hint and error (tied by
+ * The pieces of the pages' forms: a labelled input with its hint and error (tied by
  * `aria-describedby`, marked `aria-invalid`), a hidden field and a form-level alert.
  */
 import { html } from "./Html.js"
+
+/** Errors by field name; `form` is an error of the whole form. */
+export type FieldErrors = Readonly<Partial<Record<string, string>>>
 
 export const alert = (message: string | undefined) =>
   message === undefined ? "" : html`<p class="alert" role="alert">${message}</p>`

@@ -2,7 +2,7 @@
  * A sign-in between its two steps on the sign-in page: the password was right and the account has
  * a second factor, but no session exists yet. The page carries `uid.exp.nonce.mac` in a hidden
  * field, `mac` an HMAC-SHA-256 (key derived from `SHIORI_SECRET`, as for the CSRF tokens of
- * src/identity/frontend/Csrf.ts) over the user id, the expiry, the nonce and the browser's CSRF
+ * src/identity/pages/forms/Csrf.ts) over the user id, the expiry, the nonce and the browser's CSRF
  * cookie. So it names one account, lives five minutes, works only in the browser that gave the
  * password, and cannot be forged or edited: without it the code step cannot be reached.
  *

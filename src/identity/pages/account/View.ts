@@ -1,18 +1,17 @@
 /**
  * The registration and account pages: plain server-rendered HTML like the sign-in pages
- * (Pages.ts), no script. Every input has a label; an error is written next to its field, tied to it
- * with `aria-describedby` and `aria-invalid`, and the first one is announced (`role="alert"`).
+ * (src/identity/pages/signin/View.ts), no script. Every input has a label; an error is written next
+ * to its field, tied to it with `aria-describedby` and `aria-invalid`, and the first one is
+ * announced (`role="alert"`).
  */
-import type { AccountSession, Me } from "../../../schema/Identity/Me.js"
-import { ProfileLength } from "../../../schema/Identity/Me.js"
-import { alert, field, hidden } from "./FormFields.js"
-import type { Html } from "./Html.js"
-import { html } from "./Html.js"
-import type { PageContext } from "./Pages.js"
-import { layout } from "./Pages.js"
-
-/** Errors by field name; `form` is an error of the whole form. */
-export type FieldErrors = Readonly<Partial<Record<string, string>>>
+import type { AccountSession, Me } from "../../../../schema/Identity/Me.js"
+import { ProfileLength } from "../../../../schema/Identity/Me.js"
+import type { FieldErrors } from "../shared/FormFields.js"
+import { alert, field, hidden } from "../shared/FormFields.js"
+import type { Html } from "../shared/Html.js"
+import { html } from "../shared/Html.js"
+import type { PageContext } from "../shared/Layout.js"
+import { layout } from "../shared/Layout.js"
 
 export const registerEmailPage = (ctx: PageContext, input: {
   readonly csrf: string

@@ -1,11 +1,12 @@
 /**
  * What a person reads on the account and recovery pages for each refusal of the account services,
  * and the field it is shown next to; a code without an entry shows its envelope message on the form.
+ * The pages reach it through `FormValidation.refusal` (src/identity/pages/forms/FormValidation.ts).
  */
-import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
-import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
-import type { FieldErrors } from "../frontend/AccountPages.js"
-import type { Refused } from "../shared/Refused.js"
+import type { EnvelopeCodeName } from "../../../../schema/Identity/Envelope.js"
+import { EnvelopeCodes } from "../../../../schema/Identity/Envelope.js"
+import type { Refused } from "../../shared/Refused.js"
+import type { FieldErrors } from "./FormFields.js"
 
 /** What a person reads for each refusal, and the field it belongs to. */
 const MESSAGES: Partial<Record<EnvelopeCodeName, { readonly field: string; readonly message: string }>> = {

@@ -1,16 +1,16 @@
 /**
  * The account-recovery pages ("Forgot your password?"), plain server-rendered HTML like the
- * registration pages (AccountPages.ts), no script. Step one asks for the address; step two says a
+ * registration pages (src/identity/pages/account/View.ts), no script. Step one asks for the address; step two says a
  * code was sent *if* an account exists, in the same words for every address, and asks for the code
  * and the new password; the confirmation says every device was signed out. Every input has a label;
  * an error is written next to its field, tied to it with `aria-describedby` and `aria-invalid`, and
  * announced (`role="alert"`).
  */
-import type { FieldErrors } from "./AccountPages.js"
-import { alert, field, hidden } from "./FormFields.js"
-import { html } from "./Html.js"
-import type { PageContext } from "./Pages.js"
-import { layout } from "./Pages.js"
+import type { FieldErrors } from "../shared/FormFields.js"
+import { alert, field, hidden } from "../shared/FormFields.js"
+import { html } from "../shared/Html.js"
+import type { PageContext } from "../shared/Layout.js"
+import { layout } from "../shared/Layout.js"
 
 const TITLE = "Reset your password"
 
