@@ -46,13 +46,16 @@ export type CoverId = typeof CoverId.Type
 // Scalars
 // ---------------------------------------------------------------------------------------------
 
-/** RFC 3339 UTC date-time, at most 32 characters. */
+/**
+ * A time the catalog answers (responses only; no request takes one): RFC 3339 in UTC, in the one
+ * form src/catalog/shared/Rfc3339.ts writes, with the six fractional digits PostgreSQL keeps.
+ */
 export const Timestamp = Schema.String.annotate({ format: "date-time" }).check(
-  Schema.isPattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/u),
-  Schema.isMaxLength(32)
+  Schema.isPattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/u)
 ).annotate({
-  description: "RFC 3339 date-time in UTC, at most 32 characters.",
-  examples: ["2025-06-01T09:30:00.000Z"]
+  description: "RFC 3339 date-time in UTC, always `YYYY-MM-DDTHH:MM:SS.ffffffZ` (six fractional digits), so " +
+    "timestamps compare as text in time order.",
+  examples: ["2025-06-01T09:30:00.000000Z"]
 })
 export type Timestamp = typeof Timestamp.Type
 

@@ -10,9 +10,8 @@ import type { Statement } from "effect/sql/Statement"
 import { ClaimState } from "../../../schema/Catalog/Claim.js"
 import { searchDocument } from "../search/SearchKey.js"
 import { bigintId } from "../shared/Lanes.js"
+import { rfc3339Sql } from "../shared/Rfc3339.js"
 import type { MintFields } from "./WorkFields.js"
-
-const rfc3339 = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 
 /** A claim as locked for a change. */
 export const LockedClaim = Schema.Struct({
@@ -245,7 +244,7 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
                c.last_event_id::text AS last_event_id, w.live AS work_live, w.nsfw, w.display_name,
                (SELECT count(*)::int FROM claim_events a WHERE a.work_id = c.work_id AND a.actor_uid = ${actorUid})
                  AS acted_count,
-               (SELECT ${sql.literal(rfc3339("min(a.created_at)"))} FROM claim_events a
+               (SELECT ${sql.literal(rfc3339Sql("min(a.created_at)"))} FROM claim_events a
                 WHERE a.work_id = c.work_id AND a.actor_uid = ${actorUid}) AS first_acted_at
         FROM claims c JOIN works w ON w.id = c.work_id
         WHERE c.work_id = ${workId}::bigint
@@ -268,7 +267,7 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
           FROM claim
           RETURNING id, created_at
         )
-        SELECT id::text AS id, ${sql.literal(rfc3339("created_at"))} AS created_at FROM event`.pipe(
+        SELECT id::text AS id, ${sql.literal(rfc3339Sql("created_at"))} AS created_at FROM event`.pipe(
         Effect.flatMap(decodeAppended),
         Effect.map((rows) => rows[0])
       )
@@ -334,7 +333,7 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
         : sql`
           (SELECT count(*)::int FROM claim_events a WHERE a.work_id = w.id AND a.actor_uid = ${bearer.uid}
              AND (${bearer.site ?? null}::text IS NULL OR a.site = ${bearer.site ?? null})) AS acted_count,
-          (SELECT ${sql.literal(rfc3339("min(a.created_at)"))} FROM claim_events a
+          (SELECT ${sql.literal(rfc3339Sql("min(a.created_at)"))} FROM claim_events a
            WHERE a.work_id = w.id AND a.actor_uid = ${bearer.uid}
              AND (${bearer.site ?? null}::text IS NULL OR a.site = ${bearer.site ?? null})) AS first_acted_at`
       const order = options.order === "work" ? sql`w.id` : sql`c.last_event_id`
@@ -347,7 +346,7 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
                CASE WHEN ${current} AND coalesce(c.state, 'none') <> 'none' THEN c.site_work_id END AS product_work_id,
                coalesce(c.minted, false) AS minted, w.live AS work_live, w.nsfw,
                le.id::text AS last_event_id, le.from_state AS le_from, le.to_state AS le_to, le.reason AS le_reason,
-               le.actor_uid AS le_actor, ${sql.literal(rfc3339("le.created_at"))} AS le_created_at,
+               le.actor_uid AS le_actor, ${sql.literal(rfc3339Sql("le.created_at"))} AS le_created_at,
                ${counts}
         FROM works w
         LEFT JOIN claims c ON c.work_id = w.id
@@ -440,7 +439,7 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
                CASE WHEN ${privileged(options.viewer, "e")} THEN e.reason END AS reason, e.actor_uid, e.site,
                CASE WHEN c.state IS NULL OR c.state = 'none' OR NOT coalesce(${seesEvent(options.viewer, "ce")}, false)
                     THEN NULL ELSE c.site_work_id END AS product_work_id,
-               ${sql.literal(rfc3339("e.created_at"))} AS created_at
+               ${sql.literal(rfc3339Sql("e.created_at"))} AS created_at
         FROM claim_events e
         JOIN works w ON w.id = e.work_id
         LEFT JOIN claims c ON c.work_id = e.work_id

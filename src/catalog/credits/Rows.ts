@@ -3,10 +3,11 @@
  * nested work at view=basic and a credit name at its basic face. Columns come from the SQL
  * fragments here so every query selects the same ones.
  */
+import { Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { CreditNameId, LangTag, Localized, PersonId } from "../../../schema/Catalog/Common.js"
 import type { CreditNameBasic } from "../../../schema/Catalog/Credit.js"
-import type { WorkBasic } from "../../../schema/Catalog/Work.js"
+import { WorkBasic } from "../../../schema/Catalog/Work.js"
 import { itemJsonSql } from "../works/WorkSql.js"
 
 type Sql = SqlClient.SqlClient
@@ -43,7 +44,14 @@ export interface WorkBasicRow {
  */
 export const workBasicColumns = (sql: Sql) => sql`w.id::text AS w_id, ${itemJsonSql(sql, "basic")} AS w_json`
 
-export const toWorkBasic = (row: WorkBasicRow): WorkBasic => JSON.parse(row.w_json)
+const decodeWorkBasic = Schema.decodeUnknownSync(Schema.fromJsonString(WorkBasic))
+
+/**
+ * The nested work as a value: a character's appearances and a name's credits are encoded through
+ * their list schema (one work per item, not the works list's hot path), so the text PostgreSQL
+ * wrote is decoded as a WorkBasic rather than trusted as one.
+ */
+export const toWorkBasic = (row: WorkBasicRow): WorkBasic => decodeWorkBasic(row.w_json)
 
 /**
  * The visibility of a work `w` (docs/api-contract.md, "Credentials, scopes and the content limit"):

@@ -1,11 +1,11 @@
 /**
  * Handlers of the mirroring group (schema/Api/MirrorApi.ts).
  *
- * Pages are written with `JSON.stringify` rather than through the `ListChange`/`ListRedirect`
- * encoders: every value comes from constrained columns (digit ids, the closed `target_object`
- * vocabulary, timestamps formatted by PostgreSQL), and a mirror pages millions of rows, where the
- * schema walk costs about nine times the serialization. test/catalog/Mirror.test.ts decodes every
- * item with the schemas.
+ * Pages are JSON text (Mirror.ts): the envelope is written from `ListChange`/`ListRedirect`, the items
+ * with `JSON.stringify` rather than through the item encoders: every value comes from constrained
+ * columns (digit ids, the closed `target_object` vocabulary, timestamps formatted by PostgreSQL), and
+ * a mirror pages millions of rows, where the schema walk costs about nine times the serialization.
+ * test/catalog/Mirror.test.ts decodes every item with the schemas.
  */
 import { Effect, Layer } from "effect"
 import { HttpServerResponse } from "effect/http"
@@ -14,6 +14,8 @@ import { CatalogApi } from "../../../schema/Api/CatalogApi.js"
 import { Principal } from "../../../schema/Api/Security.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Mirror } from "./Mirror.js"
+
+const respond = (json: string) => HttpServerResponse.text(json, { contentType: "application/json" })
 
 export const HttpMirrorLive = HttpApiBuilder.group(
   CatalogApi,
@@ -25,14 +27,12 @@ export const HttpMirrorLive = HttpApiBuilder.group(
         .handle("listChanges", ({ query }) =>
           Effect.flatMap(Principal, ({ contentLimit }) =>
             mirror.changes({ ...query, contentLimit })).pipe(
-              Effect.map((page) => HttpServerResponse.jsonUnsafe(page))
+              Effect.map(respond)
             ), runToCompletion)
         .handle("listRedirects", ({ query }) =>
           Effect.flatMap(Principal, ({ contentLimit }) =>
             mirror.redirects({ ...query, contentLimit })).pipe(
-              Effect.map((page) =>
-                HttpServerResponse.jsonUnsafe(page)
-              )
+              Effect.map(respond)
             ), runToCompletion)
     })
 ).pipe(Layer.provide(Mirror.layer))

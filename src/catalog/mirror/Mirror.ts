@@ -9,10 +9,11 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
-import type { Change, Redirect } from "../../../schema/Catalog/Change.js"
+import { type Change, ListChange, ListRedirect, type Redirect } from "../../../schema/Catalog/Change.js"
 import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
 import { InvalidCursor } from "../../../schema/Problem.js"
 import { Cursors, filterDigest, type Position } from "../pagination/Cursor.js"
+import { listJson } from "../shared/JsonSql.js"
 import { ReadCache } from "../shared/ReadCache.js"
 import { type FeedPosition, MirrorRepo } from "./MirrorRepo.js"
 
@@ -22,11 +23,12 @@ export interface FeedRequest {
   readonly contentLimit: ContentLimit
 }
 
-export interface FeedPage<Item> {
-  readonly object: "list"
-  readonly items: ReadonlyArray<Item>
-  readonly next_cursor?: string
-}
+/**
+ * The pages as JSON text: the envelope written from the list schema, each item with `JSON.stringify`
+ * (see Http.ts for why not through the item encoder).
+ */
+const changesJson = listJson(ListChange)
+const redirectsJson = listJson(ListRedirect)
 
 /** Cursors are bound to their feed (a changes cursor is no redirects cursor); both feeds take no filters. */
 const noFilters = filterDigest({})
@@ -65,7 +67,8 @@ export class Mirror extends Context.Service<Mirror>()("catalog/Mirror", {
       fetch: (
         query: { readonly after: FeedPosition | undefined; readonly rows: number; readonly sfw: boolean }
       ) => Effect.Effect<ReadonlyArray<Row>>,
-      toItem: (row: Row) => Item
+      toItem: (row: Row) => Item,
+      envelope: (items: ReadonlyArray<string>, members: { readonly next_cursor?: string | undefined }) => string
     ) =>
       Effect.gen(function*() {
         const limit = request.limit ?? DEFAULT_LIMIT
@@ -74,12 +77,9 @@ export class Mirror extends Context.Service<Mirror>()("catalog/Mirror", {
         const last = rows[rows.length - 1]
         // The records these changes name must not be answered from before them (ReadCache.ts).
         if (last !== undefined) cache.observeFeed(last.position)
-        const result: FeedPage<Item> = {
-          object: "list",
-          items: rows.map(toItem),
-          ...(last === undefined ? {} : { next_cursor: cursors.encode(positionOf(feed)(last), noFilters) })
-        }
-        return result
+        return envelope(rows.map((row) => JSON.stringify(toItem(row))), {
+          next_cursor: last === undefined ? undefined : cursors.encode(positionOf(feed)(last), noFilters)
+        })
       })
 
     const changes = Effect.fn("Mirror.changes")((request: FeedRequest) =>
@@ -90,7 +90,7 @@ export class Mirror extends Context.Service<Mirror>()("catalog/Mirror", {
         updated_at: row.updated_at,
         // `gone` is present only when true, never sent as false (docs/change-feed.md).
         ...(row.gone ? { gone: true as const } : {})
-      }))
+      }), changesJson)
     )
 
     const redirects = Effect.fn("Mirror.redirects")((request: FeedRequest) =>
@@ -100,7 +100,7 @@ export class Mirror extends Context.Service<Mirror>()("catalog/Mirror", {
         from_id: row.from_id,
         current_id: row.current_id,
         merged_at: row.merged_at
-      }))
+      }), redirectsJson)
     )
 
     return { changes, redirects } as const

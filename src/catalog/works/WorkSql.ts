@@ -4,13 +4,22 @@
  * exactly, so each keyset index applies) and the item JSON.
  *
  * Items are built by PostgreSQL as JSON text (`json_build_object`) and spliced into the response
- * as they are: the hot list path neither parses nor re-encodes rows. The shapes are those of
- * schema/Catalog/Work.ts; test/catalog/Works.test.ts decodes every response with that schema.
+ * as they are: the hot list path neither parses nor re-encodes rows. That SQL is generated from the
+ * records of schema/Catalog/*.ts (shared/JsonSql.ts): here is only which column fills each member.
  */
+import { Struct } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
 import type { WorkFacet, WorkSort } from "../../../schema/Api/WorksApi.js"
-import type { FacetValue } from "../../../schema/Catalog/Common.js"
+import { RosterCharacter } from "../../../schema/Catalog/Character.js"
+import { Cover, EntityName, type FacetValue, Intro, Ref, WorkLink } from "../../../schema/Catalog/Common.js"
+import { CompanyBasic } from "../../../schema/Catalog/Company.js"
+import { CreditEntry, CreditGroup } from "../../../schema/Catalog/Credit.js"
+import { EngineRef } from "../../../schema/Catalog/Engine.js"
+import { TagBasic, WorkTag } from "../../../schema/Catalog/Tag.js"
+import { Rating, WorkBasic, WorkCompany, WorkFull, WorkTitle } from "../../../schema/Catalog/Work.js"
+import { type Columns, objectSql } from "../shared/JsonSql.js"
+import { rfc3339Sql } from "../shared/Rfc3339.js"
 
 type Sql = SqlClient.SqlClient
 
@@ -118,29 +127,44 @@ export const afterSql = (
 }
 
 // ---------------------------------------------------------------------------------------------
-// Item JSON
+// Item JSON (generated from the record schemas: shared/JsonSql.ts)
 // ---------------------------------------------------------------------------------------------
 
-const utc = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+const workBasicColumns = {
+  id: "w.id::text",
+  display_name: "w.display_name",
+  latin: "w.latin",
+  olang: "w.olang",
+  localized: "w.localized",
+  released: `CASE WHEN w.released_year IS NULL THEN NULL ELSE concat_ws('-', lpad(w.released_year::text, 4, '0'),
+    lpad(w.released_month::text, 2, '0'), lpad(w.released_day::text, 2, '0')) END`,
+  content_rating: "CASE WHEN w.nsfw THEN 'nsfw' ELSE 'sfw' END",
+  length_minutes: "w.length_minutes",
+  platforms: "w.platforms",
+  media: "w.media",
+  popularity: "w.popularity",
+  updated_at: rfc3339Sql("w.updated_at")
+} satisfies Columns<typeof WorkBasic>
 
-const basicJson = `'object', 'work', 'id', w.id::text, 'display_name', w.display_name, 'latin', w.latin,
-  'olang', w.olang, 'localized', w.localized,
-  'released', CASE WHEN w.released_year IS NULL THEN NULL ELSE concat_ws('-', lpad(w.released_year::text, 4, '0'),
-    lpad(w.released_month::text, 2, '0'), lpad(w.released_day::text, 2, '0')) END,
-  'content_rating', CASE WHEN w.nsfw THEN 'nsfw' ELSE 'sfw' END, 'length_minutes', w.length_minutes,
-  'platforms', w.platforms, 'media', w.media, 'popularity', w.popularity, 'updated_at', ${utc("w.updated_at")}`
+/** The view=full item: its array members (aliases, links) come after it, with the includes. */
+const WorkFullItem = WorkFull.mapFields(Struct.omit(["aliases", "links"]))
 
-const fullJson = `, 'development_status', w.development_status,
-  'engine', (SELECT json_build_object('id', e.id::text, 'display_name', e.display_name)
-    FROM engines e WHERE e.id = w.engine_id AND e.live),
-  'created_at', ${utc("w.created_at")}`
+const itemJson = {
+  basic: objectSql(WorkBasic, workBasicColumns),
+  full: objectSql(WorkFullItem, {
+    ...workBasicColumns,
+    development_status: "w.development_status",
+    engine: `(SELECT ${objectSql(EngineRef, { id: "e.id::text", display_name: "e.display_name" })}
+    FROM engines e WHERE e.id = w.engine_id AND e.live)`,
+    created_at: rfc3339Sql("w.created_at")
+  })
+}
 
 /**
  * The work item as JSON text, from `works w`: view=basic, or view=full without its array members
  * (aliases and links come with the includes, one query for the page).
  */
-export const itemJsonSql = (sql: Sql, view: "basic" | "full"): Fragment =>
-  sql.literal(`json_build_object(${basicJson}${view === "full" ? fullJson : ""})::text`)
+export const itemJsonSql = (sql: Sql, view: "basic" | "full"): Fragment => sql.literal(`${itemJson[view]}::text`)
 
 /** The parts that come after the item: the include tokens plus the view=full arrays. */
 export type WorkPart =
@@ -155,12 +179,73 @@ export type WorkPart =
   | "aliases"
   | "links"
 
-export const coverJson = `json_build_object('object', 'cover', 'id', c.id::text, 'vote_count', c.vote_count,
-  'portrait_pinned', c.portrait_pinned, 'cover_kind', c.cover_kind, 'url', i.url, 'hash', i.hash, 'width', i.width,
-  'height', i.height, 'thumbhash', i.thumbhash, 'sexual', i.sexual, 'violence', i.violence, 'source', i.source)`
+/** A cover, from `covers c JOIN images i`. */
+export const coverJson = objectSql(Cover, {
+  id: "c.id::text",
+  vote_count: "c.vote_count",
+  portrait_pinned: "c.portrait_pinned",
+  cover_kind: "c.cover_kind",
+  url: "i.url",
+  hash: "i.hash",
+  width: "i.width",
+  height: "i.height",
+  thumbhash: "i.thumbhash",
+  sexual: "i.sexual",
+  violence: "i.violence",
+  source: "i.source"
+})
 
 /** Best first: the pinned portrait cover, then by net votes, newest first on ties. */
 export const coverOrder = "c.portrait_pinned DESC, c.vote_count DESC, c.id DESC"
+
+/** The element of each part, from the tables its query (`partWhereSql`) reads. */
+const partJson = {
+  titles: objectSql(WorkTitle, {
+    lang: "t.lang",
+    value: "t.value",
+    latin: "t.latin",
+    is_main: "t.is_main",
+    is_official: "t.is_official"
+  }),
+  refs: objectSql(Ref, { source: "r.source", external_id: "r.external_id", url: "r.url" }),
+  intros: objectSql(Intro, { lang: "n.lang", value: "n.value", is_machine: "n.is_machine", source: "n.source" }),
+  aliases: objectSql(EntityName, {
+    lang: "a.lang",
+    value: "a.value",
+    alias_kind: "a.alias_kind",
+    is_machine: "a.is_machine"
+  }),
+  links: objectSql(WorkLink, { site: "l.site", url: "l.url", label: "l.label", lang: "l.lang" }),
+  companies: (nsfw: boolean) =>
+    objectSql(WorkCompany, {
+      company: objectSql(CompanyBasic, {
+        id: "c.id::text",
+        display_name: "c.display_name",
+        latin: "c.latin",
+        lang: "c.lang",
+        localized: "c.localized",
+        company_kind: "c.company_kind",
+        work_count: nsfw ? "c.work_count" : "c.work_count_sfw"
+      }),
+      roles: `array_remove(ARRAY[CASE WHEN wc.developer THEN 'developer' END,
+              CASE WHEN wc.publisher THEN 'publisher' END], NULL)`
+    }),
+  ratings: objectSql(Rating, { source: "r.source", score: "r.score", votes: "r.votes" }),
+  tags: objectSql(WorkTag, {
+    tag: objectSql(TagBasic, {
+      id: "t.id::text",
+      display_name: "t.display_name",
+      localized: "t.localized",
+      category: "t.category"
+    }),
+    spoiler: "wt.spoiler",
+    score: "wt.score"
+  }),
+  credits: objectSql(CreditGroup, { role_key: "g.role_key", role_name: "g.role_name", credits: "g.credits" })
+}
+
+/** The company part's element for each content limit (`work_count` counts what the caller may see). */
+const companyJson = { sfw: partJson.companies(false), nsfw: partJson.companies(true) }
 
 /**
  * The query of one part for a whole page: one aggregate over `= ANY(ids)` (never a query per row).
@@ -178,66 +263,66 @@ export const partSql = (sql: Sql, part: WorkPart, ids: ReadonlyArray<string>, ns
 export const partWhereSql = (sql: Sql, part: WorkPart, any: Fragment, nsfw: boolean): Fragment => {
   switch (part) {
     case "titles":
-      return sql`SELECT 'titles' AS part, t.work_id::text AS id, json_agg(json_build_object('lang', t.lang,
-            'value', t.value, 'latin', t.latin, 'is_main', t.is_main, 'is_official', t.is_official)
+      return sql`SELECT 'titles' AS part, t.work_id::text AS id, json_agg(${sql.literal(partJson.titles)}
             ORDER BY t.is_main DESC, t.lang)::text AS json
           FROM work_titles t WHERE t.work_id ${any} GROUP BY t.work_id`
     case "refs":
-      return sql`SELECT 'refs' AS part, r.entity_id::text AS id, json_agg(json_build_object('source', r.source,
-            'external_id', r.external_id, 'url', r.url) ORDER BY r.source, r.external_id)::text AS json
+      return sql`SELECT 'refs' AS part, r.entity_id::text AS id, json_agg(${sql.literal(partJson.refs)}
+            ORDER BY r.source, r.external_id)::text AS json
           FROM entity_refs r WHERE r.entity_id ${any} AND r.entity_type = 'work' GROUP BY r.entity_id`
     case "intros":
-      return sql`SELECT 'intros' AS part, n.entity_id::text AS id, json_agg(json_build_object('object', 'intro', 'lang', n.lang,
-            'value', n.value, 'is_machine', n.is_machine, 'source', n.source) ORDER BY n.position)::text AS json
+      return sql`SELECT 'intros' AS part, n.entity_id::text AS id, json_agg(${sql.literal(partJson.intros)}
+            ORDER BY n.position)::text AS json
           FROM entity_intros n WHERE n.entity_id ${any} AND n.entity_type = 'work' GROUP BY n.entity_id`
     case "aliases":
-      return sql`SELECT 'aliases' AS part, a.entity_id::text AS id, json_agg(json_build_object('lang', a.lang, 'value', a.value,
-            'alias_kind', a.alias_kind, 'is_machine', a.is_machine) ORDER BY a.position)::text AS json
+      return sql`SELECT 'aliases' AS part, a.entity_id::text AS id, json_agg(${sql.literal(partJson.aliases)}
+            ORDER BY a.position)::text AS json
           FROM entity_aliases a
           WHERE a.entity_id ${any} AND a.entity_type = 'work' AND a.alias_kind <> 'search_hint'
           GROUP BY a.entity_id`
     case "links":
-      return sql`SELECT 'links' AS part, l.entity_id::text AS id, json_agg(json_build_object('site', l.site, 'url', l.url,
-            'label', l.label, 'lang', l.lang) ORDER BY l.position)::text AS json
+      return sql`SELECT 'links' AS part, l.entity_id::text AS id, json_agg(${sql.literal(partJson.links)}
+            ORDER BY l.position)::text AS json
           FROM entity_links l WHERE l.entity_id ${any} AND l.entity_type = 'work' GROUP BY l.entity_id`
     case "covers":
       return sql`SELECT 'covers' AS part, c.work_id::text AS id, json_agg(${sql.literal(coverJson)}
             ORDER BY ${sql.literal(coverOrder)})::text AS json
           FROM covers c JOIN images i ON i.hash = c.image_hash WHERE c.work_id ${any} GROUP BY c.work_id`
     case "companies":
-      return sql`SELECT 'companies' AS part, wc.work_id::text AS id, json_agg(json_build_object(
-            'company', json_build_object('object', 'company', 'id', c.id::text, 'display_name', c.display_name,
-              'latin', c.latin, 'lang', c.lang, 'localized', c.localized, 'company_kind', c.company_kind,
-              'work_count', ${sql.literal(nsfw ? "c.work_count" : "c.work_count_sfw")}),
-            'roles', array_remove(ARRAY[CASE WHEN wc.developer THEN 'developer' END,
-              CASE WHEN wc.publisher THEN 'publisher' END], NULL))
+      return sql`SELECT 'companies' AS part, wc.work_id::text AS id, json_agg(${
+        sql.literal(companyJson[nsfw ? "nsfw" : "sfw"])
+      }
             ORDER BY wc.developer DESC, c.id)::text AS json
           FROM work_companies wc JOIN companies c ON c.id = wc.company_id AND c.live
           WHERE wc.work_id ${any} GROUP BY wc.work_id`
     case "ratings":
-      return sql`SELECT 'ratings' AS part, r.work_id::text AS id, json_agg(json_build_object('source', r.source,
-            'score', r.score, 'votes', r.votes)
+      return sql`SELECT 'ratings' AS part, r.work_id::text AS id, json_agg(${sql.literal(partJson.ratings)}
             ORDER BY array_position(ARRAY['vndb', 'bangumi', 'egs', 'steam', 'dlsite'], r.source))::text AS json
           FROM ratings r WHERE r.work_id ${any} GROUP BY r.work_id`
     case "tags":
-      return sql`SELECT 'tags' AS part, wt.work_id::text AS id, json_agg(json_build_object(
-            'tag', json_build_object('object', 'tag', 'id', t.id::text, 'display_name', t.display_name,
-              'localized', t.localized, 'category', t.category),
-            'spoiler', wt.spoiler, 'score', wt.score) ORDER BY wt.score DESC, t.id)::text AS json
+      return sql`SELECT 'tags' AS part, wt.work_id::text AS id, json_agg(${sql.literal(partJson.tags)}
+            ORDER BY wt.score DESC, t.id)::text AS json
           FROM work_tags wt JOIN tags t ON t.id = wt.tag_id AND t.live
             ${nsfw ? sql`` : sql`AND t.category <> 'sexual'`}
           WHERE wt.work_id ${any} GROUP BY wt.work_id`
     case "credits":
-      return sql`SELECT 'credits' AS part, g.work_id::text AS id, json_agg(json_build_object('object', 'credit_group',
-            'role_key', g.role_key, 'role_name', g.role_name, 'credits', g.credits) ORDER BY g.position)::text AS json
+      return sql`SELECT 'credits' AS part, g.work_id::text AS id, json_agg(${sql.literal(partJson.credits)}
+            ORDER BY g.position)::text AS json
           FROM (${creditGroupsSql(sql, any)}) g GROUP BY g.work_id`
   }
 }
 
 /** A roster row as RosterCharacter JSON, from `work_characters wc JOIN characters c`. */
-export const rosterJson = `json_build_object('object', 'character', 'id', c.id::text, 'display_name', c.display_name,
-  'latin', c.latin, 'lang', c.lang, 'localized', c.localized, 'roster_role', wc.roster_role, 'spoiler', wc.spoiler,
-  'identity', wc.identity)`
+export const rosterJson = objectSql(RosterCharacter, {
+  id: "c.id::text",
+  display_name: "c.display_name",
+  latin: "c.latin",
+  lang: "c.lang",
+  localized: "c.localized",
+  roster_role: "wc.roster_role",
+  spoiler: "wc.spoiler",
+  identity: "wc.identity"
+})
 
 /** Several parts in one statement (fine for small pages, where no parallel plan is considered). */
 export const partsSql = (sql: Sql, parts: ReadonlyArray<WorkPart>, ids: ReadonlyArray<string>, nsfw: boolean) =>
@@ -247,12 +332,21 @@ export const partsSql = (sql: Sql, parts: ReadonlyArray<WorkPart>, ids: Readonly
 export const workPartsSql = (sql: Sql, parts: ReadonlyArray<WorkPart>, id: string, nsfw: boolean) =>
   sql.join(" UNION ALL ", false)(parts.map((part) => partWhereSql(sql, part, sql`= ${id}::bigint`, nsfw)))
 
+/** A credit of a group, from `credits c JOIN credit_names cn LEFT JOIN characters ch`. */
+const creditEntryJson = objectSql(CreditEntry, {
+  id: "cn.id::text",
+  display_name: "cn.display_name",
+  latin: "cn.latin",
+  localized: "cn.localized",
+  character_id: "ch.id::text",
+  note: "c.note",
+  identity: "c.identity"
+})
+
 /** A work's credits grouped by role: (work_id, role_key, role_name, position, credits JSON array). */
 export const creditGroupsSql = (sql: Sql, workCondition: Fragment): Fragment =>
   sql`SELECT c.work_id, r.role_key, r.role_name, r.position,
-      json_agg(json_build_object('object', 'credit_name', 'id', cn.id::text, 'display_name', cn.display_name,
-        'latin', cn.latin, 'localized', cn.localized, 'character_id', ch.id::text, 'note', c.note,
-        'identity', c.identity) ORDER BY c.position, c.identity) AS credits
+      json_agg(${sql.literal(creditEntryJson)} ORDER BY c.position, c.identity) AS credits
     FROM credits c
     JOIN credit_roles r ON r.role_key = c.role_key
     JOIN credit_names cn ON cn.id = c.credit_name_id AND cn.live

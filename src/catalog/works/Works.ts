@@ -10,7 +10,7 @@
  * In every lane the parts of a page (includes, view=full arrays) come from one more statement, and
  * the list is written as JSON text around the item JSON PostgreSQL built (no per-item encoding).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import type {
   GetWorkParams,
   ListWorksParams,
@@ -20,13 +20,15 @@ import type {
   WorkView
 } from "../../../schema/Api/WorksApi.js"
 import { querySorts, searchLaneSorts } from "../../../schema/Api/WorksApi.js"
-import type { RosterCharacter } from "../../../schema/Catalog/Character.js"
-import type { Cover, FacetValue, Intro, LangTag } from "../../../schema/Catalog/Common.js"
-import type { CreditGroup } from "../../../schema/Catalog/Credit.js"
+import { RosterCharacter } from "../../../schema/Catalog/Character.js"
+import { Cover, type Intro, type LangTag } from "../../../schema/Catalog/Common.js"
+import { CreditGroup } from "../../../schema/Catalog/Credit.js"
 import { DEFAULT_LIMIT, MAX_DEPTH } from "../../../schema/Catalog/Query.js"
+import { ListWork } from "../../../schema/Catalog/Work.js"
 import { type FieldError, InvalidParameter } from "../../../schema/Problem.js"
 import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
 import { Gone } from "../shared/Gone.js"
+import { listJson } from "../shared/JsonSql.js"
 import { keysetPage } from "../shared/Keyset.js"
 import { bigintId } from "../shared/Lanes.js"
 import { makeTtlCache } from "../shared/TtlCache.js"
@@ -40,28 +42,17 @@ export type Collection = "works" | "search"
 /** The roster embedded in the single-work read (view=full); longer rosters are paged at /characters. */
 const EMBEDDED_ROSTER = 500
 
-interface Envelope {
-  readonly items: ReadonlyArray<string>
-  readonly next_cursor?: string | undefined
-  readonly total?: number | undefined
-  readonly total_relation?: "eq" | "gte" | undefined
-  readonly facets?: Readonly<Record<string, ReadonlyArray<FacetValue>>> | undefined
-  readonly missing?: ReadonlyArray<string> | undefined
-}
-
 /**
  * The list envelope (docs/api-contract.md, "Records and lists") as JSON text around items that
- * already are JSON text.
+ * already are JSON text, written from the list schema (shared/JsonSql.ts).
  */
-const envelope = (e: Envelope): string => {
-  let out = `{"object":"list","items":[${e.items.join(",")}]`
-  if (e.next_cursor !== undefined) out += `,"next_cursor":${JSON.stringify(e.next_cursor)}`
-  if (e.total !== undefined) out += `,"total":${e.total}`
-  if (e.total_relation !== undefined) out += `,"total_relation":"${e.total_relation}"`
-  if (e.facets !== undefined) out += `,"facets":${JSON.stringify(e.facets)}`
-  if (e.missing !== undefined) out += `,"missing":${JSON.stringify(e.missing)}`
-  return out + "}"
-}
+const envelope = listJson(ListWork)
+
+// The sub-lists below are answered through their list schema, which encodes every item again; what
+// PostgreSQL wrote is decoded with the item's schema rather than trusted as one.
+const rosterCharacter = Schema.decodeUnknownSync(Schema.fromJsonString(RosterCharacter))
+const creditEntries = Schema.decodeUnknownSync(Schema.fromJsonString(CreditGroup.fields.credits))
+const cover = Schema.decodeUnknownSync(Schema.fromJsonString(Cover))
 
 const inconsistent = (parameter: string, other: string): FieldError => ({
   reason: "INCONSISTENT_WITH",
@@ -213,7 +204,7 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
         }
       }
       const items = yield* withParts(ordered, params.include ?? [], view, nsfw)
-      return envelope({ items, missing })
+      return envelope(items, { missing })
     })
 
     /** The search lane (docs/decisions.md, "Search and facets"; docs/api-contract.md, "Cursors and pages"). */
@@ -247,7 +238,7 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
         ], { concurrency: "unbounded" })
         const rows = yield* render(hits.map((hit) => hit.id), view, nsfw)
         const items = yield* withParts(rows, params.include ?? [], view, nsfw)
-        return envelope({ items, total: total.total, total_relation: total.relation, facets: facetValues })
+        return envelope(items, { total: total.total, total_relation: total.relation, facets: facetValues })
       }
 
       const digest = filterDigest({ "": "works", lane: "search", q: params.q, ...request.filters })
@@ -267,7 +258,7 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
       )
       const rows = yield* render(page.items.map((hit) => hit.id), view, nsfw)
       const items = yield* withParts(rows, params.include ?? [], view, nsfw)
-      return envelope({ items, next_cursor: page.next_cursor, total, facets: facetValues })
+      return envelope(items, { next_cursor: page.next_cursor, total, facets: facetValues })
     })
 
     /** The listing lane: cursor mode over the sort's keyset index. */
@@ -303,7 +294,7 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
         (position) => cursors.encode(position, digest)
       )
       const items = yield* withParts(page.items, params.include ?? [], view, nsfw)
-      return envelope({ items, next_cursor: page.next_cursor, total })
+      return envelope(items, { next_cursor: page.next_cursor, total })
     })
 
     const listBody = Effect.fn("Works.list")(function*(params: ListWorksParams, collection: Collection, nsfw: boolean) {
@@ -387,7 +378,7 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
         nsfw,
         fetch: repo.roster,
         position: (row) => ({ key: [row.position], id: row.id }),
-        item: (row: RosterRow): RosterCharacter => JSON.parse(row.json)
+        item: (row: RosterRow) => rosterCharacter(row.json)
       }).pipe(Effect.withSpan("Works.characters"))
 
     const credits = (id: string, params: WorkListParams, nsfw: boolean) =>
@@ -402,7 +393,7 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
           object: "credit_group",
           role_key: row.role_key,
           role_name: row.role_name,
-          credits: JSON.parse(row.credits)
+          credits: creditEntries(row.credits)
         })
       }).pipe(Effect.withSpan("Works.credits"))
 
@@ -414,7 +405,7 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
         nsfw,
         fetch: repo.covers,
         position: (row) => ({ key: [row.pinned ? 1 : 0, row.votes], id: row.id }),
-        item: (row): Cover => JSON.parse(row.json)
+        item: (row) => cover(row.json)
       }).pipe(Effect.withSpan("Works.covers"))
 
     const intros = (id: string, params: WorkListParams, nsfw: boolean) =>
