@@ -6,7 +6,9 @@
  * the test's own catalog server, where the writes are made (claims, docs/writing.md "Claims");
  * process B is the built server (`dist/src/main.js`) on the same database, where every read is made
  * and cached first. B keeps `CATALOG_CACHE_SECONDS` at its default (60), so only the notification can
- * explain a fresh read within the bound waited here.
+ * explain a fresh read within the bound waited here. When the notification is lost (the triggers
+ * that send it are off), a process configured with a short `CATALOG_CACHE_SECONDS` sees the write
+ * once that long has passed, and not through anything else.
  *
  * Also the model's own rule (src/catalog/shared/CatalogChanges.ts): a value whose computation began
  * before an emptying is never kept.
@@ -17,7 +19,7 @@ import { SqlClient } from "effect/sql"
 import { CatalogChanges } from "../../src/catalog/shared/CatalogChanges.js"
 import { DatabaseUrl } from "../../src/platform/Database.js"
 import { startBuiltCatalog } from "../support/BuiltServer.js"
-import { ClaimsFixture, ClaimsFixtureLive } from "../support/Claims.js"
+import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
 import { eventually } from "../support/Eventually.js"
 import { sleepReal } from "../support/Problems.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
@@ -90,6 +92,41 @@ const readAll = (base: string, key: string, list: ReadonlyArray<Probe>) =>
       return [probe.name, probe.observe({ status: res.status, body })] as const
     })).pipe(Effect.map((pairs): Record<string, any> => Object.fromEntries(pairs)))
 
+/** What every probe shows once the minted `work` went live, given what it showed before. */
+const liveAfter = (before: Record<string, any>, work: string) => ({
+  "works list answer (stored answer)": [work],
+  "single work answer (stored answer)": work,
+  "search answer (result set)": [work],
+  "listing count of a filter (include_total)": before["listing count of a filter (include_total)"] + 1,
+  "listing count of the whole catalog (include_total)": before["listing count of the whole catalog (include_total)"] +
+    1,
+  "facet counts of a search": [{ value: "sfw", display_name: expect.any(String), count: 1 }],
+  "facet counts of the whole catalog": before["facet counts of the whole catalog"] + 1,
+  "statistics": before["statistics"] + 1
+})
+
+/** Mints a draft work titled with `word` as the fixture's creator (docs/writing.md, "Claims": minted works). */
+const mint = (f: ClaimsFixtureShape, word: string) =>
+  Effect.gen(function*() {
+    const minted = yield* f.call("POST", "/v2/claims", {
+      key: f.creator.key,
+      body: { site_work_id: "9001", display_name: `Freshness ${word}` }
+    })
+    expect(minted.status, JSON.stringify(minted.body)).toBe(201)
+    return minted.body.id as string
+  })
+
+/** The go-live: a creator's submission makes its minted work live (docs/writing.md, "Claims"). */
+const goLive = (f: ClaimsFixtureShape, work: string) =>
+  Effect.gen(function*() {
+    const submitted = yield* f.call("POST", `/v2/claims/${work}/submission`, { key: f.creator.key })
+    expect(submitted.status, JSON.stringify(submitted.body)).toBe(200)
+    expect(submitted.body.state).toBe("live")
+  })
+
+/** The tables whose statement triggers send `catalog_changed` (migrations/0005, migrations/0021). */
+const notifyingTables = ["catalog_changes", "catalog_redirects", "claims", "claim_events"] as const
+
 describe("catalog freshness across processes (docs/api-contract.md, \"Caching, ETags and freshness\")", () => {
   it.layer(ClaimsFixtureLive(), serverLayerOptions("180 seconds"))((it) => {
     it.effect("a write made through process A is seen by every cached read of process B within the bound", () =>
@@ -99,13 +136,8 @@ describe("catalog freshness across processes (docs/api-contract.md, \"Caching, E
         const word = `zqfresh${Date.now().toString(36)}`
         const reader = f.creator.key
 
-        // A minted draft is invisible to every read (docs/writing.md, "Claims": minted works).
-        const minted = yield* f.call("POST", "/v2/claims", {
-          key: f.creator.key,
-          body: { site_work_id: "9001", display_name: `Freshness ${word}` }
-        })
-        expect(minted.status, JSON.stringify(minted.body)).toBe(201)
-        const work: string = minted.body.id
+        // A minted draft is invisible to every read.
+        const work = yield* mint(f, word)
         const list = probes(work, word)
 
         // Each read twice on B, so that the second is answered from its caches.
@@ -114,23 +146,11 @@ describe("catalog freshness across processes (docs/api-contract.md, \"Caching, E
         expect(before["works list answer (stored answer)"]).toEqual([])
         expect(before["search answer (result set)"]).toEqual([])
 
-        // The go-live on A: a creator's submission makes the minted work live.
-        const submitted = yield* f.call("POST", `/v2/claims/${work}/submission`, { key: f.creator.key })
-        expect(submitted.status, JSON.stringify(submitted.body)).toBe(200)
-        expect(submitted.body.state).toBe("live")
+        // The go-live on A.
+        yield* goLive(f, work)
         yield* sleepReal(FRESHNESS_BOUND_MS)
         const live = yield* readAll(b.base, reader, list)
-        expect(live).toEqual({
-          "works list answer (stored answer)": [work],
-          "single work answer (stored answer)": work,
-          "search answer (result set)": [work],
-          "listing count of a filter (include_total)": before["listing count of a filter (include_total)"] + 1,
-          "listing count of the whole catalog (include_total)":
-            before["listing count of the whole catalog (include_total)"] + 1,
-          "facet counts of a search": [{ value: "sfw", display_name: expect.any(String), count: 1 }],
-          "facet counts of the whole catalog": before["facet counts of the whole catalog"] + 1,
-          "statistics": before["statistics"] + 1
-        })
+        expect(live).toEqual(liveAfter(before, work))
 
         // Cached again on B (the single work too, now that it is served), then a ban on A hides it.
         expect(yield* readAll(b.base, reader, list)).toEqual(live)
@@ -143,6 +163,37 @@ describe("catalog freshness across processes (docs/api-contract.md, \"Caching, E
         expect(banned.status, JSON.stringify(banned.body)).toBe(201)
         yield* sleepReal(FRESHNESS_BOUND_MS)
         expect(yield* readAll(b.base, reader, list)).toEqual({ ...before, "single work answer (stored answer)": 404 })
+      }))
+
+    it.effect("a write whose notification is lost is seen by process B within CATALOG_CACHE_SECONDS", () =>
+      Effect.gen(function*() {
+        const f = yield* ClaimsFixture
+        const sql = yield* SqlClient.SqlClient
+        // B keeps anything at most 2 seconds: the bound a lost notification leaves, and the wait below.
+        const cacheSeconds = 2
+        const b = yield* startBuiltCatalog(Redacted.value(yield* DatabaseUrl), {
+          CATALOG_CACHE_SECONDS: String(cacheSeconds)
+        })
+        const word = `zqlost${Date.now().toString(36)}`
+        const reader = f.creator.key
+        const triggers = (enable: boolean) =>
+          Effect.forEach(notifyingTables, (table) =>
+            enable
+              ? sql`ALTER TABLE ${sql(table)} ENABLE TRIGGER ${sql(`${table}_notify`)}`
+              : sql`ALTER TABLE ${sql(table)} DISABLE TRIGGER ${sql(`${table}_notify`)}`).pipe(Effect.orDie)
+        // No write notifies any process from here on (the listeners stay connected and hear nothing).
+        yield* triggers(false)
+        yield* Effect.gen(function*() {
+          const work = yield* mint(f, word)
+          const list = probes(work, word)
+          const before = yield* readAll(b.base, reader, list)
+          expect(yield* readAll(b.base, reader, list)).toEqual(before)
+          expect(before["works list answer (stored answer)"]).toEqual([])
+
+          yield* goLive(f, work)
+          yield* sleepReal(cacheSeconds * 1_000)
+          expect(yield* readAll(b.base, reader, list)).toEqual(liveAfter(before, work))
+        }).pipe(Effect.ensuring(triggers(true)))
       }))
   })
 
