@@ -66,7 +66,7 @@ export const startBuiltCatalog = (databaseUrl: string, env: Record<string, strin
         const res = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(2000) })
         await res.arrayBuffer()
         if (res.status !== 200) throw new Error(`readyz ${res.status}`)
-      }, { timeoutMs: 30_000, intervalMs: 100 }).catch((e) => {
+      }, { timeoutMs: 60_000, intervalMs: 100 }).catch((e) => {
         child.kill("SIGKILL")
         throw new Error(`server not ready: ${e}\n${output}`)
       })

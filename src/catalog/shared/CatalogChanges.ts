@@ -26,23 +26,19 @@
  * a lookup that finishes only sets the expiry of its own entry, never puts it back (effect 4.1,
  * src/Cache.ts `get`); ReadCache keeps its own guard (see there).
  */
-import { Cache, Config, Context, Duration, Effect, Equal, Exit, Hash, Layer, Option } from "effect"
+import { Cache, Config, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { keepListening } from "../../platform/Notifications.js"
 
 export const CATALOG_CHANNEL = "catalog_changed"
 
-/** A cache key that carries the computation of its value (the lookup of a `cache`). */
-class Keyed<A> implements Equal.Equal {
-  constructor(readonly key: string, readonly compute: Effect.Effect<A>) {}
-  [Equal.symbol](that: Equal.Equal): boolean {
-    return that instanceof Keyed && that.key === this.key
-  }
-  [Hash.symbol](): number {
-    return Hash.string(this.key)
-  }
-}
-
-const notComputed = Effect.die(new Error("a peek never computes"))
+/**
+ * The computation of the value a `cache` lookup is for, given by its asker: effect's `Cache` runs its
+ * lookup with the services of the `get` that missed (`requireServicesAt: "lookup"`), so the key stays
+ * a plain string (a string key is several times cheaper to hash and compare than an object key).
+ */
+class Computation
+  extends Context.Service<Computation, Effect.Effect<unknown>>()("catalog/CatalogChanges/Computation")
+{}
 
 /** A cache of catalog data, emptied at every change (`CatalogChanges.cache`). */
 export interface CatalogCache<A> {
@@ -92,14 +88,29 @@ export class CatalogChanges extends Context.Service<CatalogChanges>()("catalog/C
      */
     const cache = <A>(options: { readonly capacity: number }) =>
       Effect.gen(function*() {
-        const cache = yield* Cache.makeWith((keyed: Keyed<A>) => keyed.compute, {
-          capacity: options.capacity,
-          timeToLive: (exit) => Exit.isSuccess(exit) ? ttl : Duration.zero
-        })
+        const cache = yield* Cache.makeWith(
+          (_key: string) =>
+            Effect.gen(function*() {
+              const compute = yield* Computation
+              return yield* (compute as Effect.Effect<A>)
+            }),
+          {
+            capacity: options.capacity,
+            timeToLive: (exit) => Exit.isSuccess(exit) ? ttl : Duration.zero,
+            requireServicesAt: "lookup"
+          }
+        )
         yield* onChange(() => Effect.runSync(Cache.invalidateAll(cache)))
+        const peek = (key: string) => Cache.getSuccess(cache, key)
         return {
-          get: (key, compute) => Cache.get(cache, new Keyed(key, compute)),
-          peek: (key) => Cache.getSuccess(cache, new Keyed<A>(key, notComputed))
+          // A hit skips providing the computation, which copies the asker's services (about 10 µs in a
+          // server's context against under 2 for the hit).
+          get: (key, compute) =>
+            Effect.flatMap(peek(key), (kept) =>
+              Option.isSome(kept)
+                ? Effect.succeed(kept.value)
+                : Cache.get(cache, key).pipe(Effect.provideService(Computation, compute))),
+          peek
         } satisfies CatalogCache<A>
       })
 
