@@ -18,9 +18,11 @@ export class StatsApi extends HttpApiGroup.make("stats")
       .annotate(
         OpenApi.Description,
         "Exact counts of live rows: works and characters as visible under the credential's content limit, " +
-          "companies, credit names and persons. Counted at most once per content limit every 10 seconds per " +
-          "server process, so a count may lag a write by that much. Sends a strong `ETag`; `If-None-Match` " +
-          "with it gives 304."
+          "companies, credit names and persons. Counted once per content limit and server process, then " +
+          "cached until the next catalog write: a read that begins after the write's commit notification has " +
+          "reached the process sees the write (in practice within milliseconds of the commit); if a " +
+          "notification is lost, nothing is kept longer than `CATALOG_CACHE_SECONDS` (default 60). Sends a " +
+          "strong `ETag`; `If-None-Match` with it gives 304."
       )
   )
   .middleware(Authorization)

@@ -105,8 +105,8 @@ const Facets = tokenList(
   "UNKNOWN_FACET",
   "Facet counts to return in `facets` (search lane), each computed under the same filters as the items: " +
     "`tag_id` and `company_id` (the 50 most frequent), `olang`, `content_rating`, `medium`, `platform` (all " +
-    "values). Each FacetValue's `value` is passed back as the filter parameter of the same name. Counts may be " +
-    "up to a minute old. Unknown name: `UNKNOWN_FACET` with `params.allowed`."
+    "values). Each FacetValue's `value` is passed back as the filter parameter of the same name. Counts are as " +
+    "fresh as the items (cached until the next catalog write). Unknown name: `UNKNOWN_FACET` with `params.allowed`."
 )
 
 /**
@@ -170,7 +170,7 @@ export const ListWorksParams = Schema.Struct({
   include: Schema.optional(Include),
   include_total: Schema.optional(BooleanParam.pipe(Schema.annotateEncoded({
     description: "`true` adds `total`, the number of matching works under the same content gate as the items " +
-      "(exact; may be up to 30 seconds old). Always present in page mode."
+      "(exact, and as fresh as the items: cached until the next catalog write). Always present in page mode."
   }))),
   view: Schema.optional(WorkView),
   tag_id: Schema.optional(Id.annotate({ description: `Works carrying this tag. ${filterNote}` })),
@@ -221,6 +221,12 @@ export const WorkPath = Schema.Struct({ id: WorkId })
 
 const gateNote = "An `sfw` credential never sees an nsfw work: not in items, `missing[]` reasons, facets, " +
   "counts or totals."
+
+/** The freshness bound of the cached works reads (docs/api-contract.md, "Caching, ETags and freshness"). */
+const freshnessNote = "Answers, with their totals, facet counts and search matches, are cached per server process " +
+  "and emptied by every catalog write: a read that begins after the write's commit notification has reached " +
+  "the process sees the write (in practice within milliseconds of the commit); if a notification is lost, " +
+  "nothing is kept longer than `CATALOG_CACHE_SECONDS` (default 60)."
 
 const lanes = "Three lanes. **Cursor lane** (default): `limit` works per page (1..100, default 20; above 100 is " +
   "`LIMIT_TOO_LARGE`, never clamped), continued with `cursor` = the previous `next_cursor` until a page has " +
@@ -273,7 +279,7 @@ export class WorksApi extends HttpApiGroup.make("works")
         OpenApi.Description,
         `The work collection. ${lanes} \`include=\` adds titles, refs, intros, covers, companies, ` +
           "ratings, tags, credits; `view=full` adds aliases, development_status, engine, links, created_at. " +
-          gateNote
+          `${gateNote} ${freshnessNote}`
       )
   )
   .add(
@@ -289,7 +295,7 @@ export class WorksApi extends HttpApiGroup.make("works")
         "The works collection in its search lane: `q` (optional), filters, `facets`, any sort, " +
           "page mode (`page`) or cursors, exactly as on `/v2/catalog/works`. `ids`, `refs`, `owner_uid`, `site` and " +
           "`platform` are not taken here (400 `INVALID_PARAMETER`, `INCONSISTENT_WITH`). Without `sort`, results " +
-          "are by relevance when `q` is given, else by id. " + gateNote
+          `are by relevance when \`q\` is given, else by id. ${gateNote} ${freshnessNote}`
       )
   )
   .add(
@@ -313,7 +319,8 @@ export class WorksApi extends HttpApiGroup.make("works")
         "One work, at `view=full` by default (aliases, development_status, engine, links, created_at and the " +
           "character roster `characters[]`, each row with its opaque `identity`); `view=basic` gives the list " +
           "face. `include=` tokens as on the list: `titles`, `refs`, `intros`, `covers`, `companies`, `ratings`, " +
-          `\`tags\`, \`credits\`. Sends a strong \`ETag\`; \`If-None-Match\` answers 304. ${merged} ${gateNote}`
+          `\`tags\`, \`credits\`. Sends a strong \`ETag\`; \`If-None-Match\` answers 304. ${merged} ${gateNote} ` +
+          freshnessNote
       )
   )
   .add(

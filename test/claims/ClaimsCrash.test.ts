@@ -10,85 +10,17 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Net from "node:net"
-import * as Path from "node:path"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
 import { seedCatalog } from "../../src/demo/Seed.js"
 import { DatabaseUrl } from "../../src/platform/Database.js"
+import { builtMain as main, exited, startBuiltCatalog as startServer } from "../support/BuiltServer.js"
 import { eventually, eventuallyAsync } from "../support/Eventually.js"
 import { TestSqlLive } from "../support/TestDatabase.js"
-
-const root = Path.resolve(import.meta.dirname, "../..")
-const main = Path.join(root, "dist/src/main.js")
 
 const BURST = 60
 const CONCURRENCY = 8
 const KILL_AFTER_ACKS = 20
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = Net.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as Net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-
-const exited = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve()
-    else child.once("exit", () => resolve())
-  })
-
-interface Server {
-  readonly child: ChildProcess
-  readonly base: string
-  readonly output: () => string
-}
-
-/** The built catalog server over `databaseUrl`, ready (`/readyz` 200); SIGKILLed when the scope closes. */
-const startServer = (databaseUrl: string) =>
-  Effect.acquireRelease(
-    Effect.promise(async (): Promise<Server> => {
-      const port = await freePort()
-      const child = spawn(process.execPath, [main], {
-        cwd: root,
-        env: {
-          ...process.env,
-          DATABASE_URL: databaseUrl,
-          DATABASE_POOL_SIZE: "10",
-          SHIORI_SERVE: "catalog",
-          HOST: "127.0.0.1",
-          CATALOG_PORT: String(port),
-          LOG_LEVEL: "Warning",
-          CATALOG_RATE_BURST: "100000",
-          CATALOG_RATE_PER_SECOND: "100000"
-        },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let output = ""
-      child.stdout!.on("data", (d) => output += d)
-      child.stderr!.on("data", (d) => output += d)
-      const base = `http://127.0.0.1:${port}`
-      await eventuallyAsync(async () => {
-        if (child.exitCode !== null) throw new Error(`server exited: ${output}`)
-        const res = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(2000) })
-        await res.arrayBuffer()
-        if (res.status !== 200) throw new Error(`readyz ${res.status}`)
-      }, { timeoutMs: 30_000, intervalMs: 100 }).catch((e) => {
-        child.kill("SIGKILL")
-        throw new Error(`server not ready: ${e}\n${output}`)
-      })
-      return { child, base, output: () => output }
-    }),
-    (server) =>
-      Effect.promise(async () => {
-        server.child.kill("SIGKILL")
-        await exited(server.child)
-      })
-  )
 
 interface Outcome {
   /** HTTP answer, or undefined when the connection failed (the process died) or it was never sent. */

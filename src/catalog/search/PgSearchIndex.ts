@@ -3,27 +3,28 @@
  * the re-spelled `key`, see SearchKey.ts) for `q=`, the works table and its keyset indexes for
  * everything else.
  *
- * Cost model and the caches that follow from it (all per process, see src/catalog/shared/TtlCache.ts):
+ * Cost model and the caches that follow from it (per process; all emptied at every catalog change and
+ * kept `CATALOG_CACHE_SECONDS` at most, src/catalog/shared/CatalogChanges.ts):
  * - A query's result set is computed once, up to the page-mode depth (10,001 ids with their sort
- *   keys), and pages of it (page mode and cursors) are slices for 30 s (16 result sets at most). A popular word can match
- *   tens of thousands of titles; ordering them costs one scan, not one per page. Cursors past the
- *   cached depth, or whose row has moved, continue with an exact keyset query.
+ *   keys), and pages of it (page mode and cursors) are slices of it (16 result sets at most). A
+ *   popular word can match tens of thousands of titles; ordering them costs one scan, not one per
+ *   page. Cursors past the cached depth, or whose row has moved, continue with an exact keyset query.
  * - Without `q`, pages are keyset or OFFSET (at most 10,000 deep) queries on the sort's index.
  * - Facets and exact totals are aggregates over every matching work. Those of the unfiltered catalog
  *   come from one grouped scan of `works` plus the maintained `work_count`/`work_count_sfw` columns of
- *   tags and companies, kept for a minute and refreshed in the background; those of a query or filter
- *   are computed over the matching works and kept for a minute. Counts may therefore lag writes by
- *   about a minute. A query's matches are listed by the database and counted in memory
- *   (FacetIndex.ts); a filter without a query counts in SQL.
+ *   tags and companies; those of a query or filter are computed over the matching works. Both are
+ *   kept until the next change. A query's matches are listed by the database and counted in memory
+ *   (FacetIndex.ts, exact on its own: it catches up with committed writes before each count); a
+ *   filter without a query counts in SQL.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
 import type { WorkFacet } from "../../../schema/Api/WorksApi.js"
 import { workFacets } from "../../../schema/Api/WorksApi.js"
 import type { FacetValue } from "../../../schema/Catalog/Common.js"
 import { MAX_DEPTH } from "../../../schema/Catalog/Query.js"
-import { makeTtlCache } from "../shared/TtlCache.js"
+import { CatalogChanges } from "../shared/CatalogChanges.js"
 import { type SearchHit, SearchIndex, type SearchRequest } from "../works/SearchIndex.js"
 import {
   afterSql,
@@ -81,18 +82,13 @@ export const PgSearchIndexLive = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const facetIndex = yield* makeFacetIndex
-    const resultSets = makeTtlCache<ResultSet>({ ttlMs: 30_000, staleMs: 60_000, max: 16 })
-    const counts = makeTtlCache<number>({ ttlMs: 30_000, staleMs: 300_000, max: 512 })
-    const facetCache = makeTtlCache<Readonly<Record<string, ReadonlyArray<FacetValue>>>>({
-      ttlMs: 60_000,
-      staleMs: 300_000,
-      max: 256
-    })
-    const statsCache = makeTtlCache<{ readonly sfw: GateStats; readonly nsfw: GateStats }>({
-      ttlMs: 60_000,
-      staleMs: 600_000,
-      max: 1
-    })
+    // Capacities as before; freshness is the catalog's one model (CatalogChanges.ts): emptied at
+    // every change, kept `CATALOG_CACHE_SECONDS` at most.
+    const changes = yield* CatalogChanges
+    const resultSets = yield* changes.cache<ResultSet>({ capacity: 16 })
+    const counts = yield* changes.cache<number>({ capacity: 512 })
+    const facetCache = yield* changes.cache<Readonly<Record<string, ReadonlyArray<FacetValue>>>>({ capacity: 256 })
+    const statsCache = yield* changes.cache<{ readonly sfw: GateStats; readonly nsfw: GateStats }>({ capacity: 1 })
 
     /** The rows of `work_search` a query matches (the trigram index narrows, `strpos` decides). */
     const matches = (match: Match) => sql`s.key LIKE ${match.pattern} AND strpos(s.norm, ${match.needle}) > 0`
@@ -417,7 +413,7 @@ export const PgSearchIndexLive = Layer.effect(
       if (match === undefined) return yield* hitsQuery(request, undefined, { after: position, limit: take })
       // A first page needs `take` rows, not the result set: top-N instead of ordering every match.
       // Later pages (few clients go there) compute the set once and slice it.
-      if (position === undefined && resultSets.peek(cacheKey("hits", request, request.sort)) === undefined) {
+      if (position === undefined && Option.isNone(yield* resultSets.peek(cacheKey("hits", request, request.sort)))) {
         return yield* hitsQuery(request, match, { limit: take })
       }
       const set = yield* resultSet(request, match)

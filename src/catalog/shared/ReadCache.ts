@@ -3,19 +3,16 @@
  * keyed by what the request asked after validation (decoded parameters and the credential's
  * content limit), so a repeated read costs a map lookup instead of statements.
  *
- * Freshness. An answer is only ever kept for the catalog it was computed from: every catalog write
- * upserts `catalog_changes` in its transaction and a statement trigger NOTIFYs `catalog_changed` at
- * commit (migrations/0005); each process empties its cache when it hears it, and an answer whose
- * computation started before the latest notification is never stored. Readers of a process can
- * therefore lag a commit by the notification's delivery time (milliseconds, like a read replica).
- * Entries also expire after `CATALOG_CACHE_SECONDS` (default 60), which bounds what a notification
- * lost while the listener reconnects could leave behind; on every (re)connection the cache is
- * emptied as well.
+ * Freshness is the catalog's one model (CatalogChanges.ts): the cache is emptied with every other
+ * cache of catalog data, at each `catalog_changed` notification, each (re)connection of the listener,
+ * each write this process commits and each feed page past the highest position served; entries
+ * expire after `CATALOG_CACHE_SECONDS` (default 60), the bound for a lost notification; and an
+ * answer whose computation started before the latest emptying is never stored.
  *
- * The mirror protocol needs more than that: a client that saw a change in the feed and then reads
+ * The mirror protocol needs the feed rule: a client that saw a change in the feed and then reads
  * the record must get the new record, even if the notification is still on its way. So the feeds
  * report what they serve (`observeFeed`): a page reaching past the highest feed position this
- * process has served empties the cache before the page is sent. That is enough because of the
+ * process has served empties the caches before the page is sent. That is enough because of the
  * feed's own invariant (positions in commit order, migrations/0010): a transaction that commits
  * after a page was read gets a position above every position of that page, so a change at or below
  * the highest position served was committed before the cache was last emptied for it.
@@ -27,51 +24,31 @@
  * Size. Least recently used entries go beyond `CATALOG_CACHE_MB` (default 32, counted as string
  * length); `0` turns the cache off (every read computes). Per process: instances do not share it.
  *
- * Why not effect's `Cache`: it bounds entries by count, not by size, and stores whatever a lookup
- * returns; this one must refuse an answer whose computation began before the latest change
- * notification (the generation above) and bound its memory in bytes.
+ * Why not effect's `Cache` (which the other catalog caches use, CatalogChanges.ts `cache`): it bounds
+ * entries by count, and answers range from a few bytes to an eighth of the budget, so only a byte
+ * budget (ByteLru.ts) bounds the memory. The generation guard below is kept with it: `through`
+ * stores an answer itself once computed, so it must check that no emptying happened meanwhile.
+ *
+ * Its layer also provides `CatalogChanges`, for the other caches of the same server.
  */
-import { Config, Context, Deferred, Effect, Exit, Layer } from "effect"
-import { keepListening } from "../../platform/Notifications.js"
+import { Config, Context, Deferred, Duration, Effect, Exit, Layer } from "effect"
 import { makeByteLru } from "./ByteLru.js"
+import { CATALOG_CHANNEL, CatalogChanges } from "./CatalogChanges.js"
 
-export const CATALOG_CHANNEL = "catalog_changed"
+export { CATALOG_CHANNEL }
 
 export class ReadCache extends Context.Service<ReadCache>()("catalog/ReadCache", {
   make: Effect.gen(function*() {
+    const changes = yield* CatalogChanges
     const maxWeight = (yield* Config.Finite("CATALOG_CACHE_MB").pipe(Config.withDefault(32))) * 1024 * 1024
-    const ttlMs = (yield* Config.Finite("CATALOG_CACHE_SECONDS").pipe(Config.withDefault(60))) * 1000
+    const ttlMs = Duration.toMillis(changes.ttl)
 
     const entries = makeByteLru<unknown>({ maxWeight, ttlMs })
     const pending = new Map<string, Deferred.Deferred<unknown, unknown>>()
-    /** Bumped by every invalidation: a computation that began under an older one is not stored. */
-    let generation = 0
-
-    const invalidate = () => {
-      generation++
+    yield* changes.onChange(() => {
       entries.clear()
       pending.clear()
-    }
-
-    /** The highest feed position served by this process. */
-    let feedTop = -1n
-
-    const observeFeed = (position: string) => {
-      const at = BigInt(position)
-      if (at > feedTop) {
-        feedTop = at
-        invalidate()
-      }
-    }
-
-    if (maxWeight > 0) {
-      // Whatever was written while nobody listened is unknown: empty the cache each time LISTEN is in
-      // force again (platform/Notifications.ts), not before, or a write in between would be kept.
-      yield* keepListening(CATALOG_CHANNEL, {
-        onConnected: Effect.sync(invalidate),
-        onNotification: () => Effect.sync(invalidate)
-      })
-    }
+    })
 
     /**
      * The answer for `key`: cached, being computed by another request, or computed now by `compute`
@@ -83,7 +60,7 @@ export class ReadCache extends Context.Service<ReadCache>()("catalog/ReadCache",
         if (cached !== undefined) return Effect.succeed(cached as A)
         const running = pending.get(key) as Deferred.Deferred<A, E> | undefined
         if (running !== undefined) return Deferred.await(running)
-        const started = generation
+        const started = changes.generation()
         const deferred = Deferred.makeUnsafe<A, E>()
         pending.set(key, deferred as Deferred.Deferred<unknown, unknown>)
         return compute.pipe(
@@ -91,7 +68,7 @@ export class ReadCache extends Context.Service<ReadCache>()("catalog/ReadCache",
           Effect.flatMap((exit) =>
             Effect.suspend(() => {
               if (pending.get(key) === deferred) pending.delete(key)
-              if (Exit.isSuccess(exit) && started === generation) {
+              if (Exit.isSuccess(exit) && started === changes.generation()) {
                 entries.set(key, exit.value, weigh(exit.value))
               }
               return Deferred.done(deferred, exit)
@@ -104,11 +81,12 @@ export class ReadCache extends Context.Service<ReadCache>()("catalog/ReadCache",
 
     return {
       through,
-      invalidate,
-      /** A feed page is about to serve changes up to `position`: empties the cache if any is new here. */
-      observeFeed,
-      /** Changes whenever the cache is emptied: an answer computed under an older one is outdated. */
-      generation: () => generation,
+      /** Empties every cache of catalog data (CatalogChanges.ts). */
+      invalidate: changes.invalidate,
+      /** A feed page is about to serve changes up to `position`: empties the caches if any is new here. */
+      observeFeed: changes.observeFeed,
+      /** Changes whenever the caches are emptied: an answer computed under an older one is outdated. */
+      generation: changes.generation,
       /** The budget (`CATALOG_CACHE_MB`, in string length or bytes); 0 when answers are not kept. */
       maxWeight,
       ttlMs,
@@ -116,5 +94,5 @@ export class ReadCache extends Context.Service<ReadCache>()("catalog/ReadCache",
     } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make)
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provideMerge(CatalogChanges.layer))
 }

@@ -27,11 +27,11 @@ import { DEFAULT_LIMIT, MAX_DEPTH } from "../../../schema/Catalog/Query.js"
 import { ListWork } from "../../../schema/Catalog/Work.js"
 import { type FieldError, InvalidParameter } from "../../../schema/Problem.js"
 import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
+import { CatalogChanges } from "../shared/CatalogChanges.js"
 import { Gone } from "../shared/Gone.js"
 import { listJson } from "../shared/JsonSql.js"
 import { keysetPage } from "../shared/Keyset.js"
 import { bigintId } from "../shared/Lanes.js"
-import { makeTtlCache } from "../shared/TtlCache.js"
 import { SearchIndex, type SearchRequest } from "./SearchIndex.js"
 import { sortSpecs, type WorkFilters, type WorkPart } from "./WorkSql.js"
 import { type ItemRow, type RosterRow, WorksRepo } from "./WorksRepo.js"
@@ -83,7 +83,7 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
     const index = yield* SearchIndex
     const cursors = yield* Cursors
     const gone = yield* Gone
-    const listingCounts = makeTtlCache<number>({ ttlMs: 30_000, staleMs: 300_000, max: 512 })
+    const listingCounts = yield* (yield* CatalogChanges).cache<number>({ capacity: 512 })
 
     /** Items (JSON text) with their parts spliced in, in the order of `rows`. */
     const withParts = Effect.fn("Works.withParts")(function*(
