@@ -2,7 +2,8 @@
  * Handlers of the second factor (src/identity/twofactor/TwoFactor.ts):
  *
  * - `twoFactor`: envelope endpoints for the Bearer token of a sign-in younger than 10 minutes
- *   (src/identity/auth/SignedIn.ts); a refusal becomes its envelope code.
+ *   (src/identity/auth/SignedIn.ts), answering the envelope they declare
+ *   (schema/Api/IdentityTwoFactorApi.ts); a refusal fails with its envelope code.
  * - `twoFactorPages`: the set-up page for the session cookie. A browser without a sign-in younger
  *   than 10 minutes is sent to the sign-in page, which brings it back here. Its forms carry a CSRF
  *   token bound to the browser's CSRF cookie and the session (src/identity/http/PageForms.ts).
@@ -16,13 +17,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { TwoFactorCodeRequest, TwoFactorForm } from "../../../schema/Identity/TwoFactor.js"
-import {
-  RecoveryCodes,
-  RecoveryCodesResponse,
-  TwoFactorRemovedResponse,
-  TwoFactorSetup,
-  TwoFactorSetupResponse
-} from "../../../schema/Identity/TwoFactor.js"
+import { RecoveryCodes, TwoFactorSetup } from "../../../schema/Identity/TwoFactor.js"
 import { clientAddress } from "../../platform/ClientAddress.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import type { EndUser } from "../auth/EndUsers.js"
@@ -38,12 +33,7 @@ import type { Refused } from "../shared/Refused.js"
 import type { ChangeProof } from "../twofactor/TwoFactor.js"
 import { TwoFactor } from "../twofactor/TwoFactor.js"
 import { PageForms } from "./PageForms.js"
-import { envelopeSuccess, page, redirectTo, refusal } from "./Responses.js"
-
-// Each answer encoded by the success its endpoint declares (schema/Api/IdentityTwoFactorApi.ts).
-const setupAnswer = envelopeSuccess(TwoFactorSetupResponse)
-const recoveryCodesAnswer = envelopeSuccess(RecoveryCodesResponse)
-const removedAnswer = envelopeSuccess(TwoFactorRemovedResponse)
+import { envelopeAnswer, page, redirectTo, refusal } from "./Responses.js"
 
 const proofOf = (payload: TwoFactorCodeRequest): ChangeProof => ({
   code: payload.code,
@@ -70,8 +60,8 @@ export const HttpTwoFactorLive = HttpApiBuilder.group(IdentityApi, "twoFactor", 
       .handle("setup", () =>
         recentUser.pipe(
           Effect.flatMap((endUser) => twoFactor.setup(endUser.user.id, endUser.user.email)),
-          Effect.map((setup) =>
-            setupAnswer(
+          Effect.flatMap((setup) =>
+            envelopeAnswer(
               new TwoFactorSetup({ secret: setup.secret, otpauth_uri: setup.otpauthUri, qr_svg: setup.qrSvg })
             )
           ),
@@ -80,19 +70,19 @@ export const HttpTwoFactorLive = HttpApiBuilder.group(IdentityApi, "twoFactor", 
       .handle("enable", ({ payload }) =>
         withAddress.pipe(
           Effect.flatMap(([endUser, ip]) => twoFactor.enable(endUser, proofOf(payload), ip)),
-          Effect.map((codes) => recoveryCodesAnswer(new RecoveryCodes({ recovery_codes: codes }))),
+          Effect.flatMap((codes) => envelopeAnswer(new RecoveryCodes({ recovery_codes: codes }))),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("disable", ({ payload }) =>
         withAddress.pipe(
           Effect.flatMap(([endUser, ip]) => twoFactor.disable(endUser, proofOf(payload), ip)),
-          Effect.as(removedAnswer(null)),
+          Effect.andThen(envelopeAnswer(null)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("recoveryCodes", ({ payload }) =>
         withAddress.pipe(
           Effect.flatMap(([endUser, ip]) => twoFactor.regenerateRecoveryCodes(endUser, proofOf(payload), ip)),
-          Effect.map((codes) => recoveryCodesAnswer(new RecoveryCodes({ recovery_codes: codes }))),
+          Effect.flatMap((codes) => envelopeAnswer(new RecoveryCodes({ recovery_codes: codes }))),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
   }))
