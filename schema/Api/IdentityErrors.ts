@@ -1,13 +1,16 @@
 /**
- * How identity failures are documented on the endpoints: bare RFC 6749 errors on protocol endpoints, the
+ * How identity failures are declared on the endpoints: bare RFC 6749 errors on protocol endpoints, the
  * envelope elsewhere (docs/api-contract.md, "Errors: identity (OAuth errors and the envelope)"), and HTML
- * for the pages. The handlers answer these themselves (with `Cache-Control`, `WWW-Authenticate` and
- * `Retry-After` headers), so the declarations only describe them.
+ * for the pages. The JSON handlers fail with the value of one of these and HttpApi encodes it; the
+ * headers that go with it (`Cache-Control`, `WWW-Authenticate`, `Retry-After`) are the handler's
+ * (src/identity/http/Responses.ts).
  */
 import { Schema } from "effect"
 import { HttpApiSchema } from "effect/http-api"
-import { EnvelopeFailure } from "../Identity/Envelope.js"
-import { OAuthError } from "../Identity/OAuthError.js"
+import { EnvelopeCodes, EnvelopeFailure } from "../Identity/Envelope.js"
+import type { EnvelopeErrorCode } from "../Identity/Envelope.js"
+import { OAuthError, oauthErrorStatus } from "../Identity/OAuthError.js"
+import type { OAuthErrorCode } from "../Identity/OAuthError.js"
 import { operations } from "./OpenApiConventions.js"
 
 /** The identifiers of the per-status schemas below. */
@@ -20,7 +23,11 @@ const perStatusIdentifiers = new Set<string>()
  * shared schema). The component takes the description of its first response in the document
  * (`describePerStatusComponents`); the one given here is that of the first declaration to load.
  */
-const perStatus = <const Fields extends Schema.Struct.Fields>(name: string, fields: Fields) => {
+const perStatus = <const Fields extends Schema.Struct.Fields>(
+  name: string,
+  fields: Fields,
+  answeredWith: (value: Schema.Struct.Type<Fields>) => ReadonlyArray<number>
+) => {
   const shared = new Map<number, Schema.Struct<Fields>>()
   return (status: number, description: string) => {
     let schema = shared.get(status)
@@ -30,7 +37,12 @@ const perStatus = <const Fields extends Schema.Struct.Fields>(name: string, fiel
       schema = Schema.Struct(fields).annotate({ identifier, description })
       shared.set(status, schema)
     }
-    return schema.pipe(Schema.decodeTo(Schema.toType(schema)), HttpApiSchema.status(status)).annotate({ description })
+    // An endpoint declares one of these per status and HttpApi encodes a failure with the first that
+    // takes it: each takes only the values answered with its status.
+    const answered = Schema.toType(schema).check(
+      Schema.makeFilter((value) => answeredWith(value).includes(status) || `not answered with ${status}`)
+    )
+    return schema.pipe(Schema.decodeTo(answered), HttpApiSchema.status(status)).annotate({ description })
   }
 }
 
@@ -57,9 +69,24 @@ export const describePerStatusComponents = (spec: Record<string, any>): Record<s
   return spec
 }
 
-export const oauthError = perStatus("OAuthError", OAuthError.fields)
+/**
+ * The statuses an OAuth error is answered with: RFC 6749 section 5.2 / RFC 6750 section 3.1
+ * (`oauthErrorStatus`), and 429 for `temporarily_unavailable` when it refuses a client or an
+ * address that sent too many requests (with `Retry-After`).
+ */
+export const oauthErrorStatuses = (error: OAuthErrorCode): ReadonlyArray<number> =>
+  error === "temporarily_unavailable" ? [429, oauthErrorStatus(error)] : [oauthErrorStatus(error)]
 
-export const envelopeError = perStatus("EnvelopeError", EnvelopeFailure.fields)
+export const oauthError = perStatus("OAuthError", OAuthError.fields, (value) => oauthErrorStatuses(value.error))
+
+const envelopeStatus = new Map<number, number>(Object.values(EnvelopeCodes).map((entry) => [entry.code, entry.status]))
+
+/** The status of an envelope code, from its registry entry (schema/Identity/Envelope.ts). */
+export const envelopeCodeStatus = (code: typeof EnvelopeErrorCode.Type): number => envelopeStatus.get(code)!
+
+export const envelopeError = perStatus("EnvelopeError", EnvelopeFailure.fields, (value) => [
+  envelopeCodeStatus(value.code)
+])
 
 const UNSUPPORTED_MEDIA_TYPE = "41501: the body is not sent as `application/json`."
 

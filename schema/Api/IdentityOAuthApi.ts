@@ -10,6 +10,19 @@ import { RevokeRequest, TokenRequest, TokenResponse } from "../Identity/Token.js
 import { UserInfo } from "../Identity/UserInfo.js"
 import { envelopeError, htmlError, oauthError, Redirect } from "./IdentityErrors.js"
 
+/** The per-address limit of userinfo and revocation (src/identity/ratelimit/AddressLimits.ts). */
+const addressLimited = oauthError(
+  429,
+  "`temporarily_unavailable`: too many requests from this address; wait as `Retry-After` says."
+)
+
+/** What userinfo refuses (RFC 6750 section 3.1), each with `WWW-Authenticate: Bearer` (section 3). */
+const userinfoErrors = [
+  oauthError(400, "`invalid_request`: the `Authorization` header is not a Bearer credential."),
+  oauthError(401, "`invalid_token` with `WWW-Authenticate: Bearer` (RFC 6750 section 3)."),
+  addressLimited
+]
+
 export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
   .add(
     HttpApiEndpoint.get("authorize", "/api/v1/oauth/authorize", {
@@ -61,7 +74,7 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
   .add(
     HttpApiEndpoint.get("userinfo", "/api/v1/oauth/userinfo", {
       success: UserInfo,
-      error: oauthError(401, "`invalid_token` with `WWW-Authenticate: Bearer` (RFC 6750 section 3).")
+      error: userinfoErrors
     })
       .annotate(OpenApi.Summary, "Read user information")
       .annotate(
@@ -74,7 +87,7 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
   .add(
     HttpApiEndpoint.post("userinfoPost", "/api/v1/oauth/userinfo", {
       success: UserInfo,
-      error: oauthError(401, "`invalid_token` with `WWW-Authenticate: Bearer` (RFC 6750 section 3).")
+      error: userinfoErrors
     })
       .annotate(OpenApi.Summary, "Read user information (POST)")
       .annotate(OpenApi.Description, "The same as GET (OpenID Connect Core section 5.3.1).")
@@ -86,7 +99,8 @@ export class IdentityOAuthApi extends HttpApiGroup.make("oauth")
       success: HttpApiSchema.Empty(200).annotate({ description: "Always, whether or not anything was revoked." }),
       error: [
         oauthError(400, "`invalid_request`: no `token`."),
-        oauthError(401, "`invalid_client`: client credentials were sent and are wrong.")
+        oauthError(401, "`invalid_client`: client credentials were sent and are wrong."),
+        addressLimited
       ]
     })
       .annotate(OpenApi.Summary, "Revoke a token")

@@ -1,6 +1,6 @@
 /**
  * How the catalog's OpenAPI document describes its errors: every error response is what
- * src/platform/ProblemMiddleware.ts sends, an `application/problem+json` document (RFC 9457;
+ * src/platform/ProblemDocument.ts renders, an `application/problem+json` document (RFC 9457;
  * docs/api-contract.md, "Errors: catalog problem documents"). Documentation only: what requests are
  * accepted and what responses contain does not depend on it.
  */

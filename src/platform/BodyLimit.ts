@@ -47,6 +47,12 @@ export interface BodyLimit<R> {
   ) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
 }
 
+/** Whether the request carries a body: a declared length above zero, or a chunked one. */
+export const carriesBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const length = request.headers["content-length"]
+  return length !== undefined ? Number(length) > 0 : request.headers["transfer-encoding"] !== undefined
+}
+
 /** The platform reader's failure once a body passes `MaxBodySize` (the backstop). */
 export const isBodyTooLarge = (error: unknown): boolean =>
   HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError" &&

@@ -1,24 +1,16 @@
 /**
  * Handlers of the `account` group: each finds the signed-in user (src/identity/auth/SignedIn.ts),
  * checks a recent sign-in where the change is sensitive, calls one `Account` method (or, for account
- * recovery, one `Recovery` method, which needs no user) and answers the envelope; a refusal becomes
- * its envelope code.
+ * recovery, one `Recovery` method, which needs no user) and answers its declared envelope
+ * (schema/Api/IdentityAccountApi.ts); a refusal fails with its envelope code. The avatar image is the
+ * one answer that is not JSON: its bytes go out as stored, with the headers of an immutable URL.
  */
 import { Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
-import { LoginResponse, LoginResult } from "../../../schema/Identity/Login.js"
-import {
-  AccountSessionsResponse,
-  AvatarUploaded,
-  AvatarUploadedResponse,
-  CodeSentResponse,
-  Done,
-  MeResponse,
-  PendingCodeSent,
-  PendingCodeSentResponse
-} from "../../../schema/Identity/Me.js"
+import { LoginResult } from "../../../schema/Identity/Login.js"
+import { AvatarUploaded, PendingCodeSent } from "../../../schema/Identity/Me.js"
 import { clientAddress } from "../../platform/ClientAddress.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Account } from "../account/Account.js"
@@ -29,16 +21,7 @@ import { EndUsers } from "../auth/EndUsers.js"
 import { requireRecentSignIn, signedInUser } from "../auth/SignedIn.js"
 import { Sessions } from "../sessions/Sessions.js"
 import { IdentityConfig } from "../shared/IdentityConfig.js"
-import { envelopeError, envelopeSuccess, refusal } from "./Responses.js"
-
-// Each answer encoded by the success its endpoint declares (schema/Api/IdentityAccountApi.ts).
-const meAnswer = envelopeSuccess(MeResponse)
-const avatarAnswer = envelopeSuccess(AvatarUploadedResponse)
-const codeSentAnswer = envelopeSuccess(CodeSentResponse)
-const pendingAnswer = envelopeSuccess(PendingCodeSentResponse)
-const sessionsAnswer = envelopeSuccess(AccountSessionsResponse)
-const signedInAnswer = envelopeSuccess(LoginResponse)
-const done = envelopeSuccess(Done)
+import { envelopeAnswer, envelopeRefusal, onAnswer, refusal } from "./Responses.js"
 
 export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (handlers) =>
   Effect.gen(function*() {
@@ -62,13 +45,13 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
       .handle("me", () =>
         signedIn.pipe(
           Effect.flatMap((endUser) => account.me(endUser.user.id)),
-          Effect.map((me) => meAnswer(me)),
+          Effect.flatMap((me) => envelopeAnswer(me)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("updateMe", ({ payload }) =>
         signedIn.pipe(
           Effect.flatMap((endUser) => account.updateProfile(endUser, payload)),
-          Effect.map((me) => meAnswer(me)),
+          Effect.flatMap((me) => envelopeAnswer(me)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handleRaw("uploadAvatar", ({ request }) =>
@@ -81,70 +64,72 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
               Effect.map(request.arrayBuffer, (body) => new Uint8Array(body))
             )
           ),
-          Effect.map((picture) => avatarAnswer(new AvatarUploaded({ picture }))),
+          Effect.flatMap((picture) => envelopeAnswer(new AvatarUploaded({ picture }))),
           Effect.catchTag("Refused", refusal),
-          Effect.catchTag("HttpServerError", () => Effect.succeed(envelopeError("INVALID_REQUEST")))
+          Effect.catchTag("HttpServerError", () => envelopeRefusal("INVALID_REQUEST"))
         ), runToCompletion)
       .handle("avatar", ({ params }) =>
         avatars.find(params.file.slice(0, 64)).pipe(
-          Effect.map(Option.match({
-            onNone: () => envelopeError("NOT_FOUND"),
+          Effect.flatMap(Option.match({
+            onNone: () => envelopeRefusal("NOT_FOUND"),
             onSome: (avatar) =>
-              HttpServerResponse.uint8Array(avatar.bytes, {
+              Effect.succeed(HttpServerResponse.uint8Array(avatar.bytes, {
                 contentType: avatar.content_type,
                 headers: {
                   "cache-control": "public, max-age=31536000, immutable",
                   "x-content-type-options": "nosniff",
                   "content-security-policy": "default-src 'none'"
                 }
-              })
+              }))
           }))
         ), runToCompletion)
       .handle("sendEmailCode", ({ payload }) =>
         Effect.all([recentUser, address]).pipe(
           Effect.flatMap(([endUser, ip]) => account.sendEmailChangeCode(endUser, payload.email, ip)),
-          Effect.map((sent) => codeSentAnswer(sent)),
+          Effect.flatMap((sent) => envelopeAnswer(sent)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("changeEmail", ({ payload }) =>
         Effect.all([recentUser, address]).pipe(
           Effect.flatMap(([endUser, ip]) => account.changeEmail(endUser, payload, ip)),
-          Effect.map((me) => meAnswer(me)),
+          Effect.flatMap((me) => envelopeAnswer(me)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("changePassword", ({ payload }) =>
         recentUser.pipe(
           Effect.flatMap((endUser) => account.changePassword(endUser, payload.current_password, payload.new_password)),
-          Effect.as(done(null)),
+          Effect.andThen(envelopeAnswer(null)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("sessions", () =>
         signedIn.pipe(
           Effect.flatMap(account.listSessions),
-          Effect.map((list) => sessionsAnswer(list)),
+          Effect.flatMap((list) => envelopeAnswer(list)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("endSession", ({ params }) =>
         signedIn.pipe(
           Effect.flatMap((endUser) => account.endSession(endUser, params.id)),
-          Effect.as(done(null)),
+          Effect.andThen(envelopeAnswer(null)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("sendRegistrationCode", ({ payload }) =>
         address.pipe(
           Effect.flatMap((ip) => account.sendRegistrationCode(payload.email, ip)),
-          Effect.map((sent) => pendingAnswer(sent)),
+          Effect.flatMap((sent) => envelopeAnswer(sent)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("sendRecoveryCode", ({ payload }) =>
         address.pipe(
           Effect.flatMap((ip) => recovery.sendCode(payload.email, ip)),
-          Effect.map(({ pending }) => pendingAnswer(new PendingCodeSent({ pending, expires_in: CODE_TTL_SECONDS }))),
+          Effect.flatMap(({ pending }) =>
+            envelopeAnswer(new PendingCodeSent({ pending, expires_in: CODE_TTL_SECONDS }))
+          ),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("resetPassword", ({ payload }) =>
         recovery.reset(payload).pipe(
-          Effect.as(done(null)),
+          Effect.andThen(envelopeAnswer(null)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("register", ({ payload }) =>
@@ -152,16 +137,16 @@ export const HttpAccountLive = HttpApiBuilder.group(IdentityApi, "account", (han
           const request = yield* HttpServerRequest.HttpServerRequest
           // As at sign-in: a cross-site HTML form cannot post JSON, so it cannot sign a browser in.
           if (!(request.headers["content-type"] ?? "").toLowerCase().includes("application/json")) {
-            return envelopeError("INVALID_REQUEST")
+            return yield* envelopeRefusal("INVALID_REQUEST")
           }
           const ip = clientAddress(request, config.trustedProxies)
           return yield* account.register(payload, { ip, userAgent: request.headers["user-agent"] ?? "" }).pipe(
-            Effect.map(({ access, cookie }) =>
-              sessions.setCookie(
-                signedInAnswer(
+            Effect.flatMap(({ access, cookie }) =>
+              Effect.andThen(
+                onAnswer((response) => sessions.setCookie(response, cookie)),
+                envelopeAnswer(
                   new LoginResult({ access_token: access.token, token_type: "Bearer", expires_in: access.expiresIn })
-                ),
-                cookie
+                )
               )
             ),
             Effect.catchTag("Refused", refusal)

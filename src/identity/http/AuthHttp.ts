@@ -1,20 +1,18 @@
 /**
- * Handler of the `auth` group: password sign-in, an envelope endpoint.
+ * Handler of the `auth` group: password sign-in, an envelope endpoint (schema/Api/IdentityAuthApi.ts):
+ * the access token in `data` and the session cookie on the answer.
  */
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
-import { LoginResponse, LoginResult } from "../../../schema/Identity/Login.js"
+import { LoginResult } from "../../../schema/Identity/Login.js"
 import { clientAddress } from "../../platform/ClientAddress.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { Login } from "../auth/Login.js"
 import { Sessions } from "../sessions/Sessions.js"
 import { IdentityConfig } from "../shared/IdentityConfig.js"
-import { envelopeError, envelopeSuccess } from "./Responses.js"
-
-/** Encoded by the success the endpoint declares (schema/Api/IdentityAuthApi.ts). */
-const signedInAnswer = envelopeSuccess(LoginResponse)
+import { envelopeAnswer, envelopeRefusal, onAnswer } from "./Responses.js"
 
 export const HttpAuthLive = HttpApiBuilder.group(IdentityApi, "auth", (handlers) =>
   Effect.gen(function*() {
@@ -36,19 +34,19 @@ export const HttpAuthLive = HttpApiBuilder.group(IdentityApi, "auth", (handlers)
             ip: clientAddress(request, config.trustedProxies),
             userAgent: request.headers["user-agent"] ?? ""
           }).pipe(
-            Effect.map(({ access, cookie }) =>
-              sessions.setCookie(
-                signedInAnswer(
+            Effect.flatMap(({ access, cookie }) =>
+              Effect.andThen(
+                onAnswer((response) => sessions.setCookie(response, cookie)),
+                envelopeAnswer(
                   new LoginResult({ access_token: access.token, token_type: "Bearer", expires_in: access.expiresIn })
-                ),
-                cookie
+                )
               )
             ),
             Effect.catchTag("LoginFailed", (failed) =>
-              Effect.succeed(envelopeError(
+              envelopeRefusal(
                 failed.code,
                 failed.retryAfterSeconds === undefined ? {} : { "retry-after": String(failed.retryAfterSeconds) }
-              )))
+              ))
           )
         }), runToCompletion)
   }))

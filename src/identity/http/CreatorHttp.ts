@@ -1,6 +1,7 @@
 /**
  * Handlers of the `creator` group: the Bearer token's user (src/identity/auth/SignedIn.ts), then one
- * `CreatorApplications` method, answered in the envelope.
+ * `CreatorApplications` method, answered in the envelope its endpoint declares
+ * (schema/Api/IdentityCreatorApi.ts).
  *
  * `apply` reads its body itself (`handleRaw`): the declared payload documents the request, but a body
  * outside its bounds, or with a member it does not name, is 17004, not the decoder's generic 40001.
@@ -10,17 +11,11 @@
 import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
-import { CreatorApplicationResponse, MyCreatorApplicationResponse } from "../../../schema/Identity/Creator.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { EndUsers } from "../auth/EndUsers.js"
 import { signedInUser } from "../auth/SignedIn.js"
 import { CreatorApplications } from "../creator/CreatorApplications.js"
-import { envelopeSuccess, jsonAnswer, refusal } from "./Responses.js"
-
-// Each answer encoded by the success its endpoint declares (schema/Api/IdentityCreatorApi.ts).
-const appliedAnswer = envelopeSuccess(CreatorApplicationResponse)
-/** The newest application, or (the user never applied) a success without a `data` member. */
-const mineAnswer = jsonAnswer(MyCreatorApplicationResponse)
+import { answer, envelopeAnswer, refusal } from "./Responses.js"
 
 export const HttpCreatorLive = HttpApiBuilder.group(IdentityApi, "creator", (handlers) =>
   Effect.gen(function*() {
@@ -35,17 +30,18 @@ export const HttpCreatorLive = HttpApiBuilder.group(IdentityApi, "creator", (han
           // A body that cannot be read is the error middleware's to answer: 413 when too large
           // (src/platform/BodyLimit.ts), 40001 when it is not JSON.
           const body = yield* Effect.orDie(request.json)
-          return appliedAnswer(yield* applications.apply(user.id, body))
+          return yield* envelopeAnswer(yield* applications.apply(user.id, body))
         }).pipe(Effect.catchTag("Refused", refusal)), runToCompletion)
       .handle("mine", () =>
         Effect.flatMap(signedIn, ({ user }) => applications.mine(user.id)).pipe(
-          Effect.map((application) =>
-            mineAnswer(
+          // The newest application, or (the user never applied) a success without a `data` member.
+          Effect.flatMap((application) =>
+            answer(
               Option.match(application, {
                 onNone: () => ({ code: 0, message: "ok" }) as const,
                 onSome: (data) => ({ code: 0, message: "ok", data }) as const
               }),
-              { headers: { "cache-control": "no-store" } }
+              { "cache-control": "no-store" }
             )
           ),
           Effect.catchTag("Refused", refusal)

@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
-import { DevMailboxMessage, DevMailboxResponse } from "../../../schema/Identity/DevMailbox.js"
+import { DevMailboxMessage } from "../../../schema/Identity/DevMailbox.js"
 import type { DevMailboxParams } from "../../../schema/Identity/DevMailbox.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { MailConfig } from "../mail/MailConfig.js"
@@ -15,10 +15,7 @@ import { Mailer } from "../mail/Mailer.js"
 import { devMailboxPage } from "../pages/dev/View.js"
 import { IdentityConfig } from "../shared/IdentityConfig.js"
 import { routeNotFound } from "./ErrorMiddleware.js"
-import { envelopeSuccess, page } from "./Responses.js"
-
-/** Encoded by the success the endpoint declares (schema/Api/IdentityDevApi.ts). */
-const mailboxAnswer = envelopeSuccess(DevMailboxResponse)
+import { envelopeAnswer, page } from "./Responses.js"
 
 export const HttpDevLive = HttpApiBuilder.group(IdentityApi, "dev", (handlers) =>
   Effect.gen(function*() {
@@ -27,14 +24,17 @@ export const HttpDevLive = HttpApiBuilder.group(IdentityApi, "dev", (handlers) =
     const mailer = yield* Mailer
     const ctx = { basePath: config.basePath }
 
-    /** `answer` where the mailbox is enabled, the unknown-path answer elsewhere. */
-    const enabled = <A>(answer: Effect.Effect<A>) =>
+    /**
+     * `answer` where the mailbox is enabled, elsewhere the unknown-path answer, the error middleware's
+     * response (ErrorMiddleware.ts), so that nothing tells the route apart from no route.
+     */
+    const enabled = <A, R>(answer: Effect.Effect<A, never, R>) =>
       mail.devMailbox ? answer : Effect.map(HttpServerRequest.HttpServerRequest, routeNotFound)
 
     return handlers
       .handle("mailbox", ({ query }: { readonly query: DevMailboxParams }) =>
-        enabled(Effect.map(mailer.mailbox(query.to), (messages) =>
-          mailboxAnswer({
+        enabled(Effect.flatMap(mailer.mailbox(query.to), (messages) =>
+          envelopeAnswer({
             items: messages.map((message) =>
               new DevMailboxMessage({
                 to: message.to,

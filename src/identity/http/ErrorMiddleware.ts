@@ -20,7 +20,7 @@ import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
-import { isBodyTooLarge, limitBody } from "../../platform/BodyLimit.js"
+import { carriesBody, isBodyTooLarge, limitBody } from "../../platform/BodyLimit.js"
 import { identityMaxAvatarBytes, identityMaxBodyBytes } from "../../platform/Config.js"
 import { jsonBodyType } from "../../platform/MediaType.js"
 import { RouteTable } from "../../platform/RouteTable.js"
@@ -96,12 +96,6 @@ const jsonEndpointKinds = (request: HttpServerRequest.HttpServerRequest): Readon
   if (match === undefined) return undefined
   const kinds = declaredBodyKinds(match.route.endpoint)
   return kinds.has("json") ? kinds : undefined
-}
-
-/** Whether the request carries a body (a length above zero, or a chunked one). */
-const carriesBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
-  const length = request.headers["content-length"]
-  return length !== undefined ? Number(length) > 0 : request.headers["transfer-encoding"] !== undefined
 }
 
 /**

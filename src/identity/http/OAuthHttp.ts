@@ -1,26 +1,26 @@
 /**
- * Handlers of the `oauth` group. Each calls one service and turns its outcome into the
- * wire response: redirects, bare RFC JSON with `Cache-Control: no-store`, or the error page.
+ * Handlers of the `oauth` group (schema/Api/IdentityOAuthApi.ts). Each calls one service and answers
+ * its outcome: the protocol endpoints (token, userinfo, revocation, JWKS) the value their endpoint
+ * declares, or fail with the bare RFC error it declares, never cached (`Cache-Control: no-store`,
+ * `Pragma: no-cache`, RFC 6749 section 5.1); the browser endpoints (authorize, logout) a redirect or
+ * the error page, which stay responses.
  *
  * Authorize, userinfo and revocation are limited per client address first (AddressLimits.ts), each
  * refusal in its endpoint's style with `Retry-After`: the error page (the envelope for a JSON caller)
  * at authorize, bare `temporarily_unavailable` JSON at the others, as at the token endpoint.
  */
 import { Effect } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
-import { Jwks } from "../../../schema/Identity/Discovery.js"
 import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
-import { TokenResponse } from "../../../schema/Identity/Token.js"
-import { UserInfo } from "../../../schema/Identity/UserInfo.js"
 import { addressBucket, clientAddress } from "../../platform/ClientAddress.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { SigningKeys } from "../keys/SigningKeys.js"
 import type { AuthorizeOutcome } from "../oauth/Authorize.js"
 import { Authorize } from "../oauth/Authorize.js"
 import { Logout } from "../oauth/Logout.js"
-import { bearerChallenge, NO_STORE, oauthFailure, oauthFailureResponse } from "../oauth/OAuthFailure.js"
+import { bearerChallenge, NO_STORE, oauthFailure } from "../oauth/OAuthFailure.js"
 import { Revocation } from "../oauth/Revocation.js"
 import { TokenService } from "../oauth/TokenService.js"
 import { UserInfoService } from "../oauth/UserInfoService.js"
@@ -29,12 +29,16 @@ import type { AddressLimitedEndpoint } from "../ratelimit/AddressLimits.js"
 import { AddressLimits } from "../ratelimit/AddressLimits.js"
 import { IdentityConfig } from "../shared/IdentityConfig.js"
 import { bodyKindOf } from "./BodyTypes.js"
-import { BASE_PATH, envelopeError, jsonAnswer, page, prefersJson, redirectTo } from "./Responses.js"
-
-// Each success encoded by the schema its endpoint declares (schema/Api/IdentityOAuthApi.ts).
-const tokenAnswer = jsonAnswer(TokenResponse)
-const userInfoAnswer = jsonAnswer(UserInfo)
-const jwksAnswer = jsonAnswer(Jwks)
+import {
+  answer,
+  BASE_PATH,
+  envelopeError,
+  envelopeRefusal,
+  oauthRefusal,
+  page,
+  prefersJson,
+  redirectTo
+} from "./Responses.js"
 
 /** The error page (or, for an API caller, the envelope) of a request that must not redirect. */
 export const outcomeResponse = (request: HttpServerRequest.HttpServerRequest, outcome: AuthorizeOutcome) => {
@@ -69,12 +73,12 @@ const authorizeLimited = (request: HttpServerRequest.HttpServerRequest, retryAft
 
 /** 429 of a protocol endpoint, as the token endpoint answers it. */
 const protocolLimited = (retryAfter: number) =>
-  oauthFailureResponse(oauthFailure("temporarily_unavailable", "too many requests from this address", {
+  oauthRefusal(oauthFailure("temporarily_unavailable", "too many requests from this address", {
     status: 429,
     headers: { "retry-after": String(retryAfter) }
   }))
 
-const unsupportedBody = oauthFailureResponse(
+const unsupportedBody = oauthRefusal(
   oauthFailure("invalid_request", "send the parameters as application/x-www-form-urlencoded or application/json")
 )
 
@@ -98,10 +102,10 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const wait = yield* limited("userinfo", request)
-        if (wait > 0) return protocolLimited(wait)
+        if (wait > 0) return yield* protocolLimited(wait)
         return yield* userinfo.userinfo(request).pipe(
-          Effect.map((info) => userInfoAnswer(info, { headers: NO_STORE })),
-          Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
+          Effect.flatMap((info) => answer(info, NO_STORE)),
+          Effect.catchTag("OAuthFailure", oauthRefusal)
         )
       })
 
@@ -117,21 +121,21 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
               const description = rejected.reason === "expired"
                 ? "the access token has expired"
                 : "the Bearer token is not a valid sign-in token"
-              return Effect.succeed(oauthFailureResponse(oauthFailure("invalid_token", description, {
+              return oauthRefusal(oauthFailure("invalid_token", description, {
                 status: 401,
                 headers: { "www-authenticate": bearerChallenge({ code: "invalid_token", description }) }
-              })))
+              }))
             })
           )
         }), runToCompletion)
       .handle("token", ({ payload }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          if (!isJsonOrForm(request)) return unsupportedBody
+          if (!isJsonOrForm(request)) return yield* unsupportedBody
           const address = addressBucket(addressOf(request))
           return yield* tokenService.exchange(payload, request.headers.authorization, address).pipe(
-            Effect.map((body) => tokenAnswer(body, { headers: NO_STORE })),
-            Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
+            Effect.flatMap((body) => answer(body, NO_STORE)),
+            Effect.catchTag("OAuthFailure", oauthRefusal)
           )
         }), runToCompletion)
       .handle("userinfo", userinfoHandler, runToCompletion)
@@ -139,27 +143,22 @@ export const HttpOAuthLive = HttpApiBuilder.group(IdentityApi, "oauth", (handler
       .handle("revoke", ({ payload }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          if (!isJsonOrForm(request)) return unsupportedBody
+          if (!isJsonOrForm(request)) return yield* unsupportedBody
           const wait = yield* limited("revoke", request)
-          if (wait > 0) return protocolLimited(wait)
+          if (wait > 0) return yield* protocolLimited(wait)
           return yield* revocation.revoke(payload, request.headers.authorization).pipe(
-            Effect.as(HttpServerResponse.empty({ status: 200, headers: NO_STORE })),
-            Effect.catchTag("OAuthFailure", (failure) => Effect.succeed(oauthFailureResponse(failure)))
+            Effect.andThen(answer(undefined, NO_STORE)),
+            Effect.catchTag("OAuthFailure", oauthRefusal)
           )
         }), runToCompletion)
       .handle("logout", ({ query }) => Effect.succeed(redirectTo(logout.entryLocation(query))), runToCompletion)
       .handle("postLogoutRedirect", ({ query }) =>
-        Effect.map(logout.postLogoutRedirect(query), (outcome) =>
-          outcome._tag === "Redirect" ? redirectTo(outcome.location) : envelopeError(outcome.code, {}).pipe(
-            (response) =>
-              outcome.code === "LOGOUT_TARGET_NOT_ALLOWED" || outcome.code === "INVALID_AUTHORIZATION_REQUEST"
-                ? HttpServerResponse.setStatus(response, 400)
-                : response
-          )), runToCompletion)
+        Effect.flatMap(logout.postLogoutRedirect(query), (outcome) =>
+          outcome._tag === "Redirect"
+            ? Effect.succeed(redirectTo(outcome.location))
+            : envelopeRefusal(outcome.code)), runToCompletion)
       .handle("jwks", () =>
-        Effect.map(keys.jwks, (jwks) =>
-          jwksAnswer(jwks, {
-            // Short enough that a rotated-in key (published two reload intervals before it signs) is seen.
-            headers: { "cache-control": "public, max-age=60" }
-          })), runToCompletion)
+        Effect.flatMap(keys.jwks, (jwks) =>
+          // Short enough that a rotated-in key (published two reload intervals before it signs) is seen.
+          answer(jwks, { "cache-control": "public, max-age=60" })), runToCompletion)
   }))

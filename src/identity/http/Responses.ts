@@ -1,58 +1,112 @@
 /**
- * Response helpers of the identity server: the envelope and HTML pages with their security headers.
- * The caller's address is `clientAddress` (src/platform/ClientAddress.ts).
+ * Answer helpers of the identity server: the values the JSON handlers answer and fail with, the
+ * headers that go with each answer, and HTML pages with their security headers. The caller's address
+ * is `clientAddress` (src/platform/ClientAddress.ts).
+ *
+ * A JSON handler returns the value of its endpoint's declared success and fails with the value of a
+ * declared error (the envelope's `EnvelopeFailure`, one declaration per status, or the bare
+ * `OAuthError`; schema/Api/IdentityErrors.ts), and HttpApi encodes it. The headers that belong to an
+ * answer rather than to its schema (`Cache-Control`, RFC 6749 section 5.1's `Pragma`, `Retry-After`,
+ * RFC 6750 section 3's `WWW-Authenticate`, the session cookie) go on by one mechanism, `onAnswer`: a
+ * pre-response handler the handler registers as it settles on the answer (`HttpEffect`, as the
+ * platform itself sets a security cookie), so they reach the encoded response whichever status it
+ * has, and keep the declared types free of transport details.
  */
 import { Effect, Schema } from "effect"
+import { HttpEffect, HttpServerRespondable, HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http"
-import { HttpServerResponse } from "effect/http"
-import type { Envelope, EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
-import { EnvelopeFailure, envelopeFailure, envelopeOk } from "../../../schema/Identity/Envelope.js"
+import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
+import { EnvelopeCodes, EnvelopeFailure, envelopeFailure, envelopeOk } from "../../../schema/Identity/Envelope.js"
+import type { OAuthFailure } from "../oauth/OAuthFailure.js"
+import { NO_STORE, oauthFailureResponse } from "../oauth/OAuthFailure.js"
 import type { Refused } from "../shared/Refused.js"
 
 /** Routes are declared under `/api/v1`; pages link to their assets there. */
 export const BASE_PATH = "/api/v1"
 
+/** Changes the response this request is answered with, once HttpApi has encoded it. */
+export const onAnswer = (
+  change: (response: HttpServerResponse.HttpServerResponse) => HttpServerResponse.HttpServerResponse
+): Effect.Effect<void, never, HttpServerRequest.HttpServerRequest> =>
+  HttpEffect.appendPreResponseHandler((_request, response) => Effect.succeed(change(response)))
+
+/** The headers of this request's answer. */
+export const answerHeaders = (headers: Readonly<Record<string, string>>) =>
+  onAnswer((response) => HttpServerResponse.setHeaders(response, headers))
+
+/** Envelope answers are never stored (they are the user's own, or answer a request that changed something). */
+const ENVELOPE_HEADERS = { "cache-control": "no-store" } as const
+
 /**
- * A JSON answer whose body is `schema`'s encoding of the value, as the HttpApi encodes a declared
- * success (`Schema.toCodecJson`): the members are the schema's, in its order. Built once per schema, at
- * module level. Handlers answer with it rather than return the value: every identity answer carries
- * headers of its own (`Cache-Control`, `Retry-After`, a cookie), and these keep their place on the wire.
+ * The success envelope `{code: 0, message: "ok", data}` of an endpoint that declares `Envelope(data)`,
+ * with `Cache-Control: no-store` unless `headers` say otherwise.
  */
-export const jsonAnswer = <S extends Schema.Codec<unknown, unknown, unknown, never>>(schema: S) => {
-  const encode = Schema.encodeSync(Schema.toCodecJson(schema))
-  return (
-    value: S["Type"],
-    options?: HttpServerResponse.Options.WithContentType
-  ): HttpServerResponse.HttpServerResponse => HttpServerResponse.jsonUnsafe(encode(value), options)
+export const envelopeAnswer = <A>(data: A, headers: Readonly<Record<string, string>> = {}) =>
+  Effect.as(answerHeaders({ ...ENVELOPE_HEADERS, ...headers }), envelopeOk(data))
+
+/** A handler's answer `value` (the endpoint's declared success), with `headers`. */
+export const answer = <A>(value: A, headers: Readonly<Record<string, string>>) =>
+  Effect.as(answerHeaders(headers), value)
+
+/**
+ * A declared error's value that also knows its own response (`HttpServerRespondable`, on its
+ * prototype, so the schema never sees it): HttpApi sends that response when the endpoint declares no
+ * schema that takes the value. An account banned (40302) can meet any signed-in endpoint, which
+ * documents its token errors only; it gets the same bytes as a declared failure, never a 500.
+ */
+const respondable = <A extends object>(value: A, respond: () => HttpServerResponse.HttpServerResponse): A =>
+  Object.assign(Object.create({ [HttpServerRespondable.symbol]: () => Effect.sync(respond) }), value)
+
+/**
+ * Fails with the envelope failure of a registry entry, which the endpoint declares under the entry's
+ * status (schema/Api/IdentityErrors.ts), with `Cache-Control: no-store` and `headers` (`Retry-After`,
+ * `WWW-Authenticate`).
+ */
+export const envelopeRefusal = (name: EnvelopeCodeName, headers: Readonly<Record<string, string>> = {}) => {
+  const { code, message } = EnvelopeCodes[name]
+  return Effect.andThen(
+    answerHeaders({ ...ENVELOPE_HEADERS, ...headers }),
+    Effect.fail(respondable({ code, message, data: null }, () => envelopeError(name, headers)))
+  )
 }
+
+/** The envelope failure of a service's refusal. */
+export const refusal = (refused: Refused) => envelopeRefusal(refused.code, refused.headers)
+
+/**
+ * Fails with the bare OAuth error of a protocol failure, which the endpoint declares under its status
+ * (RFC 6749 section 5.2, RFC 6750 section 3.1; schema/Api/IdentityErrors.ts), never cached (RFC 6749
+ * section 5.1) and with the failure's own headers.
+ */
+export const oauthRefusal = (failure: OAuthFailure) =>
+  Effect.andThen(
+    answerHeaders({ ...NO_STORE, ...failure.headers }),
+    Effect.fail(
+      respondable(
+        { error: failure.error, error_description: failure.description },
+        () => oauthFailureResponse(failure)
+      )
+    )
+  )
 
 const encodeFailure = Schema.encodeSync(Schema.toCodecJson(EnvelopeFailure))
 
-/** The failed envelope of a registry entry, encoded by `EnvelopeFailure` (what the endpoints declare). */
+/**
+ * The failed envelope of a registry entry, encoded by `EnvelopeFailure`, for the answers no endpoint
+ * encodes: the error middleware's (ErrorMiddleware.ts) and the listener's while starting.
+ */
 export const envelopeFailureBody = (name: EnvelopeCodeName) => {
   const { body, status } = envelopeFailure(name)
   return { status, body: encodeFailure(body) }
 }
 
+/** The response of a failed envelope, for the answers no endpoint encodes (see `envelopeFailureBody`). */
 export const envelopeError = (
   name: EnvelopeCodeName,
   headers: Readonly<Record<string, string>> = {}
 ): HttpServerResponse.HttpServerResponse => {
   const { body, status } = envelopeFailureBody(name)
-  return HttpServerResponse.jsonUnsafe(body, { status, headers: { "cache-control": "no-store", ...headers } })
-}
-
-/** The envelope answer to a service's refusal. */
-export const refusal = (refused: Refused) => Effect.succeed(envelopeError(refused.code, refused.headers))
-
-/**
- * The success envelope `{code: 0, message: "ok", data}` of an endpoint that declares `Envelope(data)`,
- * encoded by that declaration, with `Cache-Control: no-store` unless `headers` say otherwise.
- */
-export const envelopeSuccess = <D extends Schema.Codec<unknown, unknown, unknown, never>>(schema: Envelope<D>) => {
-  const answer = jsonAnswer(schema)
-  return (data: D["Type"], headers: Readonly<Record<string, string>> = {}) =>
-    answer(envelopeOk(data), { headers: { "cache-control": "no-store", ...headers } })
+  return HttpServerResponse.jsonUnsafe(body, { status, headers: { ...ENVELOPE_HEADERS, ...headers } })
 }
 
 /**

@@ -2,7 +2,8 @@
  * Handlers of the second factor (src/identity/twofactor/TwoFactor.ts):
  *
  * - `twoFactor`: envelope endpoints for the Bearer token of a sign-in younger than 10 minutes
- *   (src/identity/auth/SignedIn.ts); a refusal becomes its envelope code.
+ *   (src/identity/auth/SignedIn.ts), answering the envelope they declare
+ *   (schema/Api/IdentityTwoFactorApi.ts); a refusal fails with its envelope code.
  * - `twoFactorPages`: the set-up page for the session cookie, in src/identity/pages/twofactor/.
  *
  * Both take the current password with every change (checked by `TwoFactor`), and the session making
@@ -13,13 +14,7 @@ import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { IdentityApi } from "../../../schema/Api/IdentityApi.js"
 import type { TwoFactorCodeRequest } from "../../../schema/Identity/TwoFactor.js"
-import {
-  RecoveryCodes,
-  RecoveryCodesResponse,
-  TwoFactorRemovedResponse,
-  TwoFactorSetup,
-  TwoFactorSetupResponse
-} from "../../../schema/Identity/TwoFactor.js"
+import { RecoveryCodes, TwoFactorSetup } from "../../../schema/Identity/TwoFactor.js"
 import { clientAddress } from "../../platform/ClientAddress.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
 import { EndUsers } from "../auth/EndUsers.js"
@@ -28,12 +23,7 @@ import { Sessions } from "../sessions/Sessions.js"
 import { IdentityConfig } from "../shared/IdentityConfig.js"
 import type { ChangeProof } from "../twofactor/TwoFactor.js"
 import { TwoFactor } from "../twofactor/TwoFactor.js"
-import { envelopeSuccess, refusal } from "./Responses.js"
-
-// Each answer encoded by the success its endpoint declares (schema/Api/IdentityTwoFactorApi.ts).
-const setupAnswer = envelopeSuccess(TwoFactorSetupResponse)
-const recoveryCodesAnswer = envelopeSuccess(RecoveryCodesResponse)
-const removedAnswer = envelopeSuccess(TwoFactorRemovedResponse)
+import { envelopeAnswer, refusal } from "./Responses.js"
 
 const proofOf = (payload: TwoFactorCodeRequest): ChangeProof => ({
   code: payload.code,
@@ -60,8 +50,8 @@ export const HttpTwoFactorLive = HttpApiBuilder.group(IdentityApi, "twoFactor", 
       .handle("setup", () =>
         recentUser.pipe(
           Effect.flatMap((endUser) => twoFactor.setup(endUser.user.id, endUser.user.email)),
-          Effect.map((setup) =>
-            setupAnswer(
+          Effect.flatMap((setup) =>
+            envelopeAnswer(
               new TwoFactorSetup({ secret: setup.secret, otpauth_uri: setup.otpauthUri, qr_svg: setup.qrSvg })
             )
           ),
@@ -70,19 +60,19 @@ export const HttpTwoFactorLive = HttpApiBuilder.group(IdentityApi, "twoFactor", 
       .handle("enable", ({ payload }) =>
         withAddress.pipe(
           Effect.flatMap(([endUser, ip]) => twoFactor.enable(endUser, proofOf(payload), ip)),
-          Effect.map((codes) => recoveryCodesAnswer(new RecoveryCodes({ recovery_codes: codes }))),
+          Effect.flatMap((codes) => envelopeAnswer(new RecoveryCodes({ recovery_codes: codes }))),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("disable", ({ payload }) =>
         withAddress.pipe(
           Effect.flatMap(([endUser, ip]) => twoFactor.disable(endUser, proofOf(payload), ip)),
-          Effect.as(removedAnswer(null)),
+          Effect.andThen(envelopeAnswer(null)),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
       .handle("recoveryCodes", ({ payload }) =>
         withAddress.pipe(
           Effect.flatMap(([endUser, ip]) => twoFactor.regenerateRecoveryCodes(endUser, proofOf(payload), ip)),
-          Effect.map((codes) => recoveryCodesAnswer(new RecoveryCodes({ recovery_codes: codes }))),
+          Effect.flatMap((codes) => envelopeAnswer(new RecoveryCodes({ recovery_codes: codes }))),
           Effect.catchTag("Refused", refusal)
         ), runToCompletion)
   }))

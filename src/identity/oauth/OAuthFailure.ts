@@ -2,7 +2,10 @@
  * A protocol failure on its way to the wire as bare `{error, error_description}`
  * (docs/api-contract.md, "Errors: identity (OAuth errors and the envelope)"):
  * the status of RFC 6749 section 5.2 / RFC 6750 section 3.1 unless given, plus any headers the
- * failure needs (`WWW-Authenticate`, `Retry-After`).
+ * failure needs (`WWW-Authenticate`, `Retry-After`). A handler fails with it as the error its
+ * endpoint declares (`oauthRefusal`, src/identity/http/Responses.ts; the declaration of each status
+ * takes the codes answered with it, `oauthErrorStatuses` in schema/Api/IdentityErrors.ts);
+ * `oauthFailureResponse` writes it where no endpoint does (the error middleware).
  */
 import { Data, Schema } from "effect"
 import { HttpServerResponse } from "effect/http"
