@@ -8,6 +8,7 @@ import { Context, Effect, Layer, Option, Schema, Struct } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import type { WorkSort } from "../../../schema/Api/WorksApi.js"
 import { Intro } from "../../../schema/Catalog/Common.js"
+import { Position } from "../pagination/Cursor.js"
 import {
   afterSql,
   coverJson,
@@ -82,10 +83,7 @@ const RefHit = Schema.Struct({ source: Schema.String, external_id: Schema.String
 const TextCount = Schema.Struct({ n: Schema.NumberFromString })
 
 /** A keyset position: the sort key's values and the row's id. */
-export const Keyed = Schema.Struct({
-  key: Schema.Array(Schema.NullOr(Schema.Union([Schema.String, Schema.Number]))),
-  id: Schema.String
-})
+export const Keyed = Schema.Struct(Struct.omit(Position.fields, ["sort"]))
 export type Keyed = typeof Keyed.Type
 
 /** A sub-collection page of a work: its id, where it starts, and how many rows. */
