@@ -4,10 +4,11 @@
  * content limit.
  */
 import { Context, Data, Effect, Layer, Metric, Option, Redacted, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
 import * as Crypto from "node:crypto"
 import type { Scope } from "../../../schema/Annotations.js"
 import { Scopes } from "../../../schema/Annotations.js"
+import { CredentialInfo } from "../../../schema/Api/CredentialApi.js"
 import type { ContentLimit } from "../../../schema/Api/Security.js"
 
 export const SiteName = Schema.String.check(Schema.isPattern(/^[a-z][a-z0-9_]*$/), Schema.isMaxLength(64))
@@ -33,23 +34,25 @@ export const hashKey = (key: string): Buffer => Crypto.createHash("sha256").upda
 /** Shape check before any lookup: a malformed token never reaches the database. */
 export const looksLikeApiKey = (token: string): boolean => KEY_BODY.test(token)
 
-interface Row {
-  readonly id: string
-  readonly key_hash: Buffer
-  readonly prefix: string
-  readonly site: string
-  readonly scopes: ReadonlyArray<string>
-  readonly content_limit: ContentLimit
-  readonly user_id: string | null
-  readonly created_at: Date
-  readonly revoked_at: Date | null
-}
+/** A row of `api_keys` (migrations/0001): `bigint` ids read as decimal text, `bytea` as bytes. */
+const Row = Schema.Struct({
+  id: Schema.String,
+  key_hash: Schema.Uint8Array,
+  prefix: Schema.String,
+  site: Schema.String,
+  scopes: CredentialInfo.fields.scopes,
+  content_limit: CredentialInfo.fields.content_limit,
+  user_id: Schema.NullOr(Schema.String),
+  created_at: Schema.Date,
+  revoked_at: Schema.NullOr(Schema.Date)
+})
+type Row = typeof Row.Type
 
 const toRecord = (row: Row): ApiKeyRecord => ({
-  id: String(row.id),
+  id: row.id,
   prefix: row.prefix,
   site: row.site,
-  scopes: row.scopes as ReadonlyArray<Scope>,
+  scopes: row.scopes,
   contentLimit: row.content_limit,
   userId: row.user_id === null ? null : Number(row.user_id),
   createdAt: row.created_at,
@@ -82,6 +85,46 @@ export const apiKeyLookups = Metric.counter("catalog_api_key_lookups", {
 export class ApiKeys extends Context.Service<ApiKeys>()("catalog/ApiKeys", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const columns = sql`id::text AS id, key_hash, prefix, site, scopes, content_limit, user_id::text AS user_id,
+      created_at, revoked_at`
+    const insertKey = SqlSchema.findOne({
+      Request: Schema.Struct({
+        hash: Schema.Uint8Array,
+        prefix: Schema.String,
+        site: Schema.String,
+        scopes: Schema.Array(Schema.String),
+        contentLimit: Row.fields.content_limit,
+        userId: Schema.NullOr(Schema.Number)
+      }),
+      Result: Row,
+      execute: (key) =>
+        sql`
+          INSERT INTO api_keys (key_hash, prefix, site, scopes, content_limit, user_id)
+          VALUES (${key.hash}, ${key.prefix}, ${key.site}, ${key.scopes}, ${key.contentLimit}, ${key.userId})
+          RETURNING ${columns}
+        `
+    })
+    const listKeys = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Row,
+      execute: () => sql`SELECT ${columns} FROM api_keys ORDER BY api_keys.id`
+    })
+    const revokeKey = SqlSchema.findOneOption({
+      Request: Schema.String,
+      Result: Row,
+      execute: (id) =>
+        sql`UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${id} RETURNING ${columns}`
+    })
+    const liveKeys = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Schema.Struct({ id: Schema.String, key_hash: Schema.Uint8Array }),
+      execute: () => sql`SELECT id::text AS id, key_hash FROM api_keys WHERE revoked_at IS NULL`
+    })
+    const liveKey = SqlSchema.findOneOption({
+      Request: Schema.Uint8Array,
+      Result: Row,
+      execute: (hash) => sql`SELECT ${columns} FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`
+    })
 
     const create = Effect.fn("ApiKeys.create")(function*(input: {
       readonly site: string
@@ -103,20 +146,23 @@ export class ApiKeys extends Context.Service<ApiKeys>()("catalog/ApiKeys", {
       const scopes = [...new Set(input.scopes)]
       const hash = hashKey(key)
       const row = yield* sql.withTransaction(Effect.gen(function*() {
-        const [row] = yield* sql<Row>`
-          INSERT INTO api_keys (key_hash, prefix, site, scopes, content_limit, user_id)
-          VALUES (${hash}, ${key.slice(3, 11)}, ${input.site}, ${scopes}, ${input.contentLimit}, ${input.userId})
-          RETURNING *
-        `
+        const row = yield* insertKey({
+          hash,
+          prefix: key.slice(3, 11),
+          site: input.site,
+          scopes,
+          contentLimit: input.contentLimit,
+          userId: input.userId
+        })
         // Every server process learns the key is live (auth/Authorization.ts, the failed-credential throttle).
-        yield* sql`SELECT pg_notify(${API_KEYS_CHANNEL}, ${`+${row!.id}:${hash.toString("hex")}`})`
-        return row!
+        yield* sql`SELECT pg_notify(${API_KEYS_CHANNEL}, ${`+${row.id}:${hash.toString("hex")}`})`
+        return row
       })).pipe(Effect.orDie)
       return { key: Redacted.make(key), record: toRecord(row) }
     })
 
     const list = Effect.fn("ApiKeys.list")(function*() {
-      const rows = yield* sql<Row>`SELECT * FROM api_keys ORDER BY id`.pipe(Effect.orDie)
+      const rows = yield* listKeys(undefined).pipe(Effect.orDie)
       return rows.map(toRecord)
     })
 
@@ -124,20 +170,16 @@ export class ApiKeys extends Context.Service<ApiKeys>()("catalog/ApiKeys", {
     const revoke = Effect.fn("ApiKeys.revoke")(function*(id: string) {
       if (!/^[0-9]{1,18}$/.test(id)) return Option.none<ApiKeyRecord>()
       return yield* sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql<Row>`
-          UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${id} RETURNING *
-        `
-        if (rows.length === 0) return Option.none<ApiKeyRecord>()
+        const row = yield* revokeKey(id)
+        if (Option.isNone(row)) return Option.none<ApiKeyRecord>()
         yield* sql`SELECT pg_notify(${API_KEYS_CHANNEL}, ${id})`
-        return Option.some(toRecord(rows[0]!))
+        return Option.some(toRecord(row.value))
       })).pipe(Effect.orDie)
     })
 
     /** Hashes (hex) of every live key, by id: what the server processes know as live. */
     const liveHashes = Effect.fn("ApiKeys.liveHashes")(function*() {
-      const rows = yield* sql<{ id: string; key_hash: Buffer }>`
-        SELECT id::text AS id, key_hash FROM api_keys WHERE revoked_at IS NULL
-      `.pipe(Effect.orDie)
+      const rows = yield* liveKeys(undefined).pipe(Effect.orDie)
       return rows.map((row) => ({ id: row.id, hash: Buffer.from(row.key_hash).toString("hex") }))
     })
 
@@ -146,14 +188,11 @@ export class ApiKeys extends Context.Service<ApiKeys>()("catalog/ApiKeys", {
       if (!looksLikeApiKey(token)) return Option.none<ApiKeyRecord>()
       yield* Metric.update(apiKeyLookups, 1)
       const hash = hashKey(token)
-      const rows = yield* sql<Row>`
-        SELECT * FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL
-      `.pipe(Effect.orDie)
-      const row = rows[0]
-      if (row === undefined || !Crypto.timingSafeEqual(Buffer.from(row.key_hash), hash)) {
+      const row = yield* liveKey(hash).pipe(Effect.orDie)
+      if (Option.isNone(row) || !Crypto.timingSafeEqual(row.value.key_hash, hash)) {
         return Option.none<ApiKeyRecord>()
       }
-      return Option.some(toRecord(row))
+      return Option.some(toRecord(row.value))
     })
 
     return { create, list, revoke, findLive, liveHashes } as const

@@ -4,47 +4,57 @@
  * YYYYMM00..YYYYMM31, the year-only window the single key YYYY0000, the undated window NULL.
  * Content gate as in ReleasesRepo.
  */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import type { CalendarEntry } from "../../../schema/Catalog/Calendar.js"
-import type { WorkBasic } from "../../../schema/Catalog/Work.js"
-import { partialDate, releaseGate } from "../releases/ReleasesRepo.js"
+import { Context, Effect, Layer, Schema, Struct } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { type CalendarEntry, CalendarRelease } from "../../../schema/Catalog/Calendar.js"
+import { WorkBasic } from "../../../schema/Catalog/Work.js"
+import { DatePart, partialDate, releaseGate } from "../releases/ReleasesRepo.js"
+import { rfc3339Sql } from "../shared/Rfc3339.js"
 
 /** Which releases a page reads: a key range (month and year windows) or the undated ones. */
-export type CalendarRange =
-  | { readonly _tag: "Dated"; readonly from: number; readonly to: number }
-  | { readonly _tag: "Undated" }
+export const CalendarRange = Schema.Union([
+  Schema.TaggedStruct("Dated", { from: Schema.Int, to: Schema.Int }),
+  Schema.TaggedStruct("Undated", {})
+])
+export type CalendarRange = typeof CalendarRange.Type
 
 /** Keys of the first and last releases dated at least to the month (year-only keys end in 0000). */
 const FIRST_KEY = 19000100
 const LAST_KEY = 22001231
 
-interface CalendarRow {
-  readonly key: number | null
-  readonly release_id: CalendarEntry["release"]["id"]
-  readonly release_name: string
-  readonly release_year: number | null
-  readonly release_month: number | null
-  readonly release_day: number | null
-  readonly release_platforms: ReadonlyArray<string>
-  readonly release_languages: ReadonlyArray<string>
-  readonly release_nsfw: boolean
-  readonly release_official: boolean
-  readonly id: WorkBasic["id"]
-  readonly display_name: string
-  readonly latin: string | null
-  readonly olang: string | null
-  readonly localized: WorkBasic["localized"]
-  readonly released_year: number | null
-  readonly released_month: number | null
-  readonly released_day: number | null
-  readonly nsfw: boolean
-  readonly length_minutes: number | null
-  readonly platforms: ReadonlyArray<string>
-  readonly media: ReadonlyArray<string>
-  readonly popularity: number
-  readonly updated_at: Date
-}
+/** `released_key` (integer): YYYYMMDD, null when undated. */
+const Key = Schema.NullOr(Schema.Int)
+
+const CalendarRow = Schema.Struct({
+  key: Key,
+  release_id: CalendarRelease.fields.id,
+  release_name: CalendarRelease.fields.display_name,
+  release_year: DatePart,
+  release_month: DatePart,
+  release_day: DatePart,
+  release_platforms: CalendarRelease.fields.platforms,
+  release_languages: CalendarRelease.fields.languages,
+  release_nsfw: Schema.Boolean,
+  release_official: CalendarRelease.fields.is_official,
+  ...Struct.pick(WorkBasic.fields, ["id", "display_name", "latin", "olang", "localized"]),
+  released_year: DatePart,
+  released_month: DatePart,
+  released_day: DatePart,
+  nsfw: Schema.Boolean,
+  ...Struct.pick(WorkBasic.fields, ["length_minutes", "platforms", "media", "popularity"]),
+  /** Written by PostgreSQL (rfc3339Sql). */
+  updated_at: Schema.String
+})
+type CalendarRow = typeof CalendarRow.Type
+
+const Bounds = Schema.Struct({ first: Key, last: Key })
+
+const CalendarRequest = Schema.Struct({
+  range: CalendarRange,
+  after: Schema.NullOr(Schema.Struct({ key: Key, id: Schema.String })),
+  take: Schema.Int,
+  nsfw: Schema.Boolean
+})
 
 export interface CalendarPageRow {
   readonly entry: CalendarEntry
@@ -67,7 +77,7 @@ const toEntry = (row: CalendarRow): CalendarPageRow => ({
     platforms: row.platforms,
     media: row.media,
     popularity: row.popularity,
-    updated_at: row.updated_at.toISOString(),
+    updated_at: row.updated_at,
     release: {
       id: row.release_id,
       display_name: row.release_name,
@@ -84,34 +94,43 @@ export class CalendarRepo extends Context.Service<CalendarRepo>()("catalog/Calen
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const page = (options: {
-      readonly range: CalendarRange
-      readonly after: { readonly key: number | null; readonly id: string } | null
-      readonly take: number
-      readonly nsfw: boolean
-    }) => {
-      const { after, range } = options
-      const where = range._tag === "Undated"
-        ? sql`r.released_key IS NULL ${after === null ? sql`` : sql`AND r.id > ${after.id}`}`
-        : sql`r.released_key BETWEEN ${range.from} AND ${range.to}
+    const findPage = SqlSchema.findAll({
+      Request: CalendarRequest,
+      Result: CalendarRow,
+      execute: (options) => {
+        const { after, range } = options
+        const where = range._tag === "Undated"
+          ? sql`r.released_key IS NULL ${after === null ? sql`` : sql`AND r.id > ${after.id}`}`
+          : sql`r.released_key BETWEEN ${range.from} AND ${range.to}
             ${after === null ? sql`` : sql`AND (r.released_key, r.id) > (${after.key ?? 0}, ${after.id}::bigint)`}`
-      return sql<CalendarRow>`
+        return sql`
         SELECT r.released_key AS key, r.id::text AS release_id, r.display_name AS release_name,
           r.released_year AS release_year, r.released_month AS release_month, r.released_day AS release_day,
           r.platforms AS release_platforms, r.languages AS release_languages, r.nsfw AS release_nsfw,
           r.is_official AS release_official,
           w.id::text AS id, w.display_name, w.latin, w.olang, w.localized, w.released_year, w.released_month,
-          w.released_day, w.nsfw, w.length_minutes, w.platforms, w.media, w.popularity, w.updated_at
+          w.released_day, w.nsfw, w.length_minutes, w.platforms, w.media, w.popularity,
+          ${sql.literal(rfc3339Sql("w.updated_at"))} AS updated_at
         FROM releases r JOIN works w ON w.id = r.work_id
         WHERE ${releaseGate(sql, options.nsfw)} AND ${where}
         ORDER BY ${range._tag === "Undated" ? sql`r.id` : sql`r.released_key, r.id`}
         LIMIT ${options.take}
-      `.pipe(Effect.orDie, Effect.map((rows) => rows.map(toEntry)), Effect.withSpan("CalendarRepo.page"))
-    }
+      `
+      }
+    })
+    const page = (options: typeof CalendarRequest.Type) =>
+      findPage(options).pipe(
+        Effect.orDie,
+        Effect.map((rows) => rows.map(toEntry)),
+        Effect.withSpan("CalendarRepo.page")
+      )
 
     /** The keys of the first and last visible releases dated at least to the month; null when none. */
-    const datedBounds = (nsfw: boolean) =>
-      sql<{ readonly first: number | null; readonly last: number | null }>`
+    const findBounds = SqlSchema.findOne({
+      Request: Schema.Boolean,
+      Result: Bounds,
+      execute: (nsfw) =>
+        sql`
         SELECT
           (SELECT r.released_key FROM releases r JOIN works w ON w.id = r.work_id
             WHERE ${releaseGate(sql, nsfw)} AND r.released_key BETWEEN ${FIRST_KEY} AND ${LAST_KEY}
@@ -121,11 +140,10 @@ export class CalendarRepo extends Context.Service<CalendarRepo>()("catalog/Calen
             WHERE ${releaseGate(sql, nsfw)} AND r.released_key BETWEEN ${FIRST_KEY} AND ${LAST_KEY}
               AND r.released_month IS NOT NULL
             ORDER BY r.released_key DESC LIMIT 1) AS last
-      `.pipe(
-        Effect.orDie,
-        Effect.map((rows) => rows[0] ?? { first: null, last: null }),
-        Effect.withSpan("CalendarRepo.datedBounds")
-      )
+      `
+    })
+    const datedBounds = (nsfw: boolean) =>
+      findBounds(nsfw).pipe(Effect.orDie, Effect.withSpan("CalendarRepo.datedBounds"))
 
     return { page, datedBounds } as const
   })

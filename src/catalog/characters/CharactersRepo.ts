@@ -4,56 +4,56 @@
  * character that appears only in nsfw works. SQL failures die here (docs/life-of-a-request.md,
  * "Handlers, services and SQL").
  */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import type { Localized } from "../../../schema/Catalog/Common.js"
+import { Context, Effect, Layer, Schema, Struct } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { CharacterBasic, CharacterTrait, Measurements, RosterRole } from "../../../schema/Catalog/Character.js"
+import { Gender, Spoiler } from "../../../schema/Catalog/Common.js"
 import { UNDATED } from "../credits/CreditNamesRepo.js"
-import { workBasicColumns, type WorkBasicRow, workGate } from "../credits/Rows.js"
+import { workBasicColumns, workGate } from "../credits/Rows.js"
+import { WorkBasicColumns } from "../credits/RowSchemas.js"
+import { IdsRequest, PageRequest } from "../shared/SqlRequests.js"
 
-export interface CharacterRow {
-  readonly id: string
-  readonly display_name: string
-  readonly latin: string | null
-  readonly lang: string | null
-  readonly localized: Localized
-  readonly birthday: string | null
-  readonly blood_type: "a" | "b" | "ab" | "o" | null
-  readonly gender: "male" | "female" | "other" | null
-  readonly height_cm: number | null
-  readonly weight_kg: number | null
-  readonly bust_cm: number | null
-  readonly waist_cm: number | null
-  readonly hips_cm: number | null
-  readonly cup: string | null
+export const CharacterRow = Schema.Struct({
+  ...Struct.pick(CharacterBasic.fields, ["id", "display_name", "latin", "lang", "localized"]),
+  birthday: Schema.NullOr(Schema.String),
+  blood_type: Schema.NullOr(Schema.Literals(["a", "b", "ab", "o"])),
+  gender: Schema.NullOr(Gender),
+  height_cm: Schema.NullOr(Schema.Int),
+  weight_kg: Schema.NullOr(Schema.Int),
+  ...Measurements.fields,
   /** Null also when the character it is an instance of is not visible. */
-  readonly instance_of_id: string | null
-}
+  instance_of_id: Schema.NullOr(Schema.String)
+})
+export type CharacterRow = typeof CharacterRow.Type
 
-export interface TraitRow {
-  readonly character_id: string
-  readonly id: string
-  readonly display_name: string
-  readonly localized: Localized
-  readonly group_name: string | null
-  readonly group_localized: Localized
-  readonly spoiler: "none" | "minor" | "major"
-  readonly is_sexual: boolean
-  readonly is_lie: boolean
-}
+export const TraitRow = Schema.Struct({
+  character_id: Schema.String,
+  ...Struct.pick(CharacterTrait.fields, ["id", "display_name", "localized"]),
+  group_name: CharacterTrait.fields.group,
+  ...Struct.pick(CharacterTrait.fields, ["group_localized", "spoiler", "is_sexual", "is_lie"])
+})
+export type TraitRow = typeof TraitRow.Type
 
-export interface AppearanceRow extends WorkBasicRow {
-  readonly sort_key: number
-  readonly roster_role: "main" | "secondary" | "appears" | "unknown"
-  readonly spoiler: "none" | "minor" | "major"
+export const AppearanceRow = Schema.Struct({
+  ...WorkBasicColumns,
+  sort_key: Schema.Int,
+  roster_role: RosterRole,
+  spoiler: Spoiler,
   /** Null when the work is reached only through a voice credit. */
-  readonly identity: string | null
-}
+  identity: Schema.NullOr(Schema.String)
+})
+export type AppearanceRow = typeof AppearanceRow.Type
 
 /** Keyset position of an appearance: the work's release key (undated last), then its id. */
-export interface AppearancePosition {
-  readonly sortKey: number
-  readonly workId: string
-}
+export const AppearancePosition = Schema.Struct({ sortKey: Schema.Int, workId: Schema.String })
+export type AppearancePosition = typeof AppearancePosition.Type
+
+const AppearancesRequest = Schema.Struct({
+  characterId: Schema.String,
+  after: Schema.UndefinedOr(AppearancePosition),
+  take: Schema.Int,
+  nsfw: Schema.Boolean
+})
 
 export class CharactersRepo extends Context.Service<CharactersRepo>()("catalog/CharactersRepo", {
   make: Effect.gen(function*() {
@@ -70,32 +70,41 @@ export class CharactersRepo extends Context.Service<CharactersRepo>()("catalog/C
           io.id::text AS instance_of_id
         FROM characters c LEFT JOIN characters io ON io.id = c.instance_of_id AND ${gate("io", nsfw)}`
 
+    const findPage = SqlSchema.findAll({
+      Request: PageRequest,
+      Result: CharacterRow,
+      execute: (options) =>
+        sql`
+          ${select(options.nsfw)}
+          WHERE ${gate("c", options.nsfw)}
+            ${options.afterId === null ? sql`` : sql`AND c.id > ${options.afterId}::bigint`}
+          ORDER BY c.id
+          LIMIT ${options.take}`
+    })
     /** A page in id order after `afterId` (exclusive); `take` rows at most. */
-    const page = (options: { readonly afterId: string | null; readonly take: number; readonly nsfw: boolean }) =>
-      sql<CharacterRow>`
-        ${select(options.nsfw)}
-        WHERE ${gate("c", options.nsfw)}
-          ${options.afterId === null ? sql`` : sql`AND c.id > ${options.afterId}::bigint`}
-        ORDER BY c.id
-        LIMIT ${options.take}`.pipe(Effect.orDie, Effect.withSpan("CharactersRepo.page"))
+    const page = (options: typeof PageRequest.Type) =>
+      findPage(options).pipe(Effect.orDie, Effect.withSpan("CharactersRepo.page"))
 
+    const findByIds = SqlSchema.findAll({
+      Request: IdsRequest,
+      Result: CharacterRow,
+      execute: ({ ids, nsfw }) => sql`${select(nsfw)} WHERE c.id = ANY(${ids}::bigint[]) AND ${gate("c", nsfw)}`
+    })
     /** The visible characters among `ids` (canonical, bigint-sized), in no particular order. */
     const byIds = (ids: ReadonlyArray<string>, nsfw: boolean) =>
       ids.length === 0
-        ? Effect.succeed<ReadonlyArray<CharacterRow>>([])
-        : sql<CharacterRow>`
-            ${select(nsfw)}
-            WHERE c.id = ANY(${ids}::bigint[]) AND ${gate("c", nsfw)}`.pipe(
-          Effect.orDie,
-          Effect.withSpan("CharactersRepo.byIds")
-        )
+        ? Effect.succeed([])
+        : findByIds({ ids, nsfw }).pipe(Effect.orDie, Effect.withSpan("CharactersRepo.byIds"))
 
     /**
      * The traits of `ids`, grouped under their root trait, in trait order. Sexual traits are nsfw
      * content: an `sfw` credential does not get them.
      */
-    const traits = (ids: ReadonlyArray<string>, nsfw: boolean) =>
-      sql<TraitRow>`
+    const findTraits = SqlSchema.findAll({
+      Request: IdsRequest,
+      Result: TraitRow,
+      execute: ({ ids, nsfw }) =>
+        sql`
         SELECT ct.character_id::text AS character_id, t.id::text AS id, t.display_name, t.localized,
           g.display_name AS group_name, coalesce(g.localized, '{}'::jsonb) AS group_localized, ct.spoiler,
           t.is_sexual, ct.is_lie
@@ -103,23 +112,21 @@ export class CharactersRepo extends Context.Service<CharactersRepo>()("catalog/C
         JOIN traits t ON t.id = ct.trait_id
         LEFT JOIN traits g ON g.id = t.root_id
         WHERE ct.character_id = ANY(${ids}::bigint[]) ${nsfw ? sql`` : sql`AND NOT t.is_sexual`}
-        ORDER BY ct.character_id, t.root_id NULLS FIRST, t.id`.pipe(
-        Effect.orDie,
-        Effect.withSpan("CharactersRepo.traits")
-      )
+        ORDER BY ct.character_id, t.root_id NULLS FIRST, t.id`
+    })
+    const traits = (ids: ReadonlyArray<string>, nsfw: boolean) =>
+      findTraits({ ids, nsfw }).pipe(Effect.orDie, Effect.withSpan("CharactersRepo.traits"))
 
     /**
      * The visible works `characterId` appears in: its roster rows, plus the works that credit a
      * voice for it without a roster row (no identity, role `unknown`, spoiler `none`).
      */
-    const appearances = (options: {
-      readonly characterId: string
-      readonly after: AppearancePosition | undefined
-      readonly take: number
-      readonly nsfw: boolean
-    }) => {
-      const { after, characterId } = options
-      return sql<AppearanceRow>`
+    const findAppearances = SqlSchema.findAll({
+      Request: AppearancesRequest,
+      Result: AppearanceRow,
+      execute: (options) => {
+        const { after, characterId } = options
+        return sql`
         WITH r AS (
           SELECT wc.work_id, wc.roster_role, wc.spoiler, wc.identity
           FROM work_characters wc WHERE wc.character_id = ${characterId}::bigint
@@ -134,13 +141,16 @@ export class CharactersRepo extends Context.Service<CharactersRepo>()("catalog/C
           r.identity
         FROM r JOIN works w ON w.id = r.work_id ${workGate(sql, options.nsfw)}
         ${
-        after === undefined
-          ? sql``
-          : sql`WHERE (coalesce(w.released_key, ${undated}), w.id) > (${after.sortKey}::integer, ${after.workId}::bigint)`
-      }
+          after === undefined
+            ? sql``
+            : sql`WHERE (coalesce(w.released_key, ${undated}), w.id) > (${after.sortKey}::integer, ${after.workId}::bigint)`
+        }
         ORDER BY coalesce(w.released_key, ${undated}), w.id
-        LIMIT ${options.take}`.pipe(Effect.orDie, Effect.withSpan("CharactersRepo.appearances"))
-    }
+        LIMIT ${options.take}`
+      }
+    })
+    const appearances = (options: typeof AppearancesRequest.Type) =>
+      findAppearances(options).pipe(Effect.orDie, Effect.withSpan("CharactersRepo.appearances"))
 
     return { page, byIds, traits, appearances } as const
   })

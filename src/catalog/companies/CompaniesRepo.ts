@@ -3,24 +3,24 @@
  * (docs/api-contract.md, "Credentials, scopes and the content limit"): `work_count` counts every
  * live work, `work_count_sfw` only the sfw ones.
  */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import type { CompanyId } from "../../../schema/Catalog/Common.js"
-import type { CompanyBasic, CompanyGraphEdge, CompanyKind } from "../../../schema/Catalog/Company.js"
+import { Context, Effect, Layer, Schema, Struct } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { CompanyBasic, CompanyGraphEdge, CompanyGraphNode, CompanyKind } from "../../../schema/Catalog/Company.js"
+import { CountRow, IdsRequest, PageRequest } from "../shared/SqlRequests.js"
 
 /** The walk's bounds; the graph's `truncated` says when the family goes beyond them. */
 export const GRAPH_MAX_NODES = 60
 export const GRAPH_MAX_HOPS = 4
 
-export interface GraphNodeRow {
-  readonly id: CompanyId
-  readonly display_name: string
-  readonly localized: CompanyBasic["localized"]
-  readonly work_count: number
-  readonly depth: number
+export const GraphNodeRow = Schema.Struct({
+  ...Struct.pick(CompanyGraphNode.fields, ["id", "display_name", "localized", "work_count"]),
+  depth: Schema.Int,
   /** Companies the walk found (up to GRAPH_MAX_HOPS + 1 hops): more than the nodes means truncated. */
-  readonly reachable: number
-}
+  reachable: Schema.Int
+})
+export type GraphNodeRow = typeof GraphNodeRow.Type
+
+const KindRequest = Schema.UndefinedOr(CompanyKind)
 
 export class CompaniesRepo extends Context.Service<CompaniesRepo>()("catalog/CompaniesRepo", {
   make: Effect.gen(function*() {
@@ -31,29 +31,37 @@ export class CompaniesRepo extends Context.Service<CompaniesRepo>()("catalog/Com
         ${workCount(nsfw)} AS work_count`
     const kindFilter = (kind: CompanyKind | undefined) => kind === undefined ? sql`` : sql`AND c.company_kind = ${kind}`
 
-    const page = (options: {
-      readonly afterId: string | null
-      readonly take: number
-      readonly kind: CompanyKind | undefined
-      readonly nsfw: boolean
-    }) =>
-      sql<CompanyBasic>`
-        SELECT ${columns(options.nsfw)} FROM companies c
-        WHERE c.live ${kindFilter(options.kind)} ${
-        options.afterId === null ? sql`` : sql`AND c.id > ${options.afterId}`
-      }
-        ORDER BY c.id LIMIT ${options.take}
-      `.pipe(Effect.orDie, Effect.withSpan("CompaniesRepo.page"))
+    const findPage = SqlSchema.findAll({
+      Request: PageRequest.mapFields(Struct.assign({ kind: KindRequest })),
+      Result: CompanyBasic,
+      execute: (options) =>
+        sql`
+          SELECT ${columns(options.nsfw)} FROM companies c
+          WHERE c.live ${kindFilter(options.kind)} ${
+          options.afterId === null ? sql`` : sql`AND c.id > ${options.afterId}`
+        }
+          ORDER BY c.id LIMIT ${options.take}
+        `
+    })
+    const page = (options: typeof PageRequest.Type & { readonly kind: CompanyKind | undefined }) =>
+      findPage(options).pipe(Effect.orDie, Effect.withSpan("CompaniesRepo.page"))
 
+    const findByIds = SqlSchema.findAll({
+      Request: IdsRequest,
+      Result: CompanyBasic,
+      execute: ({ ids, nsfw }) =>
+        sql`SELECT ${columns(nsfw)} FROM companies c WHERE c.live AND c.id = ANY(${ids}::bigint[])`
+    })
     const byIds = (ids: ReadonlyArray<string>, nsfw: boolean) =>
-      sql<CompanyBasic>`
-        SELECT ${columns(nsfw)} FROM companies c WHERE c.live AND c.id = ANY(${ids}::bigint[])
-      `.pipe(Effect.orDie, Effect.withSpan("CompaniesRepo.byIds"))
+      findByIds({ ids, nsfw }).pipe(Effect.orDie, Effect.withSpan("CompaniesRepo.byIds"))
 
+    const findCount = SqlSchema.findOne({
+      Request: KindRequest,
+      Result: CountRow,
+      execute: (kind) => sql`SELECT count(*)::int AS n FROM companies c WHERE c.live ${kindFilter(kind)}`
+    })
     const count = (kind: CompanyKind | undefined) =>
-      sql<{ readonly n: number }>`
-        SELECT count(*)::int AS n FROM companies c WHERE c.live ${kindFilter(kind)}
-      `.pipe(Effect.orDie, Effect.map((rows) => rows[0]?.n ?? 0), Effect.withSpan("CompaniesRepo.count"))
+      findCount(kind).pipe(Effect.orDie, Effect.map((row) => row.n), Effect.withSpan("CompaniesRepo.count"))
 
     /**
      * The family walk in one statement: a breadth-first search over relations in both directions,
@@ -64,8 +72,11 @@ export class CompaniesRepo extends Context.Service<CompaniesRepo>()("catalog/Com
      * thus bounded by the relations of about 60 companies, however large the family. The nodes are
      * the nearest GRAPH_MAX_NODES within GRAPH_MAX_HOPS (then by id). Empty when `id` is not live.
      */
-    const graph = (id: string, nsfw: boolean) =>
-      sql<GraphNodeRow>`
+    const findGraph = SqlSchema.findAll({
+      Request: Schema.Struct({ id: Schema.String, nsfw: Schema.Boolean }),
+      Result: GraphNodeRow,
+      execute: ({ id, nsfw }) =>
+        sql`
         WITH RECURSIVE bfs (depth, frontier, seen) AS (
           SELECT 0, ARRAY[c.id], ARRAY[c.id] FROM companies c WHERE c.id = ${id} AND c.live
           UNION ALL
@@ -92,15 +103,24 @@ export class CompaniesRepo extends Context.Service<CompaniesRepo>()("catalog/Com
           (SELECT count(*) FROM levels)::int AS reachable
         FROM picked p JOIN companies c ON c.id = p.id
         ORDER BY p.depth, p.id
-      `.pipe(Effect.orDie, Effect.withSpan("CompaniesRepo.graph"))
+      `
+    })
+    const graph = (id: string, nsfw: boolean) =>
+      findGraph({ id, nsfw }).pipe(Effect.orDie, Effect.withSpan("CompaniesRepo.graph"))
 
     /** The stored relations among `ids`, as stored (never inverted). */
+    const findEdges = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: CompanyGraphEdge,
+      execute: (ids) =>
+        sql`
+          SELECT from_id::text AS from_id, to_id::text AS to_id, relation FROM company_relations
+          WHERE from_id = ANY(${ids}::bigint[]) AND to_id = ANY(${ids}::bigint[])
+          ORDER BY company_relations.from_id, company_relations.to_id, relation
+        `
+    })
     const edges = (ids: ReadonlyArray<string>) =>
-      sql<CompanyGraphEdge>`
-        SELECT from_id::text AS from_id, to_id::text AS to_id, relation FROM company_relations
-        WHERE from_id = ANY(${ids}::bigint[]) AND to_id = ANY(${ids}::bigint[])
-        ORDER BY company_relations.from_id, company_relations.to_id, relation
-      `.pipe(Effect.orDie, Effect.withSpan("CompaniesRepo.edges"))
+      findEdges(ids).pipe(Effect.orDie, Effect.withSpan("CompaniesRepo.edges"))
 
     return { page, byIds, count, graph, edges } as const
   })

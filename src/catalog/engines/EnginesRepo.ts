@@ -2,9 +2,10 @@
  * SQL of the engine reads; `work_count` from the column of the caller's content gate
  * (docs/api-contract.md, "Credentials, scopes and the content limit").
  */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import type { Engine } from "../../../schema/Catalog/Engine.js"
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { Engine } from "../../../schema/Catalog/Engine.js"
+import { CountRow, IdsRequest, PageRequest } from "../shared/SqlRequests.js"
 
 export class EnginesRepo extends Context.Service<EnginesRepo>()("catalog/EnginesRepo", {
   make: Effect.gen(function*() {
@@ -13,24 +14,33 @@ export class EnginesRepo extends Context.Service<EnginesRepo>()("catalog/Engines
       sql`'engine' AS object, e.id::text AS id, e.display_name,
         ${nsfw ? sql`e.work_count` : sql`e.work_count_sfw`} AS work_count, e.description, e.aliases`
 
+    const findPage = SqlSchema.findAll({
+      Request: PageRequest,
+      Result: Engine,
+      execute: ({ afterId, nsfw, take }) =>
+        sql`
+          SELECT ${columns(nsfw)} FROM engines e
+          WHERE e.live ${afterId === null ? sql`` : sql`AND e.id > ${afterId}`}
+          ORDER BY e.id LIMIT ${take}
+        `
+    })
     const page = (afterId: string | null, take: number, nsfw: boolean) =>
-      sql<Engine>`
-        SELECT ${columns(nsfw)} FROM engines e
-        WHERE e.live ${afterId === null ? sql`` : sql`AND e.id > ${afterId}`}
-        ORDER BY e.id LIMIT ${take}
-      `.pipe(Effect.orDie, Effect.withSpan("EnginesRepo.page"))
+      findPage({ afterId, take, nsfw }).pipe(Effect.orDie, Effect.withSpan("EnginesRepo.page"))
 
+    const findByIds = SqlSchema.findAll({
+      Request: IdsRequest,
+      Result: Engine,
+      execute: ({ ids, nsfw }) =>
+        sql`SELECT ${columns(nsfw)} FROM engines e WHERE e.live AND e.id = ANY(${ids}::bigint[])`
+    })
     const byIds = (ids: ReadonlyArray<string>, nsfw: boolean) =>
-      sql<Engine>`SELECT ${columns(nsfw)} FROM engines e WHERE e.live AND e.id = ANY(${ids}::bigint[])`.pipe(
-        Effect.orDie,
-        Effect.withSpan("EnginesRepo.byIds")
-      )
+      findByIds({ ids, nsfw }).pipe(Effect.orDie, Effect.withSpan("EnginesRepo.byIds"))
 
-    const count = sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM engines WHERE live`.pipe(
-      Effect.orDie,
-      Effect.map((rows) => rows[0]?.n ?? 0),
-      Effect.withSpan("EnginesRepo.count")
-    )
+    const count = SqlSchema.findOne({
+      Request: Schema.Void,
+      Result: CountRow,
+      execute: () => sql`SELECT count(*)::int AS n FROM engines WHERE live`
+    })(undefined).pipe(Effect.orDie, Effect.map((row) => row.n), Effect.withSpan("EnginesRepo.count"))
 
     return { page, byIds, count } as const
   })

@@ -4,7 +4,7 @@
  * `SqlError` is not turned into a defect here (unlike other repositories): the service retries the
  * whole transaction on a deadlock or serialization failure and dies after that.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
@@ -20,11 +20,26 @@ export const entityTables: Readonly<Record<TargetObject, string>> = {
   engine: "engines"
 }
 
-export interface EntityState {
-  readonly id: string
-  readonly merged_into: string | null
-  readonly withdrawn: boolean
+export const EntityState = Schema.Struct({
+  id: Schema.String,
+  merged_into: Schema.NullOr(Schema.String),
+  withdrawn: Schema.Boolean
+})
+export type EntityState = typeof EntityState.Type
+
+/**
+ * Decodes the rows of a statement; a row that does not decode is a defect, while the statement's
+ * `SqlError` stays a failure for the transaction's retry (statements are assembled from fragments,
+ * so they are decoded after they run rather than through `SqlSchema`).
+ */
+const decoded = <S extends Schema.Decoder<unknown>>(row: S) => {
+  const decode = Schema.decodeUnknownEffect(Schema.Array(row))
+  return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) =>
+    Effect.flatMap(statement, (rows) => Effect.orDie(decode(rows)))
 }
+const idRows = decoded(Schema.Struct({ id: Schema.String }))
+const entityStates = decoded(EntityState)
+const redirectRows = decoded(Schema.Struct({ current_id: Schema.String }))
 
 type Ids = ReadonlyArray<string>
 const ids = (rows: ReadonlyArray<{ readonly id: string }>): Ids => rows.map((r) => r.id)
@@ -36,16 +51,16 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
 
     /** Locks both rows in id order (so two merges over the same pair cannot deadlock on them). */
     const lockPair = (object: TargetObject, fromId: string, intoId: string) =>
-      sql<EntityState>`
+      entityStates(sql`
         SELECT id::text AS id, merged_into::text AS merged_into, withdrawn FROM ${table(object)}
         WHERE id IN (${fromId}::bigint, ${intoId}::bigint) ORDER BY id FOR UPDATE
-      `
+      `)
 
     const currentIdOf = (object: TargetObject, id: string) =>
       Effect.map(
-        sql<{ current_id: string }>`
+        redirectRows(sql`
           SELECT current_id::text AS current_id FROM catalog_redirects WHERE target_object = ${object} AND from_id = ${id}
-        `,
+        `),
         (rows) => rows[0]?.current_id
       )
 
@@ -69,11 +84,11 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
           ON CONFLICT (target_object, from_id) DO UPDATE
             SET into_id = EXCLUDED.into_id, current_id = EXCLUDED.current_id, merged_at = now()
         `
-        const repointed = yield* sql<{ id: string }>`
+        const repointed = yield* idRows(sql`
           UPDATE catalog_redirects SET current_id = ${intoId}
           WHERE target_object = ${object} AND current_id = ${fromId}
           RETURNING from_id::text AS id
-        `
+        `)
         return repointed.length
       })
 
@@ -116,42 +131,42 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
           UPDATE work_companies s SET developer = s.developer OR l.developer, publisher = s.publisher OR l.publisher
           FROM work_companies l WHERE l.work_id = ${fromId} AND s.work_id = ${intoId} AND s.company_id = l.company_id
         `
-        const companies = yield* sql<{ id: string }>`
+        const companies = yield* idRows(sql`
           UPDATE work_companies SET work_id = ${intoId}
           WHERE work_id = ${fromId}
             AND company_id NOT IN (SELECT company_id FROM work_companies WHERE work_id = ${intoId})
           RETURNING company_id::text AS id
-        `
-        const tags = yield* sql<{ id: string }>`
+        `)
+        const tags = yield* idRows(sql`
           UPDATE work_tags SET work_id = ${intoId}
           WHERE work_id = ${fromId} AND tag_id NOT IN (SELECT tag_id FROM work_tags WHERE work_id = ${intoId})
           RETURNING tag_id::text AS id
-        `
-        const covers = yield* sql<{ id: string }>`
+        `)
+        const covers = yield* idRows(sql`
           UPDATE covers SET work_id = ${intoId}
           WHERE work_id = ${fromId} AND image_hash NOT IN (SELECT image_hash FROM covers WHERE work_id = ${intoId})
           RETURNING id::text AS id
-        `
-        const characters = yield* sql<{ id: string }>`
+        `)
+        const characters = yield* idRows(sql`
           UPDATE work_characters SET work_id = ${intoId}
           WHERE work_id = ${fromId}
             AND character_id NOT IN (SELECT character_id FROM work_characters WHERE work_id = ${intoId})
           RETURNING character_id::text AS id
-        `
-        const credits = yield* sql<{ id: string }>`
+        `)
+        const credits = yield* idRows(sql`
           UPDATE credits l SET work_id = ${intoId}
           WHERE l.work_id = ${fromId} AND NOT EXISTS (
             SELECT 1 FROM credits s WHERE s.work_id = ${intoId} AND s.credit_name_id = l.credit_name_id
               AND s.role_key = l.role_key AND s.character_id IS NOT DISTINCT FROM l.character_id)
           RETURNING l.identity AS id
-        `
+        `)
         // Ratings of sources the survivor has none from; then its denormalized rating columns.
-        const ratings = yield* sql<{ id: string }>`
+        const ratings = yield* idRows(sql`
           INSERT INTO ratings (work_id, source, score, votes, updated_at)
           SELECT ${intoId}, source, score, votes, updated_at FROM ratings WHERE work_id = ${fromId}
           ON CONFLICT (work_id, source) DO NOTHING
           RETURNING source AS id
-        `
+        `)
         if (ratings.length > 0) {
           yield* sql`
             UPDATE works w SET
@@ -164,10 +179,10 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
           `
         }
         // Releases are entities of their own: they move (and change).
-        const releases = yield* sql<{ id: string }>`
+        const releases = yield* idRows(sql`
           UPDATE releases SET work_id = ${intoId}, updated_at = now() WHERE work_id = ${fromId}
           RETURNING id::text AS id
-        `
+        `)
         yield* sql`
           UPDATE works s SET engine_id = l.engine_id FROM works l
           WHERE s.id = ${intoId} AND l.id = ${fromId} AND s.engine_id IS NULL AND l.engine_id IS NOT NULL
@@ -187,22 +202,20 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
     const workLinks = (workIds: Ids) =>
       Effect.all({
         companies: Effect.map(
-          sql<
-            { id: string }
-          >`SELECT DISTINCT company_id::text AS id FROM work_companies WHERE work_id = ANY(${workIds}::bigint[])`,
+          idRows(
+            sql`SELECT DISTINCT company_id::text AS id FROM work_companies WHERE work_id = ANY(${workIds}::bigint[])`
+          ),
           ids
         ),
         tags: Effect.map(
-          sql<
-            { id: string }
-          >`SELECT DISTINCT tag_id::text AS id FROM work_tags WHERE work_id = ANY(${workIds}::bigint[])`,
+          idRows(sql`SELECT DISTINCT tag_id::text AS id FROM work_tags WHERE work_id = ANY(${workIds}::bigint[])`),
           ids
         ),
         engines: Effect.map(
-          sql<{ id: string }>`
+          idRows(sql`
             SELECT DISTINCT engine_id::text AS id FROM works
             WHERE id = ANY(${workIds}::bigint[]) AND engine_id IS NOT NULL
-          `,
+          `),
           ids
         )
       })
@@ -251,33 +264,33 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
             AND company_id NOT IN (SELECT company_id FROM release_companies WHERE release_id = ${intoId})
           RETURNING 1
         `
-        const works = yield* sql<{ id: string }>`
+        const works = yield* idRows(sql`
           SELECT DISTINCT work_id::text AS id FROM releases WHERE id IN (${fromId}::bigint, ${intoId}::bigint)
-        `
+        `)
         return { releaseCompanies: moved.length, works: ids(works) }
       })
 
     const repointCharacter = (fromId: string, intoId: string) =>
       Effect.gen(function*() {
         // A work that lists both keeps the survivor's roster row.
-        const dropped = yield* sql<{ id: string }>`
+        const dropped = yield* idRows(sql`
           DELETE FROM work_characters l USING work_characters s
           WHERE l.character_id = ${fromId} AND s.character_id = ${intoId} AND s.work_id = l.work_id
           RETURNING l.work_id::text AS id
-        `
-        const roster = yield* sql<{ id: string }>`
+        `)
+        const roster = yield* idRows(sql`
           UPDATE work_characters SET character_id = ${intoId} WHERE character_id = ${fromId}
           RETURNING work_id::text AS id
-        `
-        const voiced = yield* sql<{ id: string }>`
+        `)
+        const voiced = yield* idRows(sql`
           UPDATE credits SET character_id = ${intoId} WHERE character_id = ${fromId} RETURNING work_id::text AS id
-        `
-        const instances = yield* sql<{ id: string }>`
+        `)
+        const instances = yield* idRows(sql`
           UPDATE characters SET instance_of_id = CASE WHEN id = ${intoId}::bigint THEN NULL ELSE ${intoId}::bigint END,
             updated_at = now()
           WHERE instance_of_id = ${fromId}
           RETURNING id::text AS id
-        `
+        `)
         return {
           works: [...ids(dropped), ...ids(roster), ...ids(voiced)],
           roster: roster.length,
@@ -288,24 +301,24 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
 
     const repointCreditName = (fromId: string, intoId: string) =>
       Effect.gen(function*() {
-        const dropped = yield* sql<{ id: string }>`
+        const dropped = yield* idRows(sql`
           DELETE FROM credits l USING credits s
           WHERE l.credit_name_id = ${fromId} AND s.credit_name_id = ${intoId} AND s.work_id = l.work_id
             AND s.role_key = l.role_key AND s.character_id IS NOT DISTINCT FROM l.character_id
           RETURNING l.work_id::text AS id
-        `
-        const moved = yield* sql<{ id: string }>`
+        `)
+        const moved = yield* idRows(sql`
           UPDATE credits SET credit_name_id = ${intoId} WHERE credit_name_id = ${fromId} RETURNING work_id::text AS id
-        `
+        `)
         return { works: [...ids(dropped), ...ids(moved)], credits: moved.length }
       })
 
     const repointPerson = (fromId: string, intoId: string) =>
       Effect.map(
-        sql<{ id: string }>`
+        idRows(sql`
           UPDATE credit_names SET person_id = ${intoId}, updated_at = now() WHERE person_id = ${fromId}
           RETURNING id::text AS id
-        `,
+        `),
         (rows) => ({ creditNames: ids(rows) })
       )
 
@@ -315,30 +328,30 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
           UPDATE work_companies s SET developer = s.developer OR l.developer, publisher = s.publisher OR l.publisher
           FROM work_companies l WHERE l.company_id = ${fromId} AND s.company_id = ${intoId} AND s.work_id = l.work_id
         `
-        const droppedWorks = yield* sql<{ id: string }>`
+        const droppedWorks = yield* idRows(sql`
           DELETE FROM work_companies l USING work_companies s
           WHERE l.company_id = ${fromId} AND s.company_id = ${intoId} AND s.work_id = l.work_id
           RETURNING l.work_id::text AS id
-        `
-        const works = yield* sql<{ id: string }>`
+        `)
+        const works = yield* idRows(sql`
           UPDATE work_companies SET company_id = ${intoId} WHERE company_id = ${fromId} RETURNING work_id::text AS id
-        `
+        `)
         yield* sql`
           UPDATE release_companies s SET developer = s.developer OR l.developer, publisher = s.publisher OR l.publisher
           FROM release_companies l
           WHERE l.company_id = ${fromId} AND s.company_id = ${intoId} AND s.release_id = l.release_id
         `
-        const droppedReleases = yield* sql<{ id: string }>`
+        const droppedReleases = yield* idRows(sql`
           DELETE FROM release_companies l USING release_companies s
           WHERE l.company_id = ${fromId} AND s.company_id = ${intoId} AND s.release_id = l.release_id
           RETURNING l.release_id::text AS id
-        `
-        const releases = yield* sql<{ id: string }>`
+        `)
+        const releases = yield* idRows(sql`
           UPDATE release_companies SET company_id = ${intoId} WHERE company_id = ${fromId}
           RETURNING release_id::text AS id
-        `
+        `)
         // Edges of the loser: those that would become self-loops or duplicates go, the rest move.
-        const droppedEdges = yield* sql<{ id: string }>`
+        const droppedEdges = yield* idRows(sql`
           DELETE FROM company_relations e
           WHERE (e.from_id = ${fromId} OR e.to_id = ${fromId}) AND (
             (CASE WHEN e.from_id = ${fromId}::bigint THEN ${intoId}::bigint ELSE e.from_id END) =
@@ -348,14 +361,14 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
                 AND d.relation = e.relation
                 AND d.to_id = CASE WHEN e.to_id = ${fromId}::bigint THEN ${intoId}::bigint ELSE e.to_id END))
           RETURNING (CASE WHEN e.from_id = ${fromId}::bigint THEN e.to_id ELSE e.from_id END)::text AS id
-        `
-        const edges = yield* sql<{ id: string }>`
+        `)
+        const edges = yield* idRows(sql`
           UPDATE company_relations SET
             from_id = CASE WHEN from_id = ${fromId}::bigint THEN ${intoId}::bigint ELSE from_id END,
             to_id = CASE WHEN to_id = ${fromId}::bigint THEN ${intoId}::bigint ELSE to_id END
           WHERE from_id = ${fromId} OR to_id = ${fromId}
           RETURNING (CASE WHEN from_id = ${intoId}::bigint THEN to_id ELSE from_id END)::text AS id
-        `
+        `)
         return {
           works: [...ids(droppedWorks), ...ids(works)],
           releases: [...ids(droppedReleases), ...ids(releases)],
@@ -369,33 +382,33 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
     const repointTag = (fromId: string, intoId: string) =>
       Effect.gen(function*() {
         // A work tagged with both keeps the survivor's vote.
-        const dropped = yield* sql<{ id: string }>`
+        const dropped = yield* idRows(sql`
           DELETE FROM work_tags l USING work_tags s
           WHERE l.tag_id = ${fromId} AND s.tag_id = ${intoId} AND s.work_id = l.work_id
           RETURNING l.work_id::text AS id
-        `
-        const works = yield* sql<{ id: string }>`
+        `)
+        const works = yield* idRows(sql`
           UPDATE work_tags SET tag_id = ${intoId} WHERE tag_id = ${fromId} RETURNING work_id::text AS id
-        `
-        const children = yield* sql<{ id: string }>`
+        `)
+        const children = yield* idRows(sql`
           UPDATE tags SET parent_id = CASE WHEN id = ${intoId}::bigint THEN NULL ELSE ${intoId}::bigint END,
             updated_at = now()
           WHERE parent_id = ${fromId}
           RETURNING id::text AS id
-        `
+        `)
         return { works: [...ids(dropped), ...ids(works)], workTags: works.length, children: ids(children) }
       })
 
     const repointEngine = (fromId: string, intoId: string) =>
       Effect.gen(function*() {
-        const works = yield* sql<{ id: string }>`
+        const works = yield* idRows(sql`
           UPDATE works SET engine_id = ${intoId}, updated_at = now() WHERE engine_id = ${fromId}
           RETURNING id::text AS id
-        `
-        const releases = yield* sql<{ id: string }>`
+        `)
+        const releases = yield* idRows(sql`
           UPDATE releases SET engine_id = ${intoId}, updated_at = now() WHERE engine_id = ${fromId}
           RETURNING id::text AS id
-        `
+        `)
         return { works: ids(works), releases: ids(releases) }
       })
 
@@ -406,7 +419,7 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
     const refreshCounts = (links: { readonly companies: Ids; readonly tags: Ids; readonly engines: Ids }) =>
       Effect.all({
         company: Effect.map(
-          sql<{ id: string }>`
+          idRows(sql`
             UPDATE companies c SET work_count = x.n, work_count_sfw = x.s
             FROM (
               SELECT c2.id, count(w.id)::int AS n, (count(w.id) FILTER (WHERE NOT w.nsfw))::int AS s
@@ -417,11 +430,11 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
             ) x
             WHERE c.id = x.id AND (c.work_count, c.work_count_sfw) IS DISTINCT FROM (x.n, x.s)
             RETURNING c.id::text AS id
-          `,
+          `),
           ids
         ),
         tag: Effect.map(
-          sql<{ id: string }>`
+          idRows(sql`
             UPDATE tags t SET work_count = x.n, work_count_sfw = x.s
             FROM (
               SELECT t2.id, count(w.id)::int AS n, (count(w.id) FILTER (WHERE NOT w.nsfw))::int AS s
@@ -432,11 +445,11 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
             ) x
             WHERE t.id = x.id AND (t.work_count, t.work_count_sfw) IS DISTINCT FROM (x.n, x.s)
             RETURNING t.id::text AS id
-          `,
+          `),
           ids
         ),
         engine: Effect.map(
-          sql<{ id: string }>`
+          idRows(sql`
             UPDATE engines e SET work_count = x.n, work_count_sfw = x.s
             FROM (
               SELECT e2.id, count(w.id)::int AS n, (count(w.id) FILTER (WHERE NOT w.nsfw))::int AS s
@@ -446,7 +459,7 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
             ) x
             WHERE e.id = x.id AND (e.work_count, e.work_count_sfw) IS DISTINCT FROM (x.n, x.s)
             RETURNING e.id::text AS id
-          `,
+          `),
           ids
         )
       })

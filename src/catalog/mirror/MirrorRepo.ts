@@ -7,43 +7,48 @@
  * overtaken by a later commit, and nothing but the catalog's own commits decides what is served.
  * The walk uses the partial unique index on `position`: a page costs the same at any depth.
  */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import type { TargetObject } from "../../../schema/Catalog/Change.js"
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { TargetObject } from "../../../schema/Catalog/Change.js"
+import { rfc3339Sql } from "../shared/Rfc3339.js"
 
 /** A feed position (decimal): where a row was published, in commit order. */
-export interface FeedPosition {
-  readonly position: string
-}
+export const FeedPosition = Schema.Struct({ position: Schema.String })
+export type FeedPosition = typeof FeedPosition.Type
 
-export interface ChangeRow extends FeedPosition {
-  readonly target_object: TargetObject
-  readonly id: string
-  readonly updated_at: string
-  readonly gone: boolean
-}
+/** Timestamps are written by PostgreSQL (rfc3339Sql). */
+export const ChangeRow = Schema.Struct({
+  target_object: TargetObject,
+  id: Schema.String,
+  updated_at: Schema.String,
+  gone: Schema.Boolean,
+  ...FeedPosition.fields
+})
+export type ChangeRow = typeof ChangeRow.Type
 
-export interface RedirectRow extends FeedPosition {
-  readonly target_object: TargetObject
-  readonly from_id: string
-  readonly current_id: string
-  readonly merged_at: string
-}
+export const RedirectRow = Schema.Struct({
+  target_object: TargetObject,
+  from_id: Schema.String,
+  current_id: Schema.String,
+  merged_at: Schema.String,
+  ...FeedPosition.fields
+})
+export type RedirectRow = typeof RedirectRow.Type
 
-export interface FeedQuery {
-  readonly after: FeedPosition | undefined
+export const FeedQuery = Schema.Struct({
+  after: Schema.UndefinedOr(FeedPosition),
   /** The page size. */
-  readonly rows: number
+  rows: Schema.Int,
   /** An sfw credential: nsfw works, releases and characters are hidden (docs/change-feed.md). */
-  readonly sfw: boolean
-}
+  sfw: Schema.Boolean
+})
+export type FeedQuery = typeof FeedQuery.Type
 
 export class MirrorRepo extends Context.Service<MirrorRepo>()("catalog/MirrorRepo", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const rfc3339 = (column: string) =>
-      sql.literal(`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`)
+    const rfc3339 = (column: string) => sql.literal(rfc3339Sql(column))
 
     const after = (alias: "c" | "r", after: FeedPosition | undefined) =>
       after === undefined
@@ -58,32 +63,43 @@ export class MirrorRepo extends Context.Service<MirrorRepo>()("catalog/MirrorRep
         WHEN 'character' THEN EXISTS (SELECT 1 FROM characters x WHERE x.id = ${id} AND x.nsfw)
         ELSE false END`)
 
-    const changes = Effect.fn("MirrorRepo.changes")(function*(query: FeedQuery) {
-      // For an sfw credential an nsfw row is "no longer served": it is listed as gone.
-      const gone = query.sfw ? sql`(c.gone OR ${nsfw("c.target_object", "c.id")})` : sql`c.gone`
-      return yield* sql<ChangeRow>`
+    const findChanges = SqlSchema.findAll({
+      Request: FeedQuery,
+      Result: ChangeRow,
+      execute: (query) => {
+        // For an sfw credential an nsfw row is "no longer served": it is listed as gone.
+        const gone = query.sfw ? sql`(c.gone OR ${nsfw("c.target_object", "c.id")})` : sql`c.gone`
+        return sql`
         SELECT c.target_object, c.id::text AS id, ${rfc3339("c.updated_at")} AS updated_at, ${gone} AS gone,
           c.position::text AS position
         FROM catalog_changes c
         WHERE ${after("c", query.after)}
         ORDER BY c.position
         LIMIT ${query.rows}
-      `.pipe(Effect.orDie)
+      `
+      }
     })
+    const changes = (query: FeedQuery) => findChanges(query).pipe(Effect.orDie, Effect.withSpan("MirrorRepo.changes"))
 
-    const redirects = Effect.fn("MirrorRepo.redirects")(function*(query: FeedQuery) {
-      const visible = query.sfw
-        ? sql`NOT ${nsfw("r.target_object", "r.from_id")} AND NOT ${nsfw("r.target_object", "r.current_id")}`
-        : sql.literal("true")
-      return yield* sql<RedirectRow>`
+    const findRedirects = SqlSchema.findAll({
+      Request: FeedQuery,
+      Result: RedirectRow,
+      execute: (query) => {
+        const visible = query.sfw
+          ? sql`NOT ${nsfw("r.target_object", "r.from_id")} AND NOT ${nsfw("r.target_object", "r.current_id")}`
+          : sql.literal("true")
+        return sql`
         SELECT r.target_object, r.from_id::text AS from_id, r.current_id::text AS current_id,
           ${rfc3339("r.merged_at")} AS merged_at, r.position::text AS position
         FROM catalog_redirects r
         WHERE ${after("r", query.after)} AND ${visible}
         ORDER BY r.position
         LIMIT ${query.rows}
-      `.pipe(Effect.orDie)
+      `
+      }
     })
+    const redirects = (query: FeedQuery) =>
+      findRedirects(query).pipe(Effect.orDie, Effect.withSpan("MirrorRepo.redirects"))
 
     return { changes, redirects } as const
   })

@@ -5,19 +5,23 @@
  * foreign-filter cursor is 400 INVALID_CURSOR. Every sort ends with `id`, so a position is always
  * unique.
  */
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { InvalidCursor } from "../../../schema/Problem.js"
 import { AppSecret } from "../../platform/Config.js"
 
 const VERSION = 1
 
+/** The sort key values of a row. */
+export const SortKey = Schema.Array(Schema.NullOr(Schema.Union([Schema.String, Schema.Number])))
+
 /** A position in a keyset-ordered list: the sort key values of the last row, then its id. */
-export interface Position {
-  readonly sort: string
-  readonly key: ReadonlyArray<string | number | null>
-  readonly id: string
-}
+export const Position = Schema.Struct({ sort: Schema.String, key: SortKey, id: Schema.String })
+export type Position = typeof Position.Type
+
+/** What a cursor carries: `[VERSION, sort, key, id, filters]`, as JSON. */
+const Payload = Schema.Tuple([Schema.Literal(VERSION), Schema.String, SortKey, Schema.String, Schema.String])
+const decodePayload = Schema.decodeUnknownOption(Payload)
 
 const invalid = (detail: string) =>
   new InvalidCursor({
@@ -71,7 +75,10 @@ export class Cursors extends Context.Service<Cursors>()("catalog/Cursors", {
         if (!Array.isArray(parsed) || parsed.length !== 5 || parsed[0] !== VERSION) {
           return Effect.fail(invalid("The cursor is from another version of the API; restart from the first page."))
         }
-        const [, sort, key, id, filters] = parsed as [number, string, Array<string | number | null>, string, string]
+        // Signed by this server, but the MAC says who wrote it, not that it has this shape.
+        const decoded = decodePayload(parsed)
+        if (Option.isNone(decoded)) return Effect.fail(invalid("The cursor is malformed."))
+        const [, sort, key, id, filters] = decoded.value
         if (sort !== expected.sort || filters !== expected.filters) {
           return Effect.fail(invalid("The cursor was issued for other filters or another sort."))
         }

@@ -3,22 +3,31 @@
  * credential only those with a name it may see (docs/api-contract.md,
  * "Credentials, scopes and the content limit"); SQL failures die here.
  */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import type { Intro, Localized, WorkLink } from "../../../schema/Catalog/Common.js"
+import { Context, Effect, Layer, Schema, Struct } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { Intro, WorkLink } from "../../../schema/Catalog/Common.js"
+import { Person } from "../../../schema/Catalog/Person.js"
 import { creditNameGate } from "../credits/Rows.js"
+import { IdsRequest, PageRequest } from "../shared/SqlRequests.js"
 
-export interface PersonRow {
-  readonly id: string
-  readonly display_name: string
-  readonly latin: string | null
-  readonly lang: string | null
-  readonly localized: Localized
-  readonly gender: "male" | "female" | "other" | null
-  readonly birth_year: number | null
-  readonly birth_month: number | null
-  readonly birth_day: number | null
-}
+export const PersonRow = Schema.Struct(
+  Struct.pick(Person.fields, [
+    "id",
+    "display_name",
+    "latin",
+    "lang",
+    "localized",
+    "gender",
+    "birth_year",
+    "birth_month",
+    "birth_day"
+  ])
+)
+export type PersonRow = typeof PersonRow.Type
+
+/** A biography text or a link of a person, its own or one of its visible names'. */
+const IntroRow = Schema.Struct({ owner: Schema.String, ...Struct.omit(Intro.fields, ["object"]) })
+const LinkRow = Schema.Struct({ owner: Schema.String, ...WorkLink.fields })
 
 export class PersonsRepo extends Context.Service<PersonsRepo>()("catalog/PersonsRepo", {
   make: Effect.gen(function*() {
@@ -38,26 +47,37 @@ export class PersonsRepo extends Context.Service<PersonsRepo>()("catalog/Persons
     const select = sql`SELECT p.id::text AS id, p.display_name, p.latin, p.lang, p.localized, p.gender, p.birth_year,
         p.birth_month, p.birth_day FROM persons p`
 
+    const findPage = SqlSchema.findAll({
+      Request: PageRequest,
+      Result: PersonRow,
+      execute: (options) =>
+        sql`
+          ${select}
+          WHERE ${gate(options.nsfw)} ${options.afterId === null ? sql`` : sql`AND p.id > ${options.afterId}::bigint`}
+          ORDER BY p.id
+          LIMIT ${options.take}`
+    })
     /** A page in id order after `afterId` (exclusive); `take` rows at most. */
-    const page = (options: { readonly afterId: string | null; readonly take: number; readonly nsfw: boolean }) =>
-      sql<PersonRow>`
-        ${select}
-        WHERE ${gate(options.nsfw)} ${options.afterId === null ? sql`` : sql`AND p.id > ${options.afterId}::bigint`}
-        ORDER BY p.id
-        LIMIT ${options.take}`.pipe(Effect.orDie, Effect.withSpan("PersonsRepo.page"))
+    const page = (options: typeof PageRequest.Type) =>
+      findPage(options).pipe(Effect.orDie, Effect.withSpan("PersonsRepo.page"))
 
+    const findByIds = SqlSchema.findAll({
+      Request: IdsRequest,
+      Result: PersonRow,
+      execute: ({ ids, nsfw }) => sql`${select} WHERE p.id = ANY(${ids}::bigint[]) AND ${gate(nsfw)}`
+    })
     /** The served persons among `ids` (canonical, bigint-sized), in no particular order. */
     const byIds = (ids: ReadonlyArray<string>, nsfw: boolean) =>
       ids.length === 0
-        ? Effect.succeed<ReadonlyArray<PersonRow>>([])
-        : sql<PersonRow>`${select} WHERE p.id = ANY(${ids}::bigint[]) AND ${gate(nsfw)}`.pipe(
-          Effect.orDie,
-          Effect.withSpan("PersonsRepo.byIds")
-        )
+        ? Effect.succeed([])
+        : findByIds({ ids, nsfw }).pipe(Effect.orDie, Effect.withSpan("PersonsRepo.byIds"))
 
     /** The biography of each person: its own intros, then those of its visible names (name id order). */
-    const intros = (ids: ReadonlyArray<string>, nsfw: boolean) =>
-      sql<Omit<Intro, "object"> & { readonly owner: string }>`
+    const findIntros = SqlSchema.findAll({
+      Request: IdsRequest,
+      Result: IntroRow,
+      execute: ({ ids, nsfw }) =>
+        sql`
         SELECT x.owner::text AS owner, x.lang, x.value, x.is_machine, x.source FROM (
           SELECT i.entity_id AS owner, 0 AS via, i.position, i.lang, i.value, i.is_machine, i.source
           FROM entity_intros i WHERE i.entity_type = 'person' AND i.entity_id = ANY(${ids}::bigint[])
@@ -66,11 +86,17 @@ export class PersonsRepo extends Context.Service<PersonsRepo>()("catalog/Persons
           FROM credit_names cn JOIN entity_intros i ON i.entity_id = cn.id AND i.entity_type = 'credit_name'
           WHERE cn.person_id = ANY(${ids}::bigint[]) AND ${creditNameGate(sql, nsfw)}
         ) x
-        ORDER BY x.owner, x.via, x.position`.pipe(Effect.orDie, Effect.withSpan("PersonsRepo.intros"))
+        ORDER BY x.owner, x.via, x.position`
+    })
+    const intros = (ids: ReadonlyArray<string>, nsfw: boolean) =>
+      findIntros({ ids, nsfw }).pipe(Effect.orDie, Effect.withSpan("PersonsRepo.intros"))
 
     /** The links of each person: its own, then those of its visible names (name id order). */
-    const links = (ids: ReadonlyArray<string>, nsfw: boolean) =>
-      sql<WorkLink & { readonly owner: string }>`
+    const findLinks = SqlSchema.findAll({
+      Request: IdsRequest,
+      Result: LinkRow,
+      execute: ({ ids, nsfw }) =>
+        sql`
         SELECT x.owner::text AS owner, x.site, x.url, x.label, x.lang FROM (
           SELECT l.entity_id AS owner, 0 AS via, l.position, l.site, l.url, l.label, l.lang
           FROM entity_links l WHERE l.entity_type = 'person' AND l.entity_id = ANY(${ids}::bigint[])
@@ -79,7 +105,10 @@ export class PersonsRepo extends Context.Service<PersonsRepo>()("catalog/Persons
           FROM credit_names cn JOIN entity_links l ON l.entity_id = cn.id AND l.entity_type = 'credit_name'
           WHERE cn.person_id = ANY(${ids}::bigint[]) AND ${creditNameGate(sql, nsfw)}
         ) x
-        ORDER BY x.owner, x.via, x.position`.pipe(Effect.orDie, Effect.withSpan("PersonsRepo.links"))
+        ORDER BY x.owner, x.via, x.position`
+    })
+    const links = (ids: ReadonlyArray<string>, nsfw: boolean) =>
+      findLinks({ ids, nsfw }).pipe(Effect.orDie, Effect.withSpan("PersonsRepo.links"))
 
     return { page, byIds, intros, links } as const
   })

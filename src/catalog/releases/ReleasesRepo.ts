@@ -4,11 +4,17 @@
  * and, for an `sfw` credential, neither the release nor its work is nsfw (an all-ages console
  * edition of an nsfw work would otherwise name a work the credential may not see).
  */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Schema, Struct } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import type { Statement } from "effect/sql"
-import type { CompanyBasic } from "../../../schema/Catalog/Company.js"
-import type { Release, ReleaseCompany } from "../../../schema/Catalog/Release.js"
+import { CompanyBasic } from "../../../schema/Catalog/Company.js"
+import { EngineRef } from "../../../schema/Catalog/Engine.js"
+import { Release, type ReleaseCompany } from "../../../schema/Catalog/Release.js"
+import { rfc3339Sql } from "../shared/Rfc3339.js"
+import { IdsRequest, PageRequest } from "../shared/SqlRequests.js"
+
+/** A stored part of a partial date (`released_year`, `_month`, `_day`: smallint). */
+export const DatePart = Schema.NullOr(Schema.Int)
 
 /** `YYYY`, `YYYY-MM` or `YYYY-MM-DD` from the stored parts; null when undated. */
 export const partialDate = (year: number | null, month: number | null, day: number | null): string | null => {
@@ -23,32 +29,29 @@ export const partialDate = (year: number | null, month: number | null, day: numb
 export const releaseGate = (sql: SqlClient.SqlClient, nsfw: boolean): Statement.Fragment =>
   nsfw ? sql`r.live AND w.live` : sql`r.live AND w.live AND NOT r.nsfw AND NOT w.nsfw`
 
-interface ReleaseRow {
-  readonly id: Release["id"]
-  readonly work_id: Release["work_id"]
-  readonly display_name: string
-  readonly latin: string | null
-  readonly lang: string | null
-  readonly localized: Release["localized"]
-  readonly released_year: number | null
-  readonly released_month: number | null
-  readonly released_day: number | null
-  readonly languages: ReadonlyArray<string>
-  readonly platforms: ReadonlyArray<string>
-  readonly media: ReadonlyArray<string>
-  readonly nsfw: boolean
-  readonly min_age: number | null
-  readonly release_kind: Release["release_kind"]
-  readonly is_official: boolean
-  readonly is_patch: boolean
-  readonly is_freeware: boolean
-  readonly voiced: Release["voiced"]
-  readonly engine_id: NonNullable<Release["engine"]>["id"] | null
-  readonly engine_name: string | null
-  readonly gtin: string | null
-  readonly catalog_number: string | null
-  readonly updated_at: Date
-}
+const ReleaseRow = Schema.Struct({
+  ...Struct.pick(Release.fields, ["id", "work_id", "display_name", "latin", "lang", "localized"]),
+  released_year: DatePart,
+  released_month: DatePart,
+  released_day: DatePart,
+  ...Struct.pick(Release.fields, ["languages", "platforms", "media"]),
+  nsfw: Schema.Boolean,
+  ...Struct.pick(Release.fields, ["min_age", "release_kind", "is_official", "is_patch", "is_freeware", "voiced"]),
+  engine_id: Schema.NullOr(EngineRef.fields.id),
+  engine_name: Schema.NullOr(EngineRef.fields.display_name),
+  ...Struct.pick(Release.fields, ["gtin", "catalog_number"]),
+  /** Written by PostgreSQL (rfc3339Sql). */
+  updated_at: Schema.String
+})
+type ReleaseRow = typeof ReleaseRow.Type
+
+/** A company of a release, with the release's roles for it. */
+const ReleaseCompanyRow = Schema.Struct({
+  release_id: Schema.String,
+  developer: Schema.Boolean,
+  publisher: Schema.Boolean,
+  ...CompanyBasic.fields
+})
 
 /** A release without its companies (filled in by one query per page) and includes. */
 export type ReleaseBase = Omit<Release, "companies" | "refs" | "links">
@@ -77,7 +80,7 @@ const toRelease = (row: ReleaseRow): ReleaseBase => ({
     : { id: row.engine_id, display_name: row.engine_name },
   gtin: row.gtin,
   catalog_number: row.catalog_number,
-  updated_at: row.updated_at.toISOString()
+  updated_at: row.updated_at
 })
 
 export class ReleasesRepo extends Context.Service<ReleasesRepo>()("catalog/ReleasesRepo", {
@@ -87,38 +90,57 @@ export class ReleasesRepo extends Context.Service<ReleasesRepo>()("catalog/Relea
       SELECT r.id::text AS id, r.work_id::text AS work_id, r.display_name, r.latin, r.lang, r.localized,
         r.released_year, r.released_month, r.released_day, r.languages, r.platforms, r.media, r.nsfw, r.min_age,
         r.release_kind, r.is_official, r.is_patch, r.is_freeware, r.voiced, r.engine_id::text AS engine_id,
-        e.display_name AS engine_name, r.gtin, r.catalog_number, r.updated_at
+        e.display_name AS engine_name, r.gtin, r.catalog_number,
+        ${sql.literal(rfc3339Sql("r.updated_at"))} AS updated_at
       FROM releases r JOIN works w ON w.id = r.work_id LEFT JOIN engines e ON e.id = r.engine_id`
 
-    const page = (options: {
-      readonly afterId: string | null
-      readonly take: number
-      readonly workId: string | undefined
-      readonly nsfw: boolean
-    }) =>
-      sql<ReleaseRow>`
-        ${select}
-        WHERE ${releaseGate(sql, options.nsfw)}
-          ${options.workId === undefined ? sql`` : sql`AND r.work_id = ${options.workId}`}
-          ${options.afterId === null ? sql`` : sql`AND r.id > ${options.afterId}`}
-        ORDER BY r.id LIMIT ${options.take}
-      `.pipe(Effect.orDie, Effect.map((rows) => rows.map(toRelease)), Effect.withSpan("ReleasesRepo.page"))
+    const findPage = SqlSchema.findAll({
+      Request: PageRequest.mapFields(Struct.assign({ workId: Schema.UndefinedOr(Schema.String) })),
+      Result: ReleaseRow,
+      execute: (options) =>
+        sql`
+          ${select}
+          WHERE ${releaseGate(sql, options.nsfw)}
+            ${options.workId === undefined ? sql`` : sql`AND r.work_id = ${options.workId}`}
+            ${options.afterId === null ? sql`` : sql`AND r.id > ${options.afterId}`}
+          ORDER BY r.id LIMIT ${options.take}
+        `
+    })
+    const page = (options: typeof PageRequest.Type & { readonly workId: string | undefined }) =>
+      findPage(options).pipe(
+        Effect.orDie,
+        Effect.map((rows) => rows.map(toRelease)),
+        Effect.withSpan("ReleasesRepo.page")
+      )
 
+    const findByIds = SqlSchema.findAll({
+      Request: IdsRequest,
+      Result: ReleaseRow,
+      execute: ({ ids, nsfw }) => sql`${select} WHERE ${releaseGate(sql, nsfw)} AND r.id = ANY(${ids}::bigint[])`
+    })
     const byIds = (ids: ReadonlyArray<string>, nsfw: boolean) =>
-      sql<ReleaseRow>`
-        ${select} WHERE ${releaseGate(sql, nsfw)} AND r.id = ANY(${ids}::bigint[])
-      `.pipe(Effect.orDie, Effect.map((rows) => rows.map(toRelease)), Effect.withSpan("ReleasesRepo.byIds"))
+      findByIds({ ids, nsfw }).pipe(
+        Effect.orDie,
+        Effect.map((rows) => rows.map(toRelease)),
+        Effect.withSpan("ReleasesRepo.byIds")
+      )
 
+    const findCompanies = SqlSchema.findAll({
+      Request: IdsRequest,
+      Result: ReleaseCompanyRow,
+      execute: ({ ids, nsfw }) =>
+        sql`
+          SELECT rc.release_id::text AS release_id, rc.developer, rc.publisher,
+            'company' AS object, c.id::text AS id, c.display_name, c.latin, c.lang, c.localized, c.company_kind,
+            ${nsfw ? sql`c.work_count` : sql`c.work_count_sfw`} AS work_count
+          FROM release_companies rc JOIN companies c ON c.id = rc.company_id
+          WHERE rc.release_id = ANY(${ids}::bigint[])
+          ORDER BY rc.release_id, rc.developer DESC, rc.company_id
+        `
+    })
     /** The companies of each release (developers first), with `work_count` under the gate. */
     const companies = (ids: ReadonlyArray<string>, nsfw: boolean) =>
-      sql<CompanyBasic & { readonly release_id: string; readonly developer: boolean; readonly publisher: boolean }>`
-        SELECT rc.release_id::text AS release_id, rc.developer, rc.publisher,
-          'company' AS object, c.id::text AS id, c.display_name, c.latin, c.lang, c.localized, c.company_kind,
-          ${nsfw ? sql`c.work_count` : sql`c.work_count_sfw`} AS work_count
-        FROM release_companies rc JOIN companies c ON c.id = rc.company_id
-        WHERE rc.release_id = ANY(${ids}::bigint[])
-        ORDER BY rc.release_id, rc.developer DESC, rc.company_id
-      `.pipe(
+      findCompanies({ ids, nsfw }).pipe(
         Effect.orDie,
         Effect.map((rows) => {
           const out = new Map<string, Array<ReleaseCompany>>()

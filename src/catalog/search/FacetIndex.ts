@@ -16,8 +16,8 @@
  * - Before each count it catches up with one indexed read of the rows written since its last read
  *   (`work_facets.txid`, migrations/0009): a count sees every write committed before it began.
  */
-import { Config, Duration, Effect, Schedule, Semaphore } from "effect"
-import { SqlClient } from "effect/sql"
+import { Config, Duration, Effect, Schedule, Schema, Semaphore } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 
 /** The facets counted here (`content_rating` is counted from the database's two id lists). */
 export type CountedFacet = "tag_id" | "company_id" | "olang" | "medium" | "platform"
@@ -32,14 +32,15 @@ const MAX_VALUE = 2 ** (31 - SHIFT) - 1
 const MAX_WORK_ID = 64_000_000
 
 /** A `work_facets` row as the loader reads it: `[work_id, olang, media, platforms, tag_ids, company_ids]`. */
-export type FacetRow = readonly [
-  number,
-  string | null,
-  ReadonlyArray<string>,
-  ReadonlyArray<string>,
-  ReadonlyArray<number>,
-  ReadonlyArray<number>
-]
+export const FacetRow = Schema.Tuple([
+  Schema.Int,
+  Schema.NullOr(Schema.String),
+  Schema.Array(Schema.String),
+  Schema.Array(Schema.String),
+  Schema.Array(Schema.Int),
+  Schema.Array(Schema.Int)
+])
+export type FacetRow = typeof FacetRow.Type
 
 class Dictionary {
   readonly index = new Map<string, number>()
@@ -259,23 +260,46 @@ export const makeFacetIndex = Effect.gen(function*() {
   /** The horizon of the last read: every row written by a transaction below it has been read. */
   let horizon = "0"
 
+  const Horizon = { h: Schema.String }
+  const Rows = { rows: Schema.Array(FacetRow) }
+  const readHorizon = SqlSchema.findOne({
+    Request: Schema.Void,
+    Result: Schema.Struct(Horizon),
+    execute: () => sql`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h`
+  })
+  const readChunk = SqlSchema.findOne({
+    Request: Schema.Int,
+    Result: Schema.Struct(Rows),
+    execute: (after) =>
+      sql`
+        SELECT coalesce(json_agg(${sql.literal(rowJson)} ORDER BY work_id), '[]') AS rows
+        FROM (SELECT * FROM work_facets WHERE work_id > ${after} ORDER BY work_id LIMIT ${ROWS_PER_READ}) f`
+  })
+  /** The rows written at or after `horizon`, and the horizon of this read. */
+  const readSince = SqlSchema.findOne({
+    Request: Schema.String,
+    Result: Schema.Struct({ ...Horizon, ...Rows }),
+    execute: (horizon) =>
+      sql`
+        SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h,
+          (SELECT coalesce(json_agg(${sql.literal(rowJson)}), '[]') FROM work_facets WHERE txid >= ${horizon}::xid8)
+          AS rows`
+  })
+
   const load = Effect.gen(function*() {
     const started = Date.now()
     // A retried load starts over.
     table = new FacetTable()
-    const [h] = yield* sql<{ h: string }>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h`
+    const { h } = yield* readHorizon(undefined)
     let after = 0
     for (;;) {
-      const [chunk] = yield* sql<{ rows: ReadonlyArray<FacetRow> }>`
-        SELECT coalesce(json_agg(${sql.literal(rowJson)} ORDER BY work_id), '[]') AS rows
-        FROM (SELECT * FROM work_facets WHERE work_id > ${after} ORDER BY work_id LIMIT ${ROWS_PER_READ}) f`
-      const rows = chunk!.rows
+      const { rows } = yield* readChunk(after)
       table.append(rows)
       if (rows.length < ROWS_PER_READ) break
       after = Number(rows[rows.length - 1]![0])
     }
     table.trim()
-    horizon = h!.h
+    horizon = h
     loaded = true
     yield* Effect.logInfo("facet index loaded").pipe(
       Effect.annotateLogs({ ...table.footprint(), duration_ms: Date.now() - started })
@@ -285,13 +309,9 @@ export const makeFacetIndex = Effect.gen(function*() {
   const lock = yield* Semaphore.make(1)
   const catchUp = lock.withPermits(1)(
     Effect.gen(function*() {
-      const [read] = yield* sql<{ h: string; rows: ReadonlyArray<FacetRow> }>`
-        SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h,
-          (SELECT coalesce(json_agg(${
-        sql.literal(rowJson)
-      }), '[]') FROM work_facets WHERE txid >= ${horizon}::xid8) AS rows`
-      table.update(read!.rows)
-      horizon = read!.h
+      const read = yield* readSince(horizon)
+      table.update(read.rows)
+      horizon = read.h
     })
   )
 

@@ -17,12 +17,12 @@
  *   (FacetIndex.ts, exact on its own: it catches up with committed writes before each count); a
  *   filter without a query counts in SQL.
  */
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
 import type { WorkFacet } from "../../../schema/Api/WorksApi.js"
 import { workFacets } from "../../../schema/Api/WorksApi.js"
-import type { FacetValue } from "../../../schema/Catalog/Common.js"
+import { FacetValue } from "../../../schema/Catalog/Common.js"
 import { MAX_DEPTH } from "../../../schema/Catalog/Query.js"
 import { CatalogChanges } from "../shared/CatalogChanges.js"
 import { type SearchHit, SearchIndex, type SearchRequest } from "../works/SearchIndex.js"
@@ -44,6 +44,43 @@ import { searchPattern } from "./SearchKey.js"
 
 /** Rows fetched to decide page mode's `total_relation`: one more than the deepest reachable row. */
 const CAP = MAX_DEPTH + 1
+
+// The rows of the search statements, decoded as they are read (every statement is assembled from
+// the request's fragments, so each is decoded after it runs rather than through `SqlSchema`).
+// `count(*)` is int8: decimal text (src/platform/Database.ts).
+
+/** A hit: its id and sort key columns (`k0`, `k1`, as text; as many as the order is wide). */
+const decodeHits = Schema.decodeUnknownEffect(
+  Schema.Array(Schema.Struct({
+    id: Schema.String,
+    k0: Schema.optionalKey(Schema.NullOr(Schema.String)),
+    k1: Schema.optionalKey(Schema.NullOr(Schema.String))
+  }))
+)
+const decodeCount = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ n: Schema.NumberFromString })))
+const FacetName = Schema.Literals(workFacets)
+const decodeStatsGroups = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({
+  kind: Schema.Literals(["olang", "platform", "medium"]),
+  value: Schema.NullOr(Schema.String),
+  nsfw: Schema.Boolean,
+  n: Schema.Int
+})))
+const decodeNames = Schema.decodeUnknownEffect(
+  Schema.Array(Schema.Struct({ kind: Schema.String, code: Schema.String, display_name: Schema.String }))
+)
+const decodeTop = Schema.decodeUnknownEffect(Schema.Array(FacetValue))
+const decodeIdLists = Schema.decodeUnknownEffect(
+  Schema.Array(Schema.Struct({ sfw: Schema.NullOr(Schema.String), nsfw: Schema.NullOr(Schema.String) }))
+)
+const decodeFacetNames = Schema.decodeUnknownEffect(
+  Schema.Array(Schema.Struct({ facet: Schema.String, value: Schema.String, display_name: Schema.String }))
+)
+const decodeFacetCounts = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({
+  facet: FacetName,
+  value: Schema.String,
+  display_name: Schema.String,
+  count: Schema.NumberFromString
+})))
 
 interface ResultSet {
   readonly hits: ReadonlyArray<SearchHit>
@@ -149,9 +186,12 @@ export const PgSearchIndexLive = Layer.effect(
       }
     }
 
-    const toHits = (rows: ReadonlyArray<Record<string, string | null>>, width: number): Array<SearchHit> =>
+    const toHits = (
+      rows: ReadonlyArray<{ readonly id: string; readonly k0?: string | null; readonly k1?: string | null }>,
+      width: number
+    ): Array<SearchHit> =>
       rows.map((row) => ({
-        id: row.id!,
+        id: row.id,
         key: width === 0 ? [] : width === 1 ? [row.k0 ?? null] : [row.k0 ?? null, row.k1 ?? null]
       }))
 
@@ -167,11 +207,12 @@ export const PgSearchIndexLive = Layer.effect(
       // Only the relevance order of a query is spelled on `work_search`'s own columns.
       const { from, id, where } = source(request, match, !(request.sort === "relevance" && match !== undefined))
       const order = ordering(request, match)
-      return sql<Record<string, string | null>>`
+      return sql`
         SELECT ${id}::text AS id, ${order.columns} FROM ${from}
         WHERE ${where} ${options.after === undefined ? sql`` : sql`AND ${order.after(options.after)}`}
         ORDER BY ${order.order}
         ${options.offset ? sql`OFFSET ${options.offset}` : sql``} LIMIT ${options.limit}`.pipe(
+        Effect.flatMap(decodeHits),
         Effect.map((rows) => toHits(rows, order.width)),
         Effect.orDie,
         Effect.withSpan("PgSearchIndex.hits")
@@ -197,10 +238,11 @@ export const PgSearchIndexLive = Layer.effect(
     const countUpTo = (request: SearchRequest, cap: number) =>
       counts.get(
         cacheKey("count-up-to", request, cap),
-        sql<{ n: string }>`
+        sql`
           SELECT count(*)::text AS n FROM (SELECT 1 FROM works w
             WHERE ${gateSql(sql, request.nsfw)} AND ${filterSql(sql, request.filters)} LIMIT ${cap}) x`.pipe(
-          Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+          Effect.flatMap(decodeCount),
+          Effect.map((rows) => rows[0]?.n ?? 0),
           Effect.orDie,
           Effect.withSpan("PgSearchIndex.countUpTo")
         )
@@ -210,8 +252,9 @@ export const PgSearchIndexLive = Layer.effect(
       const { from, where } = source(request, match, false)
       return counts.get(
         cacheKey("count", request),
-        sql<{ n: string }>`SELECT count(*)::text AS n FROM ${from} WHERE ${where}`.pipe(
-          Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+        sql`SELECT count(*)::text AS n FROM ${from} WHERE ${where}`.pipe(
+          Effect.flatMap(decodeCount),
+          Effect.map((rows) => rows[0]?.n ?? 0),
           Effect.orDie,
           Effect.withSpan("PgSearchIndex.count")
         )
@@ -222,21 +265,20 @@ export const PgSearchIndexLive = Layer.effect(
 
     const computeStats = Effect.gen(function*() {
       // Three hash aggregates (grouping by the arrays themselves would sort them): per nsfw flag.
-      const groups = yield* sql<
-        { kind: "olang" | "platform" | "medium"; value: string | null; nsfw: boolean; n: number }
-      >`
+      const groups = yield* sql`
         SELECT 'olang' AS kind, olang AS value, nsfw, count(*)::int AS n FROM works WHERE live GROUP BY 2, 3
         UNION ALL SELECT 'platform', p, nsfw, count(*)::int FROM works, unnest(platforms) AS p WHERE live GROUP BY 2, 3
         UNION ALL SELECT 'medium', m, nsfw, count(*)::int FROM works, unnest(media) AS m WHERE live GROUP BY 2, 3`
-      const names = yield* sql<{ kind: string; code: string; display_name: string }>`
+        .pipe(Effect.flatMap(decodeStatsGroups))
+      const names = yield* sql`
         SELECT 'olang' AS kind, tag AS code, display_name FROM catalog_languages
         UNION ALL SELECT 'platform', code, display_name FROM catalog_platforms
-        UNION ALL SELECT 'medium', code, display_name FROM catalog_media`
+        UNION ALL SELECT 'medium', code, display_name FROM catalog_media`.pipe(Effect.flatMap(decodeNames))
       const top = (table: "tags" | "companies", nsfw: boolean) => {
         const column = sql.literal(nsfw ? "work_count" : "work_count_sfw")
-        return sql<FacetValue>`
+        return sql`
           SELECT id::text AS value, display_name, ${column} AS count FROM ${sql(table)}
-          WHERE live AND ${column} > 0 ORDER BY ${column} DESC, id LIMIT ${FACET_TOP}`
+          WHERE live AND ${column} > 0 ORDER BY ${column} DESC, id LIMIT ${FACET_TOP}`.pipe(Effect.flatMap(decodeTop))
       }
       const [tagsSfw, tagsAll, companiesSfw, companiesAll] = yield* Effect.all([
         top("tags", false),
@@ -299,10 +341,10 @@ export const PgSearchIndexLive = Layer.effect(
     const countInMemory = (request: SearchRequest, match: Match, wanted: ReadonlyArray<WorkFacet>) =>
       Effect.gen(function*() {
         const { from, id, where } = source(request, match, false)
-        const [lists] = yield* sql<{ sfw: string | null; nsfw: string | null }>`
+        const [lists] = yield* sql`
           SELECT string_agg(${id}::text, ',') FILTER (WHERE NOT s.nsfw) AS sfw,
             string_agg(${id}::text, ',') FILTER (WHERE s.nsfw) AS nsfw
-          FROM ${from} WHERE ${where}`
+          FROM ${from} WHERE ${where}`.pipe(Effect.flatMap(decodeIdLists))
         const ids = [lists?.sfw ?? "", lists?.nsfw ?? ""]
         const counted = wanted.filter((f): f is CountedFacet => f !== "content_rating")
         const counts = yield* facetIndex.count(ids, counted)
@@ -312,7 +354,7 @@ export const PgSearchIndexLive = Layer.effect(
         const tags = counted.includes("tag_id") ? top("tag_id") : []
         const companies = counted.includes("company_id") ? top("company_id") : []
         const vocabulary = (facet: "olang" | "medium" | "platform") => counted.includes(facet) ? counts[facet] : []
-        const names = yield* sql<{ facet: string; value: string; display_name: string }>`
+        const names = yield* sql`
           SELECT 'tag_id' AS facet, id::text AS value, display_name FROM tags
             WHERE live AND id = ANY(${tags.map(([v]) => v)}::bigint[])
           UNION ALL SELECT 'company_id', id::text, display_name FROM companies
@@ -322,7 +364,7 @@ export const PgSearchIndexLive = Layer.effect(
           UNION ALL SELECT 'medium', code, display_name FROM catalog_media
             WHERE code = ANY(${vocabulary("medium").map(([v]) => v)}::text[])
           UNION ALL SELECT 'platform', code, display_name FROM catalog_platforms
-            WHERE code = ANY(${vocabulary("platform").map(([v]) => v)}::text[])`
+            WHERE code = ANY(${vocabulary("platform").map(([v]) => v)}::text[])`.pipe(Effect.flatMap(decodeFacetNames))
         const name = new Map(names.map((n) => [`${n.facet}:${n.value}`, n.display_name]))
         const out: Facets = {}
         for (const facet of wanted) {
@@ -368,13 +410,12 @@ export const PgSearchIndexLive = Layer.effect(
         : sql`SELECT f.work_id AS id, f.olang, s.nsfw, f.media, f.platforms, f.tag_ids, f.company_ids
             FROM work_search s JOIN work_facets f ON f.work_id = s.work_id
             WHERE ${matches(match)} AND ${searchGate(request.nsfw)}`
-      return sql<{ facet: WorkFacet; value: string; display_name: string; count: string }>`${
-        facetsSql(sql, wanted, matched, match === undefined ? "join" : "arrays")
-      }`.pipe(
+      return sql`${facetsSql(sql, wanted, matched, match === undefined ? "join" : "arrays")}`.pipe(
+        Effect.flatMap(decodeFacetCounts),
         Effect.map((rows) => {
           const out: Facets = Object.fromEntries(wanted.map((f) => [f, []]))
           for (const row of rows) {
-            out[row.facet]!.push({ value: row.value, display_name: row.display_name, count: Number(row.count) })
+            out[row.facet]!.push({ value: row.value, display_name: row.display_name, count: row.count })
           }
           return sorted(out, wanted)
         }),

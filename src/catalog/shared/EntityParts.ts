@@ -3,12 +3,21 @@
  * links, refs, images), loaded for a whole page at once: one `= ANY($ids)` query per include,
  * never one per row. Rows come back grouped by entity id, in their stored order.
  */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import type { EntityName, Image, Intro, Ref, WorkLink } from "../../../schema/Catalog/Common.js"
+import { Context, Effect, Layer, Schema, Struct } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { EntityName, Image, Intro, Ref, WorkLink } from "../../../schema/Catalog/Common.js"
 
 export type EntityType = "work" | "release" | "character" | "credit_name" | "person" | "company" | "tag" | "engine"
 export type ImageSlot = "image" | "figure" | "logo" | "photo"
+
+const Request = Schema.Struct({ type: Schema.String, ids: Schema.Array(Schema.String) })
+const owned = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
+  Schema.Struct({ entity_id: Schema.String, ...fields })
+const AliasRow = owned(EntityName.fields)
+const IntroRow = owned(Struct.omit(Intro.fields, ["object"]))
+const LinkRow = owned(WorkLink.fields)
+const RefRow = owned(Ref.fields)
+const ImageRow = owned(Image.fields)
 
 const grouped = <Row extends { readonly entity_id: string }, A>(
   rows: ReadonlyArray<Row>,
@@ -26,14 +35,61 @@ const grouped = <Row extends { readonly entity_id: string }, A>(
 export class EntityParts extends Context.Service<EntityParts>()("catalog/EntityParts", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const findAliases = SqlSchema.findAll({
+      Request,
+      Result: AliasRow,
+      execute: ({ ids, type }) =>
+        sql`
+          SELECT entity_id::text AS entity_id, lang, value, alias_kind, is_machine FROM entity_aliases
+          WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type} AND alias_kind <> 'search_hint'
+          ORDER BY entity_id, position
+        `
+    })
+    const findIntros = SqlSchema.findAll({
+      Request,
+      Result: IntroRow,
+      execute: ({ ids, type }) =>
+        sql`
+          SELECT entity_id::text AS entity_id, lang, value, is_machine, source FROM entity_intros
+          WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type}
+          ORDER BY entity_id, position
+        `
+    })
+    const findLinks = SqlSchema.findAll({
+      Request,
+      Result: LinkRow,
+      execute: ({ ids, type }) =>
+        sql`
+          SELECT entity_id::text AS entity_id, site, url, label, lang FROM entity_links
+          WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type}
+          ORDER BY entity_id, position
+        `
+    })
+    const findRefs = SqlSchema.findAll({
+      Request,
+      Result: RefRow,
+      execute: ({ ids, type }) =>
+        sql`
+          SELECT entity_id::text AS entity_id, source, external_id, url FROM entity_refs
+          WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type}
+          ORDER BY entity_id, source, external_id
+        `
+    })
+    const findImages = SqlSchema.findAll({
+      Request: Schema.Struct({ type: Schema.String, slot: Schema.String, ids: Schema.Array(Schema.String) }),
+      Result: ImageRow,
+      execute: ({ ids, slot, type }) =>
+        sql`
+          SELECT ei.entity_id::text AS entity_id, i.url, i.hash, i.width, i.height, i.thumbhash, i.sexual,
+            i.violence, i.source
+          FROM entity_images ei JOIN images i ON i.hash = ei.image_hash
+          WHERE ei.entity_id = ANY(${ids}::bigint[]) AND ei.entity_type = ${type} AND ei.slot = ${slot}
+        `
+    })
 
     /** Served aliases (`search_hint` aliases are internal and never appear). */
     const aliases = (type: EntityType, ids: ReadonlyArray<string>) =>
-      sql<EntityName & { readonly entity_id: string }>`
-        SELECT entity_id::text AS entity_id, lang, value, alias_kind, is_machine FROM entity_aliases
-        WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type} AND alias_kind <> 'search_hint'
-        ORDER BY entity_id, position
-      `.pipe(
+      findAliases({ type, ids }).pipe(
         Effect.orDie,
         Effect.map((rows) =>
           grouped(
@@ -45,11 +101,7 @@ export class EntityParts extends Context.Service<EntityParts>()("catalog/EntityP
       )
 
     const intros = (type: EntityType, ids: ReadonlyArray<string>) =>
-      sql<Omit<Intro, "object"> & { readonly entity_id: string }>`
-        SELECT entity_id::text AS entity_id, lang, value, is_machine, source FROM entity_intros
-        WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type}
-        ORDER BY entity_id, position
-      `.pipe(
+      findIntros({ type, ids }).pipe(
         Effect.orDie,
         Effect.map((rows) =>
           grouped(
@@ -61,22 +113,14 @@ export class EntityParts extends Context.Service<EntityParts>()("catalog/EntityP
       )
 
     const links = (type: EntityType, ids: ReadonlyArray<string>) =>
-      sql<WorkLink & { readonly entity_id: string }>`
-        SELECT entity_id::text AS entity_id, site, url, label, lang FROM entity_links
-        WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type}
-        ORDER BY entity_id, position
-      `.pipe(
+      findLinks({ type, ids }).pipe(
         Effect.orDie,
         Effect.map((rows) => grouped(rows, ({ label, lang, site, url }): WorkLink => ({ site, url, label, lang }))),
         Effect.withSpan("EntityParts.links")
       )
 
     const refs = (type: EntityType, ids: ReadonlyArray<string>) =>
-      sql<Ref & { readonly entity_id: string }>`
-        SELECT entity_id::text AS entity_id, source, external_id, url FROM entity_refs
-        WHERE entity_id = ANY(${ids}::bigint[]) AND entity_type = ${type}
-        ORDER BY entity_id, source, external_id
-      `.pipe(
+      findRefs({ type, ids }).pipe(
         Effect.orDie,
         Effect.map((rows) => grouped(rows, ({ external_id, source, url }): Ref => ({ source, external_id, url }))),
         Effect.withSpan("EntityParts.refs")
@@ -84,25 +128,11 @@ export class EntityParts extends Context.Service<EntityParts>()("catalog/EntityP
 
     /** The image in `slot` of each entity that has one. */
     const images = (type: EntityType, slot: ImageSlot, ids: ReadonlyArray<string>) =>
-      sql<Image & { readonly entity_id: string }>`
-        SELECT ei.entity_id::text AS entity_id, i.url, i.hash, i.width, i.height, i.thumbhash, i.sexual,
-          i.violence, i.source
-        FROM entity_images ei JOIN images i ON i.hash = ei.image_hash
-        WHERE ei.entity_id = ANY(${ids}::bigint[]) AND ei.entity_type = ${type} AND ei.slot = ${slot}
-      `.pipe(
+      findImages({ type, slot, ids }).pipe(
         Effect.orDie,
         Effect.map((rows) =>
           new Map(
-            rows.map(({ entity_id, ...image }): [string, Image] => [entity_id, {
-              url: image.url,
-              hash: image.hash,
-              width: image.width,
-              height: image.height,
-              thumbhash: image.thumbhash,
-              sexual: image.sexual,
-              violence: image.violence,
-              source: image.source
-            }])
+            rows.map(({ entity_id, ...image }): [string, Image] => [entity_id, image])
           )
         ),
         Effect.withSpan("EntityParts.images")

@@ -23,7 +23,7 @@
  */
 import { Context, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
@@ -133,7 +133,22 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
     const sql = yield* SqlClient.SqlClient
     const cache = yield* ReadCache
     const limits = yield* CatalogLimits
-    const decodeStored = Schema.decodeUnknownEffect(Schema.Array(StoredRow))
+    const findStored = SqlSchema.findOneOption({
+      Request: Schema.Struct({ scope: Schema.String, key: Schema.String }),
+      Result: StoredRow,
+      execute: ({ key, scope }) =>
+        sql`
+          SELECT fingerprint, status, headers, body FROM catalog_idempotency
+          WHERE scope = ${scope} AND key = ${key} AND created_at > now() - ${KEEP}::interval`
+    })
+    // The quota and the lock keep their SQL failures as failures (the transaction retries on a
+    // deadlock or serialization failure, below); a row that does not decode is a defect.
+    const tryLock = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ ok: Schema.Boolean }),
+      execute: (name) =>
+        sql`SELECT pg_try_advisory_xact_lock(${AdvisoryLockClass.idempotency}::int4, hashtext(${name})) AS ok`
+    })
 
     // Expired answers, past quota days and request budgets untouched for a day (full again, so equal to
     // none), swept by every catalog process now and then (cheap, indexed); a deployment that runs no
@@ -198,10 +213,15 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
           FROM counted
           ON CONFLICT (scope, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status,
             headers = EXCLUDED.headers, body = EXCLUDED.body, created_at = now()`
-        const rows = yield* sql<{ allowed: number }>`
-          WITH counted AS (${counted}), kept AS (${keep})
-          SELECT count(*)::int AS allowed FROM counted`
-        if (quota !== undefined && (rows[0]?.allowed ?? 0) === 0) {
+        const { allowed } = yield* SqlSchema.findOne({
+          Request: Schema.Void,
+          Result: Schema.Struct({ allowed: Schema.Int }),
+          execute: () =>
+            sql`
+              WITH counted AS (${counted}), kept AS (${keep})
+              SELECT count(*)::int AS allowed FROM counted`
+        })(undefined).pipe(Effect.catchTags({ SchemaError: Effect.die, NoSuchElementError: Effect.die }))
+        if (quota !== undefined && allowed === 0) {
           return yield* new QuotaExceeded({
             detail: `The site's daily quota of ${limit} ${quota.kind} writes is used up; it starts again at 00:00 UTC.`,
             retry_after: secondsToUtcMidnight(new Date()),
@@ -243,10 +263,7 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
             )
         }
         const storedAnswer = (value: string) =>
-          sql`
-            SELECT fingerprint, status, headers, body FROM catalog_idempotency
-            WHERE scope = ${principal.owner} AND key = ${value} AND created_at > now() - ${KEEP}::interval`
-            .pipe(Effect.flatMap(decodeStored), Effect.orDie, Effect.map((rows) => rows[0]))
+          findStored({ scope: principal.owner, key: value }).pipe(Effect.orDie, Effect.map(Option.getOrUndefined))
 
         // A retry of a write that committed: its answer is final, so it is replayed without a transaction.
         if (Option.isSome(key)) {
@@ -262,10 +279,10 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
             // In the idempotency class of its own (platform/AdvisoryLocks.ts), so no key can block
             // another lock. `hashtext` is 32 bits: two different keys may share a lock, which costs at
             // most a spurious 409 IN_PROGRESS while the other runs (the stored answer is per exact key).
-            const [lock] = yield* sql<{ ok: boolean }>`
-              SELECT pg_try_advisory_xact_lock(${AdvisoryLockClass.idempotency}::int4,
-                hashtext(${idempotencyLockName(principal.owner, key.value)})) AS ok`
-            if (lock?.ok !== true) {
+            const lock = yield* tryLock(idempotencyLockName(principal.owner, key.value)).pipe(
+              Effect.catchTags({ SchemaError: Effect.die, NoSuchElementError: Effect.die })
+            )
+            if (!lock.ok) {
               return yield* new IdempotencyRequestInProgress({
                 detail: "A request with this Idempotency-Key is still running; retry with the same body.",
                 retry_after: 1
