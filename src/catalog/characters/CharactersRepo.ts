@@ -10,7 +10,7 @@ import { CharacterBasic, CharacterTrait, Measurements, RosterRole } from "../../
 import { Gender, Spoiler } from "../../../schema/Catalog/Common.js"
 import { UNDATED } from "../credits/CreditNamesRepo.js"
 import { workBasicColumns, workGate } from "../credits/Rows.js"
-import { WorkBasicColumns } from "../credits/RowSchemas.js"
+import { WorkBasicColumns } from "../credits/Rows.js"
 import { IdsRequest, PageRequest } from "../shared/SqlRequests.js"
 
 export const CharacterRow = Schema.Struct({

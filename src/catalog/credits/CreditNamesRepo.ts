@@ -6,7 +6,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { IdsRequest, PageRequest } from "../shared/SqlRequests.js"
 import { creditNameColumns, creditNameFrom, creditNameGate, workBasicColumns, workGate } from "./Rows.js"
-import { CreditNameColumns, CreditNameRowSchema, WorkBasicColumns } from "./RowSchemas.js"
+import { CreditNameColumns, CreditNameRow, WorkBasicColumns } from "./Rows.js"
 
 /** Sorts undated works last in ascending release order (the key the works index uses). */
 export const UNDATED = 2147483647
@@ -44,7 +44,7 @@ export class CreditNamesRepo extends Context.Service<CreditNamesRepo>()("catalog
 
     const findPage = SqlSchema.findAll({
       Request: PageRequest,
-      Result: CreditNameRowSchema,
+      Result: CreditNameRow,
       execute: (options) =>
         sql`
           SELECT ${columns} FROM ${from}
@@ -59,7 +59,7 @@ export class CreditNamesRepo extends Context.Service<CreditNamesRepo>()("catalog
 
     const findByIds = SqlSchema.findAll({
       Request: IdsRequest,
-      Result: CreditNameRowSchema,
+      Result: CreditNameRow,
       execute: ({ ids, nsfw }) =>
         sql`
           SELECT ${columns} FROM ${from}
@@ -73,7 +73,7 @@ export class CreditNamesRepo extends Context.Service<CreditNamesRepo>()("catalog
 
     const findOfPersons = SqlSchema.findAll({
       Request: IdsRequest,
-      Result: CreditNameRowSchema,
+      Result: CreditNameRow,
       execute: ({ ids, nsfw }) =>
         sql`
           SELECT ${columns} FROM ${from}

@@ -3,10 +3,10 @@
  * nested work at view=basic and a credit name at its basic face. Columns come from the SQL
  * fragments here so every query selects the same ones.
  */
-import { Schema } from "effect"
+import { Schema, Struct } from "effect"
 import type { SqlClient } from "effect/sql"
-import type { CreditNameId, LangTag, Localized, PersonId } from "../../../schema/Catalog/Common.js"
-import type { CreditNameBasic } from "../../../schema/Catalog/Credit.js"
+import { CreditNameBasic } from "../../../schema/Catalog/Credit.js"
+import { Person } from "../../../schema/Catalog/Person.js"
 import { WorkBasic } from "../../../schema/Catalog/Work.js"
 import { itemJsonSql } from "../works/WorkSql.js"
 
@@ -32,11 +32,14 @@ export const groupBy = <Row, Out>(
 // A work at view=basic, nested in appearances and credits
 // ---------------------------------------------------------------------------------------------
 
-/** A row that carries a nested work: its id (for keysets and grouping) and its view=basic JSON. */
-export interface WorkBasicRow {
-  readonly w_id: string
-  readonly w_json: string
-}
+/**
+ * A row that carries a nested work: its id (for keysets and grouping) and its view=basic JSON text.
+ * The text is decoded as text here: it is the works list's own item, which the contract test checks;
+ * `toWorkBasic` decodes it as a WorkBasic where a value is needed.
+ */
+export const WorkBasicColumns = { w_id: Schema.String, w_json: Schema.String } as const
+export const WorkBasicRow = Schema.Struct(WorkBasicColumns)
+export type WorkBasicRow = typeof WorkBasicRow.Type
 
 /**
  * The columns of `WorkBasicRow`, from `works` aliased `w`. The JSON is the works list's own item
@@ -67,18 +70,15 @@ export const workGate = (sql: Sql, nsfw: boolean) => nsfw ? sql`AND w.live` : sq
  * A credit name with its person link. `p_*` columns are null unless the person is live and its
  * link public: a hidden link is served as no link (null `person_id`, no detail-face fields).
  */
-export interface CreditNameRow {
-  readonly id: string
-  readonly display_name: string
-  readonly latin: string | null
-  readonly lang: string | null
-  readonly localized: Localized
-  readonly person_id: string | null
-  readonly p_gender: "male" | "female" | "other" | null
-  readonly p_birth_year: number | null
-  readonly p_birth_month: number | null
-  readonly p_birth_day: number | null
-}
+export const CreditNameColumns = {
+  ...Struct.pick(CreditNameBasic.fields, ["id", "display_name", "latin", "lang", "localized", "person_id"]),
+  p_gender: Person.fields.gender,
+  p_birth_year: Person.fields.birth_year,
+  p_birth_month: Person.fields.birth_month,
+  p_birth_day: Person.fields.birth_day
+} as const
+export const CreditNameRow = Schema.Struct(CreditNameColumns)
+export type CreditNameRow = typeof CreditNameRow.Type
 
 /** The columns of `CreditNameRow`; `FROM` must join `creditNamePersonJoin`. */
 export const creditNameColumns = (sql: Sql) =>
@@ -109,10 +109,10 @@ export const creditNameGate = (sql: Sql, nsfw: boolean, alias = "cn") => {
 
 export const toCreditNameBasic = (row: CreditNameRow): CreditNameBasic => ({
   object: "credit_name",
-  id: row.id as CreditNameId,
+  id: row.id,
   display_name: row.display_name,
   latin: row.latin,
-  lang: row.lang as LangTag | null,
+  lang: row.lang,
   localized: row.localized,
-  person_id: row.person_id as PersonId | null
+  person_id: row.person_id
 })
