@@ -9,8 +9,7 @@ import { SqlClient, SqlSchema } from "effect/sql"
 import { CharacterBasic, CharacterTrait, Measurements, RosterRole } from "../../../schema/Catalog/Character.js"
 import { Gender, Spoiler } from "../../../schema/Catalog/Common.js"
 import { UNDATED } from "../credits/CreditNamesRepo.js"
-import { workBasicColumns, workGate } from "../credits/Rows.js"
-import { WorkBasicColumns } from "../credits/Rows.js"
+import { WorkBasicColumns, workBasicColumns, workGate } from "../credits/Rows.js"
 import { IdsRequest, PageRequest } from "../shared/SqlRequests.js"
 
 export const CharacterRow = Schema.Struct({

@@ -5,8 +5,16 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { IdsRequest, PageRequest } from "../shared/SqlRequests.js"
-import { creditNameColumns, creditNameFrom, creditNameGate, workBasicColumns, workGate } from "./Rows.js"
-import { CreditNameColumns, CreditNameRow, WorkBasicColumns } from "./Rows.js"
+import {
+  CreditNameColumns,
+  creditNameColumns,
+  creditNameFrom,
+  creditNameGate,
+  CreditNameRow,
+  WorkBasicColumns,
+  workBasicColumns,
+  workGate
+} from "./Rows.js"
 
 /** Sorts undated works last in ascending release order (the key the works index uses). */
 export const UNDATED = 2147483647
