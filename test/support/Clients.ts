@@ -1,0 +1,31 @@
+/**
+ * The typed clients of schema/Client.ts over `fetch`, for the happy paths of the HTTP tests: answers
+ * come back decoded by the endpoint's success schema, so each call also checks the server against the
+ * declared contract (docs/api-contract.md). Raw `fetch` stays for bytes, headers of refusals, problem
+ * documents and hostile input.
+ */
+import { Effect } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { makeCatalogClient, makeIdentityClient } from "../../schema/Client.js"
+import { Catalog } from "./Catalog.js"
+
+/** The catalog client with one of the seeded catalog's keys (default: nsfw), or none. */
+export const catalogClient = (key: "sfw" | "nsfw" | "none" = "nsfw") =>
+  Effect.gen(function*() {
+    const c = yield* Catalog
+    return yield* makeCatalogClient({
+      baseUrl: c.base,
+      credential: key === "none" ? undefined : key === "sfw" ? c.sfwKey : c.nsfwKey
+    })
+  }).pipe(Effect.provide(FetchHttpClient.layer))
+
+/** The identity client at `identity` (the server's origin), with a user's access token when given. */
+export const identityClient = (identity: string, accessToken?: string) =>
+  makeIdentityClient({ baseUrl: identity, credential: accessToken }).pipe(Effect.provide(FetchHttpClient.layer))
+
+/** The messages the development mailbox holds for `to`, oldest first (schema/Api/IdentityDevApi.ts). */
+export const mailTo = (identity: string, to: string) =>
+  Effect.flatMap(identityClient(identity), (client) => client.dev.mailbox({ query: { to } })).pipe(
+    Effect.map((answer) => answer.data.items),
+    Effect.orDie
+  )
