@@ -9,6 +9,7 @@ import { Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import sharp from "sharp"
+import { lastCode, mailTo } from "../support/Clients.js"
 import { eventually } from "../support/Eventually.js"
 import {
   createClient,
@@ -48,21 +49,6 @@ const call = (
       ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) })
     })
     return { status: res.status, body: await res.json(), headers: res.headers }
-  })
-
-/** The messages the development mailbox holds for `to`, oldest first. */
-const mailTo = (identity: string, to: string) =>
-  promise(async () => {
-    const res = await fetch(`${identity}/api/v1/dev/mailbox?to=${encodeURIComponent(to)}`)
-    const body = await res.json() as any
-    return body.data.items as Array<{ subject: string; text: string; html?: string }>
-  })
-
-const lastCode = (identity: string, to: string) =>
-  Effect.map(mailTo(identity, to), (items) => {
-    const match = /\b([0-9]{6})\b/.exec(items.at(-1)?.text ?? "")
-    if (match === null) throw new Error(`no code mailed to ${to}`)
-    return match[1]!
   })
 
 let counter = 0

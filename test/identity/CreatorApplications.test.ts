@@ -11,6 +11,7 @@ import * as Jose from "jose"
 import { Users } from "../../src/identity/users/Users.js"
 import { DatabaseUrl } from "../../src/platform/Database.js"
 import { runCli } from "../support/Cli.js"
+import { mailTo } from "../support/Clients.js"
 import { IdentityServers, IdentityTestEnv, login, serverLayerOptions, signIn } from "../support/IdentityServers.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
@@ -47,10 +48,6 @@ const apply = (
 
 const mine = (issuer: string, token: string | undefined) =>
   promise(() => fetch(`${issuer}/creator/applications/me`, { headers: bearer(token) }).then(answer))
-
-const mailbox = (issuer: string, to: string) =>
-  promise(() => fetch(`${issuer}/dev/mailbox?to=${encodeURIComponent(to)}`).then((res) => res.json() as Promise<any>))
-    .pipe(Effect.map((body) => body.data.items as Array<any>))
 
 const cli = (args: ReadonlyArray<string>) =>
   Effect.flatMap(DatabaseUrl, (url) => promise(() => runCli(args, { DATABASE_URL: Redacted.value(url) })))
@@ -276,7 +273,7 @@ describe("creator applications", () => {
         expect(wait).toBeGreaterThan(THIRTY_DAYS - 120)
         expect(wait).toBeLessThanOrEqual(THIRTY_DAYS)
 
-        const mail = (yield* mailbox(issuer, user.email)).filter((m) => /creator application/.test(m.subject))
+        const mail = (yield* mailTo(issuer, user.email)).filter((m) => /creator application/.test(m.subject))
         expect(mail).toHaveLength(1)
         expect(mail[0].subject).toBe("Your creator application was declined")
         expect(mail[0].text).toMatch(/not approved/)
@@ -296,7 +293,7 @@ describe("creator applications", () => {
         }
         const users = yield* Users
         expect(Option.map(yield* users.findById(user.id), (u) => u.roles)).toEqual(Option.some([]))
-        expect((yield* mailbox(issuer, user.email)).filter((m) => /creator application/.test(m.subject)))
+        expect((yield* mailTo(issuer, user.email)).filter((m) => /creator application/.test(m.subject)))
           .toHaveLength(1)
         expect((yield* cliJson(["creator", "list", "--pending"])).items.map((item: any) => item.id)).not.toContain(id)
         expect((yield* cliJson(["creator", "list"])).items).toContainEqual(
@@ -345,7 +342,7 @@ describe("creator applications", () => {
           decided_at: expect.any(Number)
         })
 
-        const mail = (yield* mailbox(issuer, user.email)).filter((m) => /creator application/.test(m.subject))
+        const mail = (yield* mailTo(issuer, user.email)).filter((m) => /creator application/.test(m.subject))
         expect(mail).toHaveLength(1)
         expect(mail[0]).toMatchObject({ to: user.email, subject: "Your creator application was approved" })
         expect(mail[0].text).toMatch(/^Hello Ana,/)

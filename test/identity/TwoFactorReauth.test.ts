@@ -16,6 +16,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as OTPAuth from "otpauth"
+import { mailTo } from "../support/Clients.js"
 import type { LoggedIn, TestUser } from "../support/IdentityServers.js"
 import {
   cookiesOf,
@@ -57,14 +58,6 @@ const call = (
     })
     const text = await res.text()
     return { status: res.status, body: text === "" ? null : JSON.parse(text), headers: res.headers }
-  })
-
-/** The messages the development mailbox holds for `to`, oldest first. */
-const mailTo = (identity: string, to: string) =>
-  promise(async () => {
-    const res = await fetch(`${identity}/api/v1/dev/mailbox?to=${encodeURIComponent(to)}`)
-    const body = await res.json() as any
-    return body.data.items as Array<{ subject: string; text: string }>
   })
 
 const PERIOD_MS = 30_000

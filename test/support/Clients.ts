@@ -23,9 +23,30 @@ export const catalogClient = (key: "sfw" | "nsfw" | "none" = "nsfw") =>
 export const identityClient = (identity: string, accessToken?: string) =>
   makeIdentityClient({ baseUrl: identity, credential: accessToken }).pipe(Effect.provide(FetchHttpClient.layer))
 
-/** The messages the development mailbox holds for `to`, oldest first (schema/Api/IdentityDevApi.ts). */
+/**
+ * The messages the development mailbox holds for `to`, oldest first (schema/Api/IdentityDevApi.ts).
+ * `identity` is the server's origin or its issuer (`{origin}/api/v1`).
+ */
 export const mailTo = (identity: string, to: string) =>
-  Effect.flatMap(identityClient(identity), (client) => client.dev.mailbox({ query: { to } })).pipe(
+  Effect.flatMap(identityClient(new URL(identity).origin), (client) => client.dev.mailbox({ query: { to } })).pipe(
     Effect.map((answer) => answer.data.items),
     Effect.orDie
   )
+
+const sixDigits = /\b([0-9]{6})\b/
+
+/** Every 6-digit code mailed to `to`, oldest first. */
+export const codesMailedTo = (identity: string, to: string) =>
+  Effect.map(mailTo(identity, to), (items) =>
+    items.flatMap((mail) => {
+      const match = sixDigits.exec(mail.text)
+      return match === null ? [] : [match[1]!]
+    }))
+
+/** The code of the newest message to `to`; dies when that message has none. */
+export const lastCode = (identity: string, to: string) =>
+  Effect.map(mailTo(identity, to), (items) => {
+    const match = sixDigits.exec(items.at(-1)?.text ?? "")
+    if (match === null) throw new Error(`no code mailed to ${to}`)
+    return match[1]!
+  })
