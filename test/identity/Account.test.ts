@@ -9,7 +9,14 @@ import { Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import sharp from "sharp"
-import { lastCode, mailTo } from "../support/Clients.js"
+import {
+  ChangeEmailRequest,
+  ChangePasswordRequest,
+  RegisterRequest,
+  SendCodeRequest,
+  UpdateMeRequest
+} from "../../schema/Identity/Me.js"
+import { identityClient, lastCode, mailTo } from "../support/Clients.js"
 import { eventually } from "../support/Eventually.js"
 import {
   createClient,
@@ -51,6 +58,13 @@ const call = (
     return { status: res.status, body: await res.json(), headers: res.headers }
   })
 
+/** `POST /auth/register/send-code` through the typed client: the pending value, decoded. */
+const sendRegistrationCode = (identity: string, email: string) =>
+  Effect.flatMap(
+    identityClient(identity),
+    (client) => client.account.sendRegistrationCode({ payload: new SendCodeRequest({ email }) })
+  )
+
 let counter = 0
 const freshEmail = () => `new_${Date.now().toString(36)}_${counter++}@example.com`
 
@@ -69,9 +83,9 @@ describe("Self-service account endpoints", () => {
         const { identity } = yield* IdentityServers
         const user = yield* createUser({ name: "Rin" })
         const { accessToken } = yield* promise(() => login(identity, user))
-        const me = yield* call(identity, "GET", "/auth/me", { token: accessToken })
-        expect(me.status).toBe(200)
-        expect(me.body).toEqual({
+        const account = yield* identityClient(identity, accessToken)
+        const me = yield* account.account.me()
+        expect(me).toEqual({
           code: 0,
           message: "ok",
           data: {
@@ -88,15 +102,13 @@ describe("Self-service account endpoints", () => {
             two_factor: false
           }
         })
-        const patched = yield* call(identity, "PATCH", "/auth/me", {
-          token: accessToken,
-          body: { name: "  Rin Tohsaka ", bio: "Reads mysteries." }
+        const patched = yield* account.account.updateMe({
+          payload: new UpdateMeRequest({ name: "  Rin Tohsaka ", bio: "Reads mysteries." })
         })
-        expect(patched.status).toBe(200)
-        expect(patched.body.data).toMatchObject({ name: "Rin Tohsaka", bio: "Reads mysteries.", email: user.email })
+        expect(patched.data).toMatchObject({ name: "Rin Tohsaka", bio: "Reads mysteries.", email: user.email })
         // Absent fields stay; an empty name or an unknown field type is 400 40001.
-        const bioOnly = yield* call(identity, "PATCH", "/auth/me", { token: accessToken, body: { bio: "" } })
-        expect(bioOnly.body.data).toMatchObject({ name: "Rin Tohsaka", bio: "" })
+        const bioOnly = yield* account.account.updateMe({ payload: new UpdateMeRequest({ bio: "" }) })
+        expect(bioOnly.data).toMatchObject({ name: "Rin Tohsaka", bio: "" })
         for (const body of [{ name: "   " }, { name: "x".repeat(65) }, { bio: 3 }, { name: null }]) {
           const bad = yield* call(identity, "PATCH", "/auth/me", { token: accessToken, body })
           expect({ body, status: bad.status, code: bad.body.code }).toEqual({ body, status: 400, code: 40001 })
@@ -124,11 +136,9 @@ describe("Self-service account endpoints", () => {
         const user = yield* createUser()
         const { accessToken } = yield* promise(() => login(identity, user))
         const target = freshEmail()
-        const sent = yield* call(identity, "POST", "/auth/email/send-code", {
-          token: accessToken,
-          body: { email: target }
-        })
-        expect(sent).toMatchObject({ status: 200, body: { code: 0, data: { expires_in: 600 } } })
+        const account = yield* identityClient(identity, accessToken)
+        const sent = yield* account.account.sendEmailCode({ payload: new SendCodeRequest({ email: target }) })
+        expect(sent).toMatchObject({ code: 0, data: { expires_in: 600 } })
         const code = yield* lastCode(identity, target)
         const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, "0")
         const current_password = user.password
@@ -138,12 +148,10 @@ describe("Self-service account endpoints", () => {
         })
         expect(refused.status).toBe(400)
         expect(refused.body).toEqual({ code: 10004, message: "Verification code invalid", data: null })
-        const moved = yield* call(identity, "PUT", "/auth/email", {
-          token: accessToken,
-          body: { email: target, code, current_password }
+        const moved = yield* account.account.changeEmail({
+          payload: new ChangeEmailRequest({ email: target, code, current_password })
         })
-        expect(moved.status).toBe(200)
-        expect(moved.body.data).toMatchObject({ email: target, email_verified: true })
+        expect(moved.data).toMatchObject({ email: target, email_verified: true })
         // A code is used once.
         const again = yield* call(identity, "PUT", "/auth/email", {
           token: accessToken,
@@ -261,7 +269,7 @@ describe("Self-service account endpoints", () => {
         })
         expect(password.body.code).toBe(10016)
         // Reading and display fields do not need it.
-        expect((yield* call(identity, "GET", "/auth/me", { token: accessToken })).status).toBe(200)
+        expect((yield* (yield* identityClient(identity, accessToken)).account.me()).code).toBe(0)
       }))
 
     it.effect("PUT /auth/password checks the current password (10011) and the new one (10010) (README, \"Self-service accounts\")", () =>
@@ -289,15 +297,17 @@ describe("Self-service account endpoints", () => {
         const elsewhere = yield* promise(() => login(identity, user))
         const rpTokens = yield* promise(() => tokensFor(identity, client, elsewhere, "openid offline_access"))
         const ownTokens = yield* promise(() => tokensFor(identity, client, here, "openid offline_access"))
-        const changed = yield* call(identity, "PUT", "/auth/password", {
-          token: here.accessToken,
-          body: { current_password: user.password, new_password: "correct horse battery staple" }
+        const account = yield* identityClient(identity, here.accessToken)
+        const changed = yield* account.account.changePassword({
+          payload: new ChangePasswordRequest({
+            current_password: user.password,
+            new_password: "correct horse battery staple"
+          })
         })
-        expect(changed.status).toBe(200)
-        expect(changed.body).toEqual({ code: 0, message: "ok", data: null })
+        expect(changed).toEqual({ code: 0, message: "ok", data: null })
         // The other browser's session and its token are dead; this one lives.
         expect((yield* call(identity, "GET", "/auth/me", { token: elsewhere.accessToken })).body.code).toBe(10002)
-        expect((yield* call(identity, "GET", "/auth/me", { token: here.accessToken })).status).toBe(200)
+        expect((yield* account.account.me()).code).toBe(0)
         // Every refresh family is revoked, including the ones issued through this session.
         for (const refreshToken of [rpTokens.refresh_token, ownTokens.refresh_token]) {
           const refreshed = yield* promise(() => refreshRequest(identity, client, refreshToken))
@@ -321,12 +331,11 @@ describe("Self-service account endpoints", () => {
         const first = yield* promise(() => login(identity, user))
         const second = yield* promise(() => login(identity, user))
         const theirs = yield* promise(() => login(identity, stranger))
-        const listed = yield* call(identity, "GET", "/auth/sessions", { token: first.accessToken })
-        expect(listed.status).toBe(200)
-        const items = listed.body.data.items as Array<any>
+        const account = yield* identityClient(identity, first.accessToken)
+        const items = (yield* account.account.sessions()).data.items
         expect(items).toHaveLength(2)
         const current = items.find((item) => item.current)
-        expect(current.id).toBe(Jose.decodeJwt(first.accessToken).sid)
+        expect(current?.id).toBe(Jose.decodeJwt(first.accessToken).sid)
         expect(items[0]).toEqual({
           id: expect.any(String),
           current: expect.any(Boolean),
@@ -341,13 +350,12 @@ describe("Self-service account endpoints", () => {
         const notMine = yield* call(identity, "DELETE", `/auth/sessions/${foreign}`, { token: first.accessToken })
         expect(notMine.status).toBe(404)
         expect(notMine.body.code).toBe(40401)
-        expect((yield* call(identity, "GET", "/auth/me", { token: theirs.accessToken })).status).toBe(200)
+        expect((yield* (yield* identityClient(identity, theirs.accessToken)).account.me()).code).toBe(0)
         const other = Jose.decodeJwt(second.accessToken).sid as string
-        const ended = yield* call(identity, "DELETE", `/auth/sessions/${other}`, { token: first.accessToken })
-        expect(ended.body).toEqual({ code: 0, message: "ok", data: null })
+        const ended = yield* account.account.endSession({ params: { id: other } })
+        expect(ended).toEqual({ code: 0, message: "ok", data: null })
         expect((yield* call(identity, "GET", "/auth/me", { token: second.accessToken })).body.code).toBe(10002)
-        const after = yield* call(identity, "GET", "/auth/sessions", { token: first.accessToken })
-        expect(after.body.data.items).toHaveLength(1)
+        expect((yield* account.account.sessions()).data.items).toHaveLength(1)
       }))
 
     it.effect("POST /auth/me/avatar re-encodes the upload to a 256x256 WebP without metadata; picture points at it (README, \"Self-service accounts\")", () =>
@@ -392,7 +400,7 @@ describe("Self-service account endpoints", () => {
         expect(stored).toMatchObject({ format: "webp", width: 256, height: 256 })
         expect(stored.exif).toBeUndefined()
         expect(served.bytes.includes(Buffer.from("SecretCam"))).toBe(false)
-        expect((yield* call(identity, "GET", "/auth/me", { token: accessToken })).body.data.picture).toBe(picture)
+        expect((yield* (yield* identityClient(identity, accessToken)).account.me()).data.picture).toBe(picture)
 
         // Not an image, an image too large to decode, no file part, not multipart, no token.
         const notImage = yield* upload(form(Buffer.from("%PDF-1.7 definitely not a picture")))
@@ -430,13 +438,14 @@ describe("Self-service account endpoints", () => {
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const email = freshEmail()
-        const sent = yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })
-        expect(sent.body).toEqual({
+        const anonymous = yield* identityClient(identity)
+        const sent = yield* anonymous.account.sendRegistrationCode({ payload: new SendCodeRequest({ email }) })
+        expect(sent).toEqual({
           code: 0,
           message: "ok",
           data: { pending: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), expires_in: 600 }
         })
-        const pending = sent.body.data.pending as string
+        const pending = sent.data.pending
         const code = yield* lastCode(identity, email)
         const mail = (yield* mailTo(identity, email)).at(-1)!
         expect(mail.html).toContain(code)
@@ -460,8 +469,8 @@ describe("Self-service account endpoints", () => {
         expect(cookie).toMatch(/SameSite=Lax/i)
         expect(cookie).toMatch(/Path=\/api\/v1/)
         expect(Jose.decodeJwt(body.data.access_token)).toMatchObject({ iss: issuer })
-        const me = yield* call(identity, "GET", "/auth/me", { token: body.data.access_token })
-        expect(me.body.data).toMatchObject({ email, name: "Nadeko", email_verified: true, roles: [] })
+        const me = yield* (yield* identityClient(identity, body.data.access_token)).account.me()
+        expect(me.data).toMatchObject({ email, name: "Nadeko", email_verified: true, roles: [] })
         // The code is spent and the address is taken.
         const again = yield* call(identity, "POST", "/auth/register", {
           body: { email, pending, code, password: "a long enough passphrase", name: "Nadeko" }
@@ -473,7 +482,7 @@ describe("Self-service account endpoints", () => {
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const email = freshEmail()
-        const { pending } = (yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })).body.data
+        const { pending } = (yield* sendRegistrationCode(identity, email)).data
         const code = yield* lastCode(identity, email)
         const weak = yield* call(identity, "POST", "/auth/register", {
           body: { email, pending, code, password: "12345678", name: "Weak" }
@@ -489,10 +498,10 @@ describe("Self-service account endpoints", () => {
         )
         // Not sent as application/json: 415 41501 (README, "Request bodies").
         expect(form.status).toBe(415)
-        const ok = yield* call(identity, "POST", "/auth/register", {
-          body: { email, pending, code, password: "a long enough passphrase", name: "Strong" }
+        const ok = yield* (yield* identityClient(identity)).account.register({
+          payload: new RegisterRequest({ email, pending, code, password: "a long enough passphrase", name: "Strong" })
         })
-        expect(ok.status).toBe(200)
+        expect(ok.code).toBe(0)
       }))
 
     it.effect("no account enumeration: register/send-code answers a known address exactly like an unknown one, and mails its owner", () =>
@@ -554,7 +563,7 @@ describe("Self-service account endpoints", () => {
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const email = freshEmail()
-        const { pending } = (yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })).body.data
+        const { pending } = (yield* sendRegistrationCode(identity, email)).data
         const code = yield* lastCode(identity, email)
         const answers = yield* Effect.all(
           Array.from({ length: 8 }, (_, i) =>
