@@ -50,3 +50,12 @@ export const lastCode = (identity: string, to: string) =>
     if (match === null) throw new Error(`no code mailed to ${to}`)
     return match[1]!
   })
+
+/**
+ * The body of a read that may answer 304: the typed client decodes a 304 to `undefined`, which a
+ * read sent without `If-None-Match` must never get (docs/api-contract.md, "Caching, ETags and freshness").
+ */
+export const fresh = <A>(answer: A | void): A => {
+  if (answer === undefined) throw new Error("304 Not Modified to a read without If-None-Match")
+  return answer
+}
