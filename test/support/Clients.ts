@@ -59,3 +59,24 @@ export const fresh = <A>(answer: A | void): A => {
   if (answer === undefined) throw new Error("304 Not Modified to a read without If-None-Match")
   return answer
 }
+
+/**
+ * Every item of a cursor list read through a typed client, following `next_cursor` until it is absent
+ * (docs/api-contract.md, "Cursors and pages"); `page` reads one page from a cursor (none: the first).
+ */
+export const walkPages = <A, E, R>(
+  page: (
+    cursor: string | undefined
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<A>; readonly next_cursor?: string | undefined }, E, R>
+) =>
+  Effect.gen(function*() {
+    const items: Array<A> = []
+    let cursor: string | undefined
+    for (let pages = 0; pages < 1000; pages++) {
+      const answer = yield* page(cursor)
+      items.push(...answer.items)
+      cursor = answer.next_cursor
+      if (cursor === undefined) return items
+    }
+    throw new Error("no end")
+  })
