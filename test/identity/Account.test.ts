@@ -16,7 +16,7 @@ import {
   SendCodeRequest,
   UpdateMeRequest
 } from "../../schema/Identity/Me.js"
-import { identityClient, lastCode, mailTo } from "../support/Clients.js"
+import { identityCall, identityClient, lastCode, mailTo } from "../support/Clients.js"
 import { eventually } from "../support/Eventually.js"
 import {
   createClient,
@@ -32,31 +32,6 @@ import {
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
 const Env = IdentityTestEnv()
-
-interface Answer {
-  readonly status: number
-  readonly body: any
-  readonly headers: Headers
-}
-
-const call = (
-  identity: string,
-  method: string,
-  path: string,
-  options: { readonly token?: string; readonly body?: unknown; readonly headers?: Record<string, string> } = {}
-) =>
-  promise(async (): Promise<Answer> => {
-    const res = await fetch(`${identity}/api/v1${path}`, {
-      method,
-      headers: {
-        ...(options.body === undefined ? {} : { "content-type": "application/json" }),
-        ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
-        ...options.headers
-      },
-      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) })
-    })
-    return { status: res.status, body: await res.json(), headers: res.headers }
-  })
 
 /** `POST /auth/register/send-code` through the typed client: the pending value, decoded. */
 const sendRegistrationCode = (identity: string, email: string) =>
@@ -110,7 +85,7 @@ describe("Self-service account endpoints", () => {
         const bioOnly = yield* account.account.updateMe({ payload: new UpdateMeRequest({ bio: "" }) })
         expect(bioOnly.data).toMatchObject({ name: "Rin Tohsaka", bio: "" })
         for (const body of [{ name: "   " }, { name: "x".repeat(65) }, { bio: 3 }, { name: null }]) {
-          const bad = yield* call(identity, "PATCH", "/auth/me", { token: accessToken, body })
+          const bad = yield* identityCall(identity, "PATCH", "/auth/me", { token: accessToken, body })
           expect({ body, status: bad.status, code: bad.body.code }).toEqual({ body, status: 400, code: 40001 })
         }
       }))
@@ -120,11 +95,11 @@ describe("Self-service account endpoints", () => {
         const { identity } = yield* IdentityServers
         for (const [method, path] of [["GET", "/auth/me"], ["GET", "/auth/sessions"], ["PATCH", "/auth/me"]] as const) {
           const body = method === "PATCH" ? { bio: "x" } : undefined
-          const missing = yield* call(identity, method, path, { body })
+          const missing = yield* identityCall(identity, method, path, { body })
           expect(missing.status).toBe(401)
           expect(missing.body).toEqual({ code: 10001, message: "Token missing", data: null })
           expect(missing.headers.get("www-authenticate")).toMatch(/^Bearer realm="shiori"/)
-          const invalid = yield* call(identity, method, path, { body, token: "not-a-jwt" })
+          const invalid = yield* identityCall(identity, method, path, { body, token: "not-a-jwt" })
           expect(invalid.status).toBe(401)
           expect(invalid.body.code).toBe(10002)
         }
@@ -142,7 +117,7 @@ describe("Self-service account endpoints", () => {
         const code = yield* lastCode(identity, target)
         const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, "0")
         const current_password = user.password
-        const refused = yield* call(identity, "PUT", "/auth/email", {
+        const refused = yield* identityCall(identity, "PUT", "/auth/email", {
           token: accessToken,
           body: { email: target, code: wrong, current_password }
         })
@@ -153,7 +128,7 @@ describe("Self-service account endpoints", () => {
         })
         expect(moved.data).toMatchObject({ email: target, email_verified: true })
         // A code is used once.
-        const again = yield* call(identity, "PUT", "/auth/email", {
+        const again = yield* identityCall(identity, "PUT", "/auth/email", {
           token: accessToken,
           body: { email: target, code, current_password }
         })
@@ -162,7 +137,7 @@ describe("Self-service account endpoints", () => {
         expect(told.at(-1)!.subject).toMatch(/email address was changed/)
         // The new address signs in; the old one no longer does.
         yield* promise(() => login(identity, { email: target, password: user.password }))
-        const old = yield* call(identity, "POST", "/auth/login", {
+        const old = yield* identityCall(identity, "POST", "/auth/login", {
           body: { email: user.email, password: user.password }
         })
         expect(old.body.code).toBe(10011)
@@ -174,9 +149,12 @@ describe("Self-service account endpoints", () => {
         const user = yield* createUser()
         const other = yield* createUser()
         const { accessToken } = yield* promise(() => login(identity, user))
-        yield* call(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: other.email } })
+        yield* identityCall(identity, "POST", "/auth/email/send-code", {
+          token: accessToken,
+          body: { email: other.email }
+        })
         const code = yield* lastCode(identity, other.email)
-        const taken = yield* call(identity, "PUT", "/auth/email", {
+        const taken = yield* identityCall(identity, "PUT", "/auth/email", {
           token: accessToken,
           body: { email: other.email, code, current_password: user.password }
         })
@@ -192,14 +170,14 @@ describe("Self-service account endpoints", () => {
         const other = yield* createUser()
         const target = freshEmail()
         const { accessToken } = yield* promise(() => login(identity, user))
-        yield* call(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: target } })
+        yield* identityCall(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: target } })
         const code = yield* lastCode(identity, target)
         // Another writer moves `other` to the address and commits only after the request has passed
         // its "is the address free?" check: the request's write then meets the unique index.
         const answer = yield* Effect.gen(function*() {
           yield* sql`UPDATE users SET email = ${target} WHERE id = ${other.id}`
           const request = yield* Effect.forkChild(
-            call(identity, "PUT", "/auth/email", {
+            identityCall(identity, "PUT", "/auth/email", {
               token: accessToken,
               body: { email: target, code, current_password: user.password }
             })
@@ -224,14 +202,14 @@ describe("Self-service account endpoints", () => {
         const user = yield* createUser()
         const { accessToken } = yield* promise(() => login(identity, user))
         const target = freshEmail()
-        yield* call(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: target } })
+        yield* identityCall(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: target } })
         const code = yield* lastCode(identity, target)
         const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, "0")
         const current_password = user.password
         const codes: Array<number> = []
         for (let i = 0; i < 5; i++) {
           codes.push(
-            (yield* call(identity, "PUT", "/auth/email", {
+            (yield* identityCall(identity, "PUT", "/auth/email", {
               token: accessToken,
               body: { email: target, code: wrong, current_password }
             }))
@@ -242,7 +220,7 @@ describe("Self-service account endpoints", () => {
         // Each change also spends one of the account's five password checks: give them back, so the
         // last answer is the code's own.
         yield* sql`DELETE FROM rate_limit_buckets WHERE key = ${`password-change:${user.id}`}`
-        const right = yield* call(identity, "PUT", "/auth/email", {
+        const right = yield* identityCall(identity, "PUT", "/auth/email", {
           token: accessToken,
           body: { email: target, code, current_password }
         })
@@ -256,14 +234,14 @@ describe("Self-service account endpoints", () => {
         const user = yield* createUser()
         const { accessToken } = yield* promise(() => login(identity, user))
         yield* ageSignIn(accessToken)
-        const email = yield* call(identity, "POST", "/auth/email/send-code", {
+        const email = yield* identityCall(identity, "POST", "/auth/email/send-code", {
           token: accessToken,
           body: { email: freshEmail() }
         })
         expect(email.status).toBe(401)
         expect(email.body).toEqual({ code: 10016, message: "Sign in again", data: null })
         expect(email.headers.get("www-authenticate")).toMatch(/error="insufficient_user_authentication".*max_age=600/)
-        const password = yield* call(identity, "PUT", "/auth/password", {
+        const password = yield* identityCall(identity, "PUT", "/auth/password", {
           token: accessToken,
           body: { current_password: user.password, new_password: "a brand new passphrase" }
         })
@@ -278,7 +256,10 @@ describe("Self-service account endpoints", () => {
         const user = yield* createUser({ name: "Sakura Kinomoto" })
         const { accessToken } = yield* promise(() => login(identity, user))
         const change = (current_password: string, new_password: string) =>
-          call(identity, "PUT", "/auth/password", { token: accessToken, body: { current_password, new_password } })
+          identityCall(identity, "PUT", "/auth/password", {
+            token: accessToken,
+            body: { current_password, new_password }
+          })
         const wrong = yield* change("not my password", "a brand new passphrase")
         expect(wrong.status).toBe(401)
         expect(wrong.body).toEqual({ code: 10011, message: "Wrong password", data: null })
@@ -306,7 +287,9 @@ describe("Self-service account endpoints", () => {
         })
         expect(changed).toEqual({ code: 0, message: "ok", data: null })
         // The other browser's session and its token are dead; this one lives.
-        expect((yield* call(identity, "GET", "/auth/me", { token: elsewhere.accessToken })).body.code).toBe(10002)
+        expect((yield* identityCall(identity, "GET", "/auth/me", { token: elsewhere.accessToken })).body.code).toBe(
+          10002
+        )
         expect((yield* account.account.me()).code).toBe(0)
         // Every refresh family is revoked, including the ones issued through this session.
         for (const refreshToken of [rpTokens.refresh_token, ownTokens.refresh_token]) {
@@ -316,7 +299,7 @@ describe("Self-service account endpoints", () => {
         }
         // The new password signs in, the old one does not; the owner was told.
         yield* promise(() => login(identity, { email: user.email, password: "correct horse battery staple" }))
-        const old = yield* call(identity, "POST", "/auth/login", {
+        const old = yield* identityCall(identity, "POST", "/auth/login", {
           body: { email: user.email, password: user.password }
         })
         expect(old.body.code).toBe(10011)
@@ -347,14 +330,16 @@ describe("Self-service account endpoints", () => {
         })
         // Another account's session is not found, whatever its id.
         const foreign = Jose.decodeJwt(theirs.accessToken).sid as string
-        const notMine = yield* call(identity, "DELETE", `/auth/sessions/${foreign}`, { token: first.accessToken })
+        const notMine = yield* identityCall(identity, "DELETE", `/auth/sessions/${foreign}`, {
+          token: first.accessToken
+        })
         expect(notMine.status).toBe(404)
         expect(notMine.body.code).toBe(40401)
         expect((yield* (yield* identityClient(identity, theirs.accessToken)).account.me()).code).toBe(0)
         const other = Jose.decodeJwt(second.accessToken).sid as string
         const ended = yield* account.account.endSession({ params: { id: other } })
         expect(ended).toEqual({ code: 0, message: "ok", data: null })
-        expect((yield* call(identity, "GET", "/auth/me", { token: second.accessToken })).body.code).toBe(10002)
+        expect((yield* identityCall(identity, "GET", "/auth/me", { token: second.accessToken })).body.code).toBe(10002)
         expect((yield* account.account.sessions()).data.items).toHaveLength(1)
       }))
 
@@ -472,7 +457,7 @@ describe("Self-service account endpoints", () => {
         const me = yield* (yield* identityClient(identity, body.data.access_token)).account.me()
         expect(me.data).toMatchObject({ email, name: "Nadeko", email_verified: true, roles: [] })
         // The code is spent and the address is taken.
-        const again = yield* call(identity, "POST", "/auth/register", {
+        const again = yield* identityCall(identity, "POST", "/auth/register", {
           body: { email, pending, code, password: "a long enough passphrase", name: "Nadeko" }
         })
         expect(again.body.code).toBe(10004)
@@ -484,7 +469,7 @@ describe("Self-service account endpoints", () => {
         const email = freshEmail()
         const { pending } = (yield* sendRegistrationCode(identity, email)).data
         const code = yield* lastCode(identity, email)
-        const weak = yield* call(identity, "POST", "/auth/register", {
+        const weak = yield* identityCall(identity, "POST", "/auth/register", {
           body: { email, pending, code, password: "12345678", name: "Weak" }
         })
         expect(weak.status).toBe(400)
@@ -509,8 +494,8 @@ describe("Self-service account endpoints", () => {
         const { identity } = yield* IdentityServers
         const known = yield* createUser()
         const unknown = freshEmail()
-        const a = yield* call(identity, "POST", "/auth/register/send-code", { body: { email: known.email } })
-        const b = yield* call(identity, "POST", "/auth/register/send-code", { body: { email: unknown } })
+        const a = yield* identityCall(identity, "POST", "/auth/register/send-code", { body: { email: known.email } })
+        const b = yield* identityCall(identity, "POST", "/auth/register/send-code", { body: { email: unknown } })
         expect(a.status).toBe(b.status)
         // Only the pending value differs, and it has the same length either way.
         expect(a.body.data.pending).toMatch(/^[A-Za-z0-9_-]{43}$/)
@@ -534,7 +519,7 @@ describe("Self-service account endpoints", () => {
         expect((yield* rowsFor(known.email))[0]).toEqual((yield* rowsFor(unknown))[0])
         expect((yield* rowsFor(known.email))[0]).toEqual({ codes: 1, mails: 1 })
         // The code made for a known address is never mailed, so registration there fails like a wrong code.
-        const guess = yield* call(identity, "POST", "/auth/register", {
+        const guess = yield* identityCall(identity, "POST", "/auth/register", {
           body: {
             email: known.email,
             pending: a.body.data.pending,
@@ -550,8 +535,10 @@ describe("Self-service account endpoints", () => {
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const email = freshEmail()
-        expect((yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })).status).toBe(200)
-        const again = yield* call(identity, "POST", "/auth/register/send-code", {
+        expect((yield* identityCall(identity, "POST", "/auth/register/send-code", { body: { email } })).status).toBe(
+          200
+        )
+        const again = yield* identityCall(identity, "POST", "/auth/register/send-code", {
           body: { email: email.toUpperCase() }
         })
         expect(again.status).toBe(429)
@@ -567,7 +554,7 @@ describe("Self-service account endpoints", () => {
         const code = yield* lastCode(identity, email)
         const answers = yield* Effect.all(
           Array.from({ length: 8 }, (_, i) =>
-            call(identity, "POST", "/auth/register", {
+            identityCall(identity, "POST", "/auth/register", {
               body: { email, pending, code, password: "a long enough passphrase", name: `Racer ${i}` }
             })),
           { concurrency: "unbounded" }
@@ -590,7 +577,8 @@ describe("Send-code limit per client address", () => {
           const statuses: Array<number> = []
           for (let i = 0; i < 4; i++) {
             statuses.push(
-              (yield* call(identity, "POST", "/auth/register/send-code", { body: { email: freshEmail() } })).status
+              (yield* identityCall(identity, "POST", "/auth/register/send-code", { body: { email: freshEmail() } }))
+                .status
             )
           }
           expect(statuses).toEqual([200, 200, 200, 429])

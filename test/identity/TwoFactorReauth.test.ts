@@ -19,7 +19,7 @@ import * as OTPAuth from "otpauth"
 import { LoginRequest } from "../../schema/Identity/Login.js"
 import { ChangePasswordRequest } from "../../schema/Identity/Me.js"
 import { TwoFactorCodeRequest } from "../../schema/Identity/TwoFactor.js"
-import { identityClient, mailTo } from "../support/Clients.js"
+import { identityCall, identityClient, mailTo } from "../support/Clients.js"
 import type { LoggedIn, TestUser } from "../support/IdentityServers.js"
 import {
   cookiesOf,
@@ -37,31 +37,6 @@ import {
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
 const Env = IdentityTestEnv()
-
-interface Answer {
-  readonly status: number
-  readonly body: any
-  readonly headers: Headers
-}
-
-const call = (
-  identity: string,
-  method: string,
-  path: string,
-  options: { readonly bearer?: string; readonly body?: unknown } = {}
-) =>
-  promise(async (): Promise<Answer> => {
-    const res = await fetch(`${identity}/api/v1${path}`, {
-      method,
-      headers: {
-        ...(options.body === undefined ? {} : { "content-type": "application/json" }),
-        ...(options.bearer === undefined ? {} : { authorization: `Bearer ${options.bearer}` })
-      },
-      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) })
-    })
-    const text = await res.text()
-    return { status: res.status, body: text === "" ? null : JSON.parse(text), headers: res.headers }
-  })
 
 const PERIOD_MS = 30_000
 
@@ -163,7 +138,7 @@ describe("changing the second factor needs the password and ends other sign-ins;
         const secret = yield* setUp(identity, session)
         const step = yield* quietStep
         const enable = (body: Record<string, string>) =>
-          call(identity, "POST", "/auth/2fa/enable", { bearer: session.accessToken, body })
+          identityCall(identity, "POST", "/auth/2fa/enable", { token: session.accessToken, body })
 
         // Without the password: a malformed body, nothing checked or counted.
         const bare = yield* enable({ code: codeAt(secret, step) })
@@ -185,8 +160,8 @@ describe("changing the second factor needs the password and ends other sign-ins;
         expect(sixth.status).toBe(429)
         expect(sixth.body).toEqual({ code: 10012, message: "Too many attempts", data: null })
         expect(Number(sixth.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
-        const passwordChange = yield* call(identity, "PUT", "/auth/password", {
-          bearer: session.accessToken,
+        const passwordChange = yield* identityCall(identity, "PUT", "/auth/password", {
+          token: session.accessToken,
           body: { current_password: user.password, new_password: "a brand new passphrase" }
         })
         expect(passwordChange.status).toBe(429)
@@ -210,14 +185,14 @@ describe("changing the second factor needs the password and ends other sign-ins;
         const step = yield* quietStep
         const { recoveryCodes, session, user } = yield* userWithFactor(identity, step)
         for (const [method, path] of [["DELETE", "/auth/2fa"], ["POST", "/auth/2fa/recovery-codes"]] as const) {
-          const bare = yield* call(identity, method, path, {
-            bearer: session.accessToken,
+          const bare = yield* identityCall(identity, method, path, {
+            token: session.accessToken,
             body: { code: recoveryCodes[0]! }
           })
           expect(bare.status).toBe(400)
           expect(bare.body.code).toBe(40001)
-          const wrong = yield* call(identity, method, path, {
-            bearer: session.accessToken,
+          const wrong = yield* identityCall(identity, method, path, {
+            token: session.accessToken,
             body: { code: recoveryCodes[0]!, current_password: "not the password" }
           })
           expect(wrong.status).toBe(401)
@@ -249,7 +224,9 @@ describe("changing the second factor needs the password and ends other sign-ins;
         })
 
         // The other sign-in is over, as a token and as a browser cookie; this one lives.
-        expect((yield* call(identity, "GET", "/auth/me", { bearer: elsewhere.accessToken })).body.code).toBe(10002)
+        expect((yield* identityCall(identity, "GET", "/auth/me", { token: elsewhere.accessToken })).body.code).toBe(
+          10002
+        )
         const otherBrowser = yield* promise(() =>
           fetch(`${identity}/api/v1/ui/account/two-factor`, {
             headers: { cookie: elsewhere.cookie },
@@ -270,7 +247,7 @@ describe("changing the second factor needs the password and ends other sign-ins;
         expect(onMail.text).toContain("every other sign-in was ended")
 
         // Off: the same again for a sign-in made meanwhile (with a code).
-        const later = yield* call(identity, "POST", "/auth/login", {
+        const later = yield* identityCall(identity, "POST", "/auth/login", {
           body: { email: user.email, password: user.password, otp: codeAt(secret, step + 1) }
         })
         expect(later.status).toBe(200)
@@ -280,9 +257,10 @@ describe("changing the second factor needs the password and ends other sign-ins;
         yield* account.twoFactor.disable({
           payload: new TwoFactorCodeRequest({ code: on.data.recovery_codes[0]!, current_password: user.password })
         })
-        expect((yield* call(identity, "GET", "/auth/me", { bearer: later.body.data.access_token })).body.code).toBe(
-          10002
-        )
+        expect((yield* identityCall(identity, "GET", "/auth/me", { token: later.body.data.access_token })).body.code)
+          .toBe(
+            10002
+          )
         expect((yield* promise(() => refreshRequest(identity, client, laterTokens.refresh_token))).body.error).toBe(
           "invalid_grant"
         )
@@ -326,7 +304,9 @@ describe("changing the second factor needs the password and ends other sign-ins;
         expect(right.status).toBe(200)
         expect(yield* promise(() => right.text())).toContain(`id="recovery-codes"`)
         expect(yield* twoFactorOn(user.id)).toBe(true)
-        expect((yield* call(identity, "GET", "/auth/me", { bearer: elsewhere.accessToken })).body.code).toBe(10002)
+        expect((yield* identityCall(identity, "GET", "/auth/me", { token: elsewhere.accessToken })).body.code).toBe(
+          10002
+        )
         const again = yield* promise(() => fetch(pageUrl, { headers: { cookie: browser.cookie }, redirect: "manual" }))
         expect(again.status).toBe(200)
       }))
@@ -383,7 +363,7 @@ describe("changing the second factor needs the password and ends other sign-ins;
 
         // The password step of `POST /auth/login` (10014 without a code) cancels it as well.
         const pending = yield* passwordStep(identity, user)
-        const bare = yield* call(identity, "POST", "/auth/login", {
+        const bare = yield* identityCall(identity, "POST", "/auth/login", {
           body: { email: user.email, password: user.password }
         })
         expect(bare.body.code).toBe(10014)

@@ -80,3 +80,35 @@ export const walkPages = <A, E, R>(
     }
     throw new Error("no end")
   })
+
+/** A raw answer of the identity API: status, parsed body (null when empty) and headers. */
+export interface RawAnswer {
+  readonly status: number
+  readonly body: any
+  readonly headers: Headers
+}
+
+/**
+ * A raw JSON request to the identity API (`path` under `/api/v1`), for what the typed client does not
+ * show: refusals with their envelope codes and headers, malformed bodies, races. `token` is sent as
+ * `Authorization: Bearer`; a `body` as `application/json`.
+ */
+export const identityCall = (
+  identity: string,
+  method: string,
+  path: string,
+  options: { readonly token?: string; readonly body?: unknown; readonly headers?: Record<string, string> } = {}
+) =>
+  Effect.promise(async (): Promise<RawAnswer> => {
+    const res = await fetch(`${identity}/api/v1${path}`, {
+      method,
+      headers: {
+        ...(options.body === undefined ? {} : { "content-type": "application/json" }),
+        ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+        ...options.headers
+      },
+      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) })
+    })
+    const text = await res.text()
+    return { status: res.status, body: text === "" ? null : JSON.parse(text), headers: res.headers }
+  })
