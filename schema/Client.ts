@@ -18,6 +18,8 @@
  * too, call a method with `responseMode: "decoded-and-response"`.
  *
  * `baseUrl` is the server's origin: the declared paths already start with `/v2` and `/api/v1`.
+ * The catalog client is built from `CatalogApi`, not `CatalogApiDocumented`: its problem transform
+ * rewrites only the OpenAPI document.
  * A body declared as a `Schema.Class` (`LoginRequest`, most identity requests) is passed as an instance
  * (`new LoginRequest({ email, password })`): its encoder checks the class, though a plain object type-checks.
  */

@@ -9,15 +9,16 @@ import { FetchHttpClient } from "effect/http"
 import { makeCatalogClient, makeIdentityClient } from "../../schema/Client.js"
 import { Catalog } from "./Catalog.js"
 
+/** The catalog client at `catalog` (the server's origin) with a credential (API key or access token). */
+export const catalogClientAt = (catalog: string, credential?: string) =>
+  makeCatalogClient({ baseUrl: catalog, credential }).pipe(Effect.provide(FetchHttpClient.layer))
+
 /** The catalog client with one of the seeded catalog's keys (default: nsfw), or none. */
 export const catalogClient = (key: "sfw" | "nsfw" | "none" = "nsfw") =>
   Effect.gen(function*() {
     const c = yield* Catalog
-    return yield* makeCatalogClient({
-      baseUrl: c.base,
-      credential: key === "none" ? undefined : key === "sfw" ? c.sfwKey : c.nsfwKey
-    })
-  }).pipe(Effect.provide(FetchHttpClient.layer))
+    return yield* catalogClientAt(c.base, key === "none" ? undefined : key === "sfw" ? c.sfwKey : c.nsfwKey)
+  })
 
 /** The identity client at `identity` (the server's origin), with a user's access token when given. */
 export const identityClient = (identity: string, accessToken?: string) =>
