@@ -9,7 +9,10 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { type ListCalendarParams } from "../../schema/Api/CalendarApi.js"
+import type { CalendarList } from "../../schema/Catalog/Calendar.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
+import { catalogClient, walkPages } from "../support/Clients.js"
 import { expectProblem } from "../support/Problems.js"
 
 type Key = "sfw" | "nsfw"
@@ -39,6 +42,23 @@ const walk = (path: string, key: Key = "nsfw") =>
     } while (cursor !== undefined)
     for (const meta of metas) expect(meta).toEqual(metas[0])
     return { items, meta: metas[0] }
+  })
+
+/**
+ * The same walk through the typed catalog client: pages decoded by CalendarList
+ * (schema/Catalog/Calendar.ts); each page must carry the same `meta`.
+ */
+const walkTyped = (query: Omit<ListCalendarParams, "cursor">, key: Key = "nsfw") =>
+  Effect.gen(function*() {
+    const client = yield* catalogClient(key)
+    const metas: Array<CalendarList["meta"]> = []
+    const items = yield* walkPages((cursor) =>
+      client.calendar.listCalendar({ query: { ...query, ...(cursor === undefined ? {} : { cursor }) } }).pipe(
+        Effect.tap((page) => Effect.sync(() => metas.push(page.meta)))
+      )
+    )
+    for (const meta of metas) expect(meta).toEqual(metas[0])
+    return { items, meta: metas[0]! }
   })
 
 interface Row {
@@ -75,7 +95,7 @@ describe("release calendar (CalendarMeta, schema/Catalog/Calendar.ts)", () => {
         const rows = yield* reference("nsfw")
         const today = tokyoToday()
         const month = today.slice(0, 7)
-        const { items, meta } = yield* walk("/v2/catalog/calendar?limit=4")
+        const { items, meta } = yield* walkTyped({ limit: 4 })
         const months = rows.map(monthOf).filter((m): m is string => m !== null).sort()
         expect(meta).toEqual({
           today,
@@ -118,21 +138,22 @@ describe("release calendar (CalendarMeta, schema/Catalog/Calendar.ts)", () => {
 
     it.effect("month navigation at the edges: has_prev/has_next and min/max months (schema/Catalog/Calendar.ts)", () =>
       Effect.gen(function*() {
-        const catalog = yield* Catalog
-        const { meta } = (yield* catalog.get("/v2/catalog/calendar")).body
-        const first = (yield* catalog.get(`/v2/catalog/calendar?month=${meta.min_month}`)).body
+        const client = yield* catalogClient()
+        const calendar = (query: ListCalendarParams) => client.calendar.listCalendar({ query })
+        const { meta } = yield* calendar({})
+        const first = yield* calendar({ month: meta.min_month! })
         expect(first.items.length).toBeGreaterThan(0)
         expect(first.meta).toMatchObject({ has_prev: false, has_next: true })
-        const last = (yield* catalog.get(`/v2/catalog/calendar?month=${meta.max_month}`)).body
+        const last = yield* calendar({ month: meta.max_month! })
         expect(last.items.length).toBeGreaterThan(0)
         expect(last.meta).toMatchObject({ has_prev: true, has_next: false })
-        const before = (yield* catalog.get("/v2/catalog/calendar?month=1901-01")).body
+        const before = yield* calendar({ month: "1901-01" })
         expect(before).toEqual({
           object: "list",
           items: [],
           meta: { ...meta, has_prev: false, has_next: true }
         })
-        const after = (yield* catalog.get("/v2/catalog/calendar?month=2199-12")).body
+        const after = yield* calendar({ month: "2199-12" })
         expect(after.meta).toMatchObject({ has_prev: true, has_next: false })
       }))
 
@@ -144,12 +165,12 @@ describe("release calendar (CalendarMeta, schema/Catalog/Calendar.ts)", () => {
         for (const r of yearOnly) years.set(r.released!, (years.get(r.released!) ?? 0) + 1)
         const [year] = [...years.entries()].sort((a, b) => b[1] - a[1])[0]!
         const nulls = { min_month: null, max_month: null, has_prev: null, has_next: null }
-        const byYear = yield* walk(`/v2/catalog/calendar?window=year&year=${year}&limit=2`)
+        const byYear = yield* walkTyped({ window: "year", year: Number(year), limit: 2 })
         expect(byYear.items.map((i) => [i.release.id, i.release.released])).toEqual(
           yearOnly.filter((r) => r.released === year).map((r) => [r.id, year])
         )
         expect(byYear.meta).toEqual({ today: tokyoToday(), ...nulls })
-        const undated = yield* walk("/v2/catalog/calendar?window=undated&limit=5")
+        const undated = yield* walkTyped({ window: "undated", limit: 5 })
         expect(undated.items.map((i) => i.release.id)).toEqual(rows.filter((r) => r.key === null).map((r) => r.id))
         expect(undated.items.every((i) => i.release.released === null)).toBe(true)
         expect(undated.meta).toEqual({ today: tokyoToday(), ...nulls })
@@ -163,12 +184,12 @@ describe("release calendar (CalendarMeta, schema/Catalog/Calendar.ts)", () => {
         const perMonth = new Map<string, number>()
         for (const r of all) if (monthOf(r)) perMonth.set(monthOf(r)!, (perMonth.get(monthOf(r)!) ?? 0) + 1)
         const month = [...perMonth.entries()].sort((a, b) => b[1] - a[1])[0]![0]
-        const { items, meta } = yield* walk(`/v2/catalog/calendar?month=${month}&limit=100`, "sfw")
+        const { items, meta } = yield* walkTyped({ month, limit: 100 }, "sfw")
         expect(items.map((i) => i.release.id)).toEqual(rows.filter((r) => monthOf(r) === month).map((r) => r.id))
         expect(items.every((i) => i.content_rating === "sfw" && i.release.content_rating === "sfw")).toBe(true)
         const months = rows.map(monthOf).filter((m): m is string => m !== null).sort()
         expect([meta.min_month, meta.max_month]).toEqual([months[0], months[months.length - 1]])
-        const undated = yield* walk("/v2/catalog/calendar?window=undated&limit=100", "sfw")
+        const undated = yield* walkTyped({ window: "undated", limit: 100 }, "sfw")
         expect(undated.items.map((i) => i.release.id)).toEqual(rows.filter((r) => r.key === null).map((r) => r.id))
       }))
 
@@ -188,11 +209,13 @@ describe("release calendar (CalendarMeta, schema/Catalog/Calendar.ts)", () => {
           expect.objectContaining({ parameter: "month", reason: "INVALID_FORMAT" }),
           expect.objectContaining({ parameter: "year", reason: "OUT_OF_RANGE" })
         ]))
-        const catalog = yield* Catalog
-        const page = (yield* catalog.get("/v2/catalog/calendar?window=undated&limit=1")).body
+        const client = yield* catalogClient()
+        const page = yield* client.calendar.listCalendar({ query: { window: "undated", limit: 1 } })
         expect(page.next_cursor).toBeDefined()
-        const next = yield* catalog.get(`/v2/catalog/calendar?window=undated&limit=1&cursor=${page.next_cursor}`)
-        expect(next.body.items[0].release.id).not.toBe(page.items[0].release.id)
+        const next = yield* client.calendar.listCalendar({
+          query: { window: "undated", limit: 1, cursor: page.next_cursor! }
+        })
+        expect(next.items[0]!.release.id).not.toBe(page.items[0]!.release.id)
         yield* problem(`/v2/catalog/calendar?cursor=${page.next_cursor}`, "INVALID_CURSOR")
         yield* problem(`/v2/catalog/calendar?window=year&year=2001&cursor=${page.next_cursor}`, "INVALID_CURSOR")
       }))

@@ -9,8 +9,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { CharacterId } from "../../schema/Catalog/Common.js"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
+import { catalogClient, fresh, walkPages } from "../support/Clients.js"
 import { expectProblem } from "../support/Problems.js"
 
 const FULL_FIELDS = ["birthday", "blood_type", "gender", "height_cm", "weight_kg", "measurements", "instance_of_id"]
@@ -62,14 +64,22 @@ describe("characters (schema/Catalog/Character.ts)", () => {
     it.effect("the cursor list visits every visible character once, in id order (docs/api-contract.md, \"Cursors and pages\", \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        const all = yield* walk("/v2/catalog/characters?limit=100", "nsfw")
+        const characters = (key: "sfw" | "nsfw") =>
+          Effect.flatMap(
+            catalogClient(key),
+            (client) =>
+              walkPages((cursor) =>
+                client.characters.listCharacters({ query: { limit: 100, ...(cursor === undefined ? {} : { cursor }) } })
+              )
+          )
+        const all = yield* characters("nsfw")
         const ids = all.map((c) => c.id)
         expect(ids).toEqual([...ids].sort((a, b) => Number(a) - Number(b)))
         expect(new Set(ids).size).toBe(ids.length)
         const live = yield* sql<{ id: string; nsfw: boolean }>`SELECT id::text AS id, nsfw FROM characters WHERE live`
         expect(ids).toEqual(live.map((r) => r.id).sort((a, b) => Number(a) - Number(b)))
         // An sfw credential never sees a character that appears only in nsfw works.
-        const sfw = yield* walk("/v2/catalog/characters?limit=100", "sfw")
+        const sfw = yield* characters("sfw")
         const nsfwOnly = new Set(live.filter((r) => r.nsfw).map((r) => r.id))
         expect(nsfwOnly.size).toBeGreaterThan(0)
         expect(sfw.length).toBe(live.length - nsfwOnly.size)
@@ -197,9 +207,9 @@ describe("characters (schema/Catalog/Character.ts)", () => {
         expect(sfw.body.items[0]).toHaveProperty("birthday")
         expect(sfw.body.missing).toEqual([merged.id, nsfwOnly.id, "99999999", "99999999999999999999"])
         expect(sfw.body).not.toHaveProperty("next_cursor")
-        const nsfw = yield* c.get(`/v2/catalog/characters?ids=${ids.join(",")}`, { key: "nsfw" })
-        expect(nsfw.body.items.map((i: any) => i.id)).toEqual([a, b, nsfwOnly.id])
-        expect(nsfw.body.missing).toEqual([merged.id, "99999999", "99999999999999999999"])
+        const nsfw = yield* (yield* catalogClient("nsfw")).characters.listCharacters({ query: { ids } })
+        expect(nsfw.items.map((i) => i.id)).toEqual([a, b, nsfwOnly.id])
+        expect(nsfw.missing).toEqual([merged.id, "99999999", "99999999999999999999"])
       }))
 
     it.effect("limit, batch size and cursor problems (docs/api-contract.md, \"Records and lists\", \"Cursors and pages\")", () =>
@@ -208,10 +218,9 @@ describe("characters (schema/Catalog/Character.ts)", () => {
         const tooMany = Array.from({ length: 101 }, (_, i) => String(i + 1)).join(",")
         yield* problem(`/v2/catalog/characters?ids=${tooMany}`, "TOO_MANY_IDS")
         yield* problem("/v2/catalog/characters?cursor=cur_forged.AAAAAAAAAAAAAAAAAAAAAA", "INVALID_CURSOR")
-        const c = yield* Catalog
-        const first = yield* c.get("/v2/catalog/characters?limit=2")
+        const first = yield* (yield* catalogClient()).characters.listCharacters({ query: { limit: 2 } })
         const both = yield* problem(
-          `/v2/catalog/characters?ids=1,2&cursor=${first.body.next_cursor}`,
+          `/v2/catalog/characters?ids=1,2&cursor=${first.next_cursor}`,
           "INVALID_PARAMETER"
         )
         expect(both.errors[0]).toMatchObject({ parameter: "cursor", reason: "INCONSISTENT_WITH" })
@@ -236,13 +245,15 @@ describe("characters (schema/Catalog/Character.ts)", () => {
           expect(body).toMatchObject({ object: "character", current_id: merged.current })
           expect(link).toMatch(new RegExp(`/v2/catalog/characters/${merged.current}>; rel="canonical"$`))
         }
-        const c = yield* Catalog
-        expect((yield* c.get(`/v2/catalog/characters/${merged.current}`)).status).toBe(200)
+        const current = yield* (yield* catalogClient()).characters.getCharacter({
+          params: { id: CharacterId.make(merged.current) },
+          query: {}
+        })
+        expect(fresh(current).id).toBe(merged.current)
       }))
 
     it.effect("an nsfw-only character is 404 NOT_FOUND for sfw (detail and appearances), 200 for nsfw (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
-        const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
         const { id } = one(
           yield* sql<{ id: string }>`SELECT id::text AS id FROM characters WHERE live AND nsfw
@@ -250,10 +261,12 @@ describe("characters (schema/Catalog/Character.ts)", () => {
         )
         yield* problem(`/v2/catalog/characters/${id}`, "NOT_FOUND", "sfw")
         yield* problem(`/v2/catalog/characters/${id}/appearances`, "NOT_FOUND", "sfw")
-        expect((yield* c.get(`/v2/catalog/characters/${id}`, { key: "nsfw" })).status).toBe(200)
-        const appearances = yield* c.get(`/v2/catalog/characters/${id}/appearances`, { key: "nsfw" })
-        expect(appearances.body.items.length).toBeGreaterThan(0)
-        for (const a of appearances.body.items) expect(a.work.content_rating).toBe("nsfw")
+        const nsfw = yield* catalogClient("nsfw")
+        const character = CharacterId.make(id)
+        expect(fresh(yield* nsfw.characters.getCharacter({ params: { id: character }, query: {} })).id).toBe(id)
+        const appearances = yield* nsfw.characters.listCharacterAppearances({ params: { id: character }, query: {} })
+        expect(appearances.items.length).toBeGreaterThan(0)
+        for (const a of appearances.items) expect(a.work.content_rating).toBe("nsfw")
       }))
 
     it.effect("appearances carry the work at view=basic, the roster row's identity and the voices (schema/Catalog/Appearance.ts)", () =>

@@ -11,7 +11,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { CompanyId } from "../../schema/Catalog/Common.js"
+import type { CatalogClient } from "../../schema/Client.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
+import { catalogClient, fresh, walkPages } from "../support/Clients.js"
 import { expectProblem } from "../support/Problems.js"
 
 const raw = (path: string, key: "sfw" | "nsfw" = "nsfw") =>
@@ -167,16 +170,19 @@ describe("companies (schema/Catalog/Company.ts)", () => {
           LEFT JOIN works w ON w.id = wc.work_id AND w.live
           WHERE c.live GROUP BY c.id ORDER BY c.id`
         expect(truth.some((t) => t.all > t.sfw)).toBe(true)
-        const nsfw = yield* walk("/v2/catalog/companies?limit=100", "nsfw")
-        const sfw = yield* walk("/v2/catalog/companies?limit=100", "sfw")
+        const companies = (client: CatalogClient) =>
+          walkPages((cursor) =>
+            client.companies.listCompanies({ query: { limit: 100, ...(cursor === undefined ? {} : { cursor }) } })
+          )
+        const sfwClient = yield* catalogClient("sfw")
+        const nsfw = yield* companies(yield* catalogClient("nsfw"))
+        const sfw = yield* companies(sfwClient)
         expect(nsfw.map((c) => [c.id, c.work_count])).toEqual(truth.map((t) => [t.id, t.all]))
         expect(sfw.map((c) => [c.id, c.work_count])).toEqual(truth.map((t) => [t.id, t.sfw]))
         const gated = truth.find((t) => t.all > t.sfw)!
-        const catalog = yield* Catalog
-        expect((yield* catalog.get(`/v2/catalog/companies/${gated.id}`, { key: "sfw" })).body.work_count).toBe(
-          gated.sfw
-        )
-        expect((yield* catalog.get(`/v2/catalog/companies/${gated.id}/graph`, { key: "sfw" })).body.nodes[0].work_count)
+        const id = CompanyId.make(gated.id)
+        expect(fresh(yield* sfwClient.companies.getCompany({ params: { id }, query: {} })).work_count).toBe(gated.sfw)
+        expect(fresh(yield* sfwClient.companies.getCompanyGraph({ params: { id }, query: {} })).nodes[0]!.work_count)
           .toBe(gated.sfw)
       }))
 
@@ -186,19 +192,18 @@ describe("companies (schema/Catalog/Company.ts)", () => {
         const [merged] = yield* sql<
           { id: string }
         >`SELECT id::text AS id FROM companies WHERE merged_into IS NOT NULL LIMIT 1`
-        const catalog = yield* Catalog
+        const client = yield* catalogClient()
         const ids = ["5", merged!.id, "3", "987654321", "99999999999999999999", "5"]
-        const res = yield* catalog.get(`/v2/catalog/companies?ids=${ids.join(",")}`)
-        expect(res.status).toBe(200)
-        expect(res.body.items.map((c: any) => c.id)).toEqual(["5", "3"])
-        expect(res.body.missing).toEqual([merged!.id, "987654321", "99999999999999999999"])
-        expect(res.body.next_cursor).toBeUndefined()
+        const res = yield* client.companies.listCompanies({ query: { ids } })
+        expect(res.items.map((c) => c.id)).toEqual(["5", "3"])
+        expect(res.missing).toEqual([merged!.id, "987654321", "99999999999999999999"])
+        expect(res.next_cursor).toBeUndefined()
 
         const many = Array.from({ length: 101 }, (_, i) => String(i + 1)).join(",")
         yield* problem(`/v2/catalog/companies?ids=${many}`, "TOO_MANY_IDS")
-        const first = yield* catalog.get("/v2/catalog/companies?limit=2")
+        const first = yield* client.companies.listCompanies({ query: { limit: 2 } })
         const mixed = yield* problem(
-          `/v2/catalog/companies?ids=1&cursor=${first.body.next_cursor}&company_kind=group`,
+          `/v2/catalog/companies?ids=1&cursor=${first.next_cursor}&company_kind=group`,
           "INVALID_PARAMETER"
         )
         expect(mixed.errors.map((e) => [e.parameter, e.reason])).toEqual([
@@ -209,15 +214,17 @@ describe("companies (schema/Catalog/Company.ts)", () => {
 
     it.effect("cursors are bound to the collection and its filters (docs/api-contract.md, \"Cursors and pages\")", () =>
       Effect.gen(function*() {
-        const catalog = yield* Catalog
-        const first = yield* catalog.get("/v2/catalog/companies?limit=2&company_kind=game_brand")
-        const cursor = first.body.next_cursor
+        const client = yield* catalogClient()
+        const first = yield* client.companies.listCompanies({ query: { limit: 2, company_kind: "game_brand" } })
+        const cursor = first.next_cursor!
         expect(cursor).toMatch(/^cur_[A-Za-z0-9._~-]+$/)
         yield* problem(`/v2/catalog/companies?limit=2&company_kind=publisher&cursor=${cursor}`, "INVALID_CURSOR")
         yield* problem(`/v2/catalog/engines?limit=2&cursor=${cursor}`, "INVALID_CURSOR")
         yield* problem(`/v2/catalog/companies?cursor=${cursor.slice(0, -2)}`, "INVALID_CURSOR")
-        const second = yield* catalog.get(`/v2/catalog/companies?limit=2&company_kind=game_brand&cursor=${cursor}`)
-        expect(Number(second.body.items[0].id)).toBeGreaterThan(Number(first.body.items[1].id))
+        const second = yield* client.companies.listCompanies({
+          query: { limit: 2, company_kind: "game_brand", cursor }
+        })
+        expect(Number(second.items[0]!.id)).toBeGreaterThan(Number(first.items[1]!.id))
         const big = yield* problem("/v2/catalog/companies?limit=101", "LIMIT_TOO_LARGE")
         expect(big.errors[0]).toMatchObject({ parameter: "limit", reason: "OUT_OF_RANGE" })
       }))
@@ -254,7 +261,7 @@ describe("companies (schema/Catalog/Company.ts)", () => {
     it.effect("graph: nearest 60 within 4 hops, stored edges only, truncated when the family goes on (schema/Catalog/Company.ts)", () =>
       Effect.gen(function*() {
         const f = yield* family
-        const catalog = yield* Catalog
+        const client = yield* catalogClient()
         const sizes = new Map<string, number>()
         const starts = [...f.live]
         let sawTruncated = false
@@ -262,11 +269,14 @@ describe("companies (schema/Catalog/Company.ts)", () => {
         let sawAlone = false
         for (const start of starts) {
           const expected = expectedGraph(f, start)
-          const res = yield* catalog.get(`/v2/catalog/companies/${start}/graph?include=logo`)
-          expect(res.status).toBe(200)
-          const graph = res.body
+          const graph = fresh(
+            yield* client.companies.getCompanyGraph({
+              params: { id: CompanyId.make(start) },
+              query: { include: ["logo"] }
+            })
+          )
           expect(graph.object).toBe("company_graph")
-          expect(graph.nodes.map((n: any) => n.id)).toEqual(expected.nodes)
+          expect(graph.nodes.map((n) => n.id)).toEqual(expected.nodes)
           expect(graph.nodes.length).toBeLessThanOrEqual(60)
           expect(graph.nodes[0].id).toBe(start)
           for (const node of graph.nodes) expect(expected.depth.get(node.id)).toBeLessThanOrEqual(4)
@@ -301,9 +311,11 @@ describe("companies (schema/Catalog/Company.ts)", () => {
           if (i % 2 === 0) yield* sql`INSERT INTO company_relations VALUES (${chain[i]!}, 'parent', ${chain[i + 1]!})`
           else yield* sql`INSERT INTO company_relations VALUES (${chain[i + 1]!}, 'imprint', ${chain[i]!})`
         }
-        const catalog = yield* Catalog
-        const fromEnd = (yield* catalog.get(`/v2/catalog/companies/${chain[0]}/graph`)).body
-        expect(fromEnd.nodes.map((n: any) => n.id)).toEqual(chain.slice(0, 5))
+        const client = yield* catalogClient()
+        const graphOf = (id: string) =>
+          Effect.map(client.companies.getCompanyGraph({ params: { id: CompanyId.make(id) }, query: {} }), fresh)
+        const fromEnd = yield* graphOf(chain[0]!)
+        expect(fromEnd.nodes.map((n) => n.id)).toEqual(chain.slice(0, 5))
         expect(fromEnd.truncated).toBe(true)
         expect(sortEdges(fromEnd.edges)).toEqual(sortEdges([
           { from_id: chain[0]!, relation: "parent", to_id: chain[1]! },
@@ -311,8 +323,8 @@ describe("companies (schema/Catalog/Company.ts)", () => {
           { from_id: chain[2]!, relation: "parent", to_id: chain[3]! },
           { from_id: chain[4]!, relation: "imprint", to_id: chain[3]! }
         ]))
-        const fromMiddle = (yield* catalog.get(`/v2/catalog/companies/${chain[3]}/graph`)).body
-        expect(fromMiddle.nodes.map((n: any) => n.id)).toEqual([
+        const fromMiddle = yield* graphOf(chain[3]!)
+        expect(fromMiddle.nodes.map((n) => n.id)).toEqual([
           chain[3],
           chain[2],
           chain[4],
@@ -325,7 +337,7 @@ describe("companies (schema/Catalog/Company.ts)", () => {
         expect(fromMiddle.edges).toHaveLength(6)
         // A withdrawn company cuts the walk: it is not a node, and the family beyond it is not reached.
         yield* sql`UPDATE companies SET withdrawn = true WHERE id = ${chain[1]!}`
-        const cut = (yield* catalog.get(`/v2/catalog/companies/${chain[0]}/graph`)).body
+        const cut = yield* graphOf(chain[0]!)
         expect(cut).toEqual({
           object: "company_graph",
           nodes: [expect.objectContaining({ id: chain[0] })],

@@ -9,7 +9,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { CreditNameId } from "../../schema/Catalog/Common.js"
 import { Catalog, one, problem, raw, SeededCatalogLive, walk } from "../support/Catalog.js"
+import { catalogClient, fresh, walkPages } from "../support/Clients.js"
 import { expectProblem } from "../support/Problems.js"
 
 const INCLUDES = ["aliases", "intros", "links", "refs", "photo", "siblings"]
@@ -43,7 +45,10 @@ describe("credit names (schema/Catalog/Credit.ts)", () => {
         >`SELECT id::text AS id FROM credit_names WHERE live ORDER BY credit_names.id`
         expect(ids).toEqual(live.map((r) => r.id))
         for (const item of nsfw) expect(Object.keys(item).sort()).toEqual(BASIC)
-        const sfw = yield* walk("/v2/catalog/credit-names?limit=100", "sfw")
+        const sfwClient = yield* catalogClient("sfw")
+        const sfw = yield* walkPages((cursor) =>
+          sfwClient.creditNames.listCreditNames({ query: { limit: 100, ...(cursor === undefined ? {} : { cursor }) } })
+        )
         expect(sfw.map((n) => n.id)).not.toContain(hidden.name)
         // Exactly the names with a credit on a live nsfw work and none on a live sfw work are hidden.
         const nsfwOnly = yield* sql<{ id: string }>`
@@ -55,10 +60,14 @@ describe("credit names (schema/Catalog/Credit.ts)", () => {
         expect(sfw.length).toBe(live.length - nsfwOnly.length)
         yield* problem(`/v2/catalog/credit-names/${hidden.name}`, "NOT_FOUND", "sfw")
         yield* problem(`/v2/catalog/credit-names/${hidden.name}/credits`, "NOT_FOUND", "sfw")
-        const c = yield* Catalog
-        expect((yield* c.get(`/v2/catalog/credit-names/${hidden.name}`, { key: "nsfw" })).status).toBe(200)
-        const batch = yield* c.get(`/v2/catalog/credit-names?ids=1,${hidden.name}`, { key: "sfw" })
-        expect(batch.body.missing).toEqual([hidden.name])
+        const nsfwClient = yield* catalogClient("nsfw")
+        const shown = yield* nsfwClient.creditNames.getCreditName({
+          params: { id: CreditNameId.make(hidden.name) },
+          query: {}
+        })
+        expect(fresh(shown).id).toBe(hidden.name)
+        const batch = yield* sfwClient.creditNames.listCreditNames({ query: { ids: ["1", hidden.name] } })
+        expect(batch.missing).toEqual([hidden.name])
       }))
 
     it.effect("the detail face adds the person's birth date and gender only when recorded and public (schema/Catalog/Credit.ts)", () =>
@@ -73,16 +82,18 @@ describe("credit names (schema/Catalog/Credit.ts)", () => {
           FROM credit_names cn JOIN persons p ON p.id = cn.person_id AND p.live AND p.is_public
           WHERE cn.live ORDER BY cn.id LIMIT 40`
         expect(linked.some((r) => r.y !== null && r.m === null)).toBe(true)
+        const client = yield* catalogClient()
         for (const row of linked) {
-          const res = yield* c.get(`/v2/catalog/credit-names/${row.id}`)
-          expect(res.status).toBe(200)
+          const name = fresh(
+            yield* client.creditNames.getCreditName({ params: { id: CreditNameId.make(row.id) }, query: {} })
+          )
           const expected: Record<string, unknown> = { person_id: row.person }
           if (row.y !== null) expected.birth_year = row.y
           if (row.m !== null) expected.birth_month = row.m
           if (row.d !== null) expected.birth_day = row.d
           if (row.g !== null) expected.gender = row.g
           const face = Object.fromEntries(
-            Object.entries(res.body).filter(([k]) =>
+            Object.entries(name).filter(([k]) =>
               ["person_id", "birth_year", "birth_month", "birth_day", "gender"].includes(k)
             )
           )
@@ -126,8 +137,11 @@ describe("credit names (schema/Catalog/Credit.ts)", () => {
           FROM entity_images e JOIN credit_names cn ON cn.id = e.entity_id AND cn.live
           WHERE e.entity_type = 'credit_name' AND e.slot = 'photo' ORDER BY e.entity_id LIMIT 1`
         )
-        const withPhoto = yield* c.get(`/v2/catalog/credit-names/${photo.id}?include=photo`)
-        expect(withPhoto.body.photo.hash).toBe(photo.hash)
+        const withPhoto = yield* (yield* catalogClient()).creditNames.getCreditName({
+          params: { id: CreditNameId.make(photo.id) },
+          query: { include: ["photo"] }
+        })
+        expect(fresh(withPhoto).photo?.hash).toBe(photo.hash)
         const noPhoto = yield* c.get(`/v2/catalog/credit-names/${first}?include=aliases`)
         expect(noPhoto.body).not.toHaveProperty("photo")
         expect(noPhoto.body).not.toHaveProperty("siblings")

@@ -7,7 +7,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { EngineId, TagId } from "../../schema/Catalog/Common.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
+import { catalogClient, walkPages } from "../support/Clients.js"
 import { expectProblem } from "../support/Problems.js"
 
 const problem = (path: string, code: Parameters<typeof expectProblem>[1]) =>
@@ -45,7 +47,10 @@ describe("engines and tags (schema/Catalog/Engine.ts, schema/Catalog/Tag.ts)", (
           WHERE e.live GROUP BY e.id ORDER BY e.id`
         expect(truth.some((t) => t.all > t.sfw)).toBe(true)
         const nsfw = yield* walk("/v2/catalog/engines?limit=7")
-        const sfw = yield* walk("/v2/catalog/engines?limit=100", "sfw")
+        const sfwClient = yield* catalogClient("sfw")
+        const sfw = yield* walkPages((cursor) =>
+          sfwClient.engines.listEngines({ query: { limit: 100, ...(cursor === undefined ? {} : { cursor }) } })
+        )
         expect(nsfw.map((e) => [e.id, e.work_count])).toEqual(truth.map((t) => [t.id, t.all]))
         expect(sfw.map((e) => [e.id, e.work_count])).toEqual(truth.map((t) => [t.id, t.sfw]))
         for (const e of nsfw) {
@@ -58,17 +63,23 @@ describe("engines and tags (schema/Catalog/Engine.ts, schema/Catalog/Tag.ts)", (
             "work_count"
           ])
         }
-        const catalog = yield* Catalog
-        expect((yield* catalog.get("/v2/catalog/engines?include_total=true&limit=1")).body.total).toBe(truth.length)
+        const client = yield* catalogClient()
+        expect((yield* client.engines.listEngines({ query: { include_total: true, limit: 1 } })).total).toBe(
+          truth.length
+        )
       }))
 
     it.effect("engines: detail with ETag/304, merged and unknown ids, batch lane (docs/api-contract.md, \"Records and lists\", \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const catalog = yield* Catalog
-        const res = yield* catalog.get("/v2/catalog/engines/1")
-        expect(res.body).toMatchObject({ object: "engine", id: "1" })
-        const etag = res.headers.get("etag")!
+        const client = yield* catalogClient()
+        const [engine, res] = yield* client.engines.getEngine({
+          params: { id: EngineId.make("1") },
+          responseMode: "decoded-and-response"
+        })
+        expect(engine).toMatchObject({ object: "engine", id: "1" })
+        const etag = res.headers["etag"]!
         expect((yield* catalog.get("/v2/catalog/engines/1", { headers: { "if-none-match": etag } })).status).toBe(304)
         expect(
           (yield* catalog.get("/v2/catalog/engines/1", { headers: { "if-none-match": "\"other\"" } })).status
@@ -80,9 +91,9 @@ describe("engines and tags (schema/Catalog/Engine.ts, schema/Catalog/Tag.ts)", (
         const body = yield* problem(`/v2/catalog/engines/${merged!.id}`, "ENTITY_MERGED")
         expect(body).toMatchObject({ object: "engine", current_id: merged!.current })
         yield* problem("/v2/catalog/engines/424242", "NOT_FOUND")
-        const batch = yield* catalog.get(`/v2/catalog/engines?ids=2,${merged!.id},1`)
-        expect(batch.body.items.map((e: any) => e.id)).toEqual(["2", "1"])
-        expect(batch.body.missing).toEqual([merged!.id])
+        const batch = yield* client.engines.listEngines({ query: { ids: ["2", merged!.id, "1"] } })
+        expect(batch.items.map((e) => e.id)).toEqual(["2", "1"])
+        expect(batch.missing).toEqual([merged!.id])
       }))
 
     it.effect("tags: category filter, gated work_count, cursor bound to the filter (docs/api-contract.md, \"Credentials, scopes and the content limit\", \"Cursors and pages\")", () =>
@@ -93,19 +104,31 @@ describe("engines and tags (schema/Catalog/Engine.ts, schema/Catalog/Tag.ts)", (
             count(w.id) FILTER (WHERE NOT w.nsfw)::int AS sfw
           FROM tags t LEFT JOIN work_tags wt ON wt.tag_id = t.id LEFT JOIN works w ON w.id = wt.work_id AND w.live
           WHERE t.live GROUP BY t.id ORDER BY t.id`
-        const nsfw = yield* walk("/v2/catalog/tags?limit=100")
-        const sfw = yield* walk("/v2/catalog/tags?limit=100", "sfw")
+        const tags = (key: "sfw" | "nsfw", category?: "sexual") =>
+          Effect.flatMap(catalogClient(key), (client) =>
+            walkPages((cursor) =>
+              client.tags.listTags({
+                query: {
+                  limit: 100,
+                  ...(category === undefined ? {} : { category }),
+                  ...(cursor === undefined ? {} : { cursor })
+                }
+              })
+            ))
+        const nsfw = yield* tags("nsfw")
+        const sfw = yield* tags("sfw")
         expect(nsfw.map((t) => [t.id, t.work_count])).toEqual(truth.map((t) => [t.id, t.all]))
         expect(sfw.map((t) => [t.id, t.work_count])).toEqual(truth.map((t) => [t.id, t.sfw]))
         // Sexual tags only apply to nsfw works: an sfw credential sees them with a count of 0.
-        const sexual = yield* walk("/v2/catalog/tags?limit=100&category=sexual", "sfw")
+        const sexual = yield* tags("sfw", "sexual")
         expect(sexual.length).toBe(truth.filter((t) => t.category === "sexual").length)
         expect(sexual.every((t) => t.category === "sexual" && t.work_count === 0)).toBe(true)
 
-        const catalog = yield* Catalog
-        const first = yield* catalog.get("/v2/catalog/tags?limit=3&category=technical&include_total=true")
-        expect(first.body.total).toBe(truth.filter((t) => t.category === "technical").length)
-        yield* problem(`/v2/catalog/tags?limit=3&category=content&cursor=${first.body.next_cursor}`, "INVALID_CURSOR")
+        const first = yield* (yield* catalogClient()).tags.listTags({
+          query: { limit: 3, category: "technical", include_total: true }
+        })
+        expect(first.total).toBe(truth.filter((t) => t.category === "technical").length)
+        yield* problem(`/v2/catalog/tags?limit=3&category=content&cursor=${first.next_cursor}`, "INVALID_CURSOR")
         const bad = yield* problem("/v2/catalog/tags?category=romance", "INVALID_PARAMETER")
         expect(bad.errors).toEqual([
           expect.objectContaining({
@@ -123,9 +146,12 @@ describe("engines and tags (schema/Catalog/Engine.ts, schema/Catalog/Tag.ts)", (
         const [child] = yield* sql<{ id: string; parent: string }>`
           SELECT id::text AS id, parent_id::text AS parent FROM tags WHERE live AND parent_id IS NOT NULL LIMIT 1`
         const path = `/v2/catalog/tags/${child?.id ?? "1"}`
-        const res = yield* catalog.get(path)
-        expect(res.body).toMatchObject({ object: "tag", id: child?.id ?? "1", parent_id: child?.parent ?? null })
-        const etag = res.headers.get("etag")!
+        const [tag, res] = yield* (yield* catalogClient()).tags.getTag({
+          params: { id: TagId.make(child?.id ?? "1") },
+          responseMode: "decoded-and-response"
+        })
+        expect(tag).toMatchObject({ object: "tag", id: child?.id ?? "1", parent_id: child?.parent ?? null })
+        const etag = res.headers["etag"]!
         expect((yield* catalog.get(path, { headers: { "if-none-match": `W/${etag}, "x"` } })).status).toBe(304)
         const [merged] = yield* sql<{ id: string; current: string }>`
           SELECT from_id::text AS id, current_id::text AS current FROM catalog_redirects WHERE target_object = 'tag'

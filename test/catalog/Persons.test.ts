@@ -9,7 +9,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { PersonId } from "../../schema/Catalog/Common.js"
 import { Catalog, one, problem, raw, SeededCatalogLive, walk } from "../support/Catalog.js"
+import { catalogClient, fresh } from "../support/Clients.js"
 import { expectProblem } from "../support/Problems.js"
 
 const INCLUDES = ["names", "intros", "links", "refs"]
@@ -45,7 +47,6 @@ describe("persons", () => {
 
     it.effect("a person whose names are credited only on nsfw works is hidden from sfw credentials (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
-        const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
         const work = one(
           yield* sql<{ id: string }>`SELECT id::text AS id FROM works WHERE live AND nsfw ORDER BY id
@@ -61,13 +62,16 @@ describe("persons", () => {
         )
         yield* sql`INSERT INTO credits (work_id, credit_name_id, role_key) VALUES (${work.id}, ${name.id}, 'art')`
         yield* problem(`/v2/catalog/persons/${person.id}`, "NOT_FOUND", "sfw")
-        const batch = yield* c.get(`/v2/catalog/persons?ids=${person.id},1`, { key: "sfw" })
-        expect(batch.body.missing).toContain(person.id)
+        const sfwClient = yield* catalogClient("sfw")
+        const batch = yield* sfwClient.persons.listPersons({ query: { ids: [person.id, "1"] } })
+        expect(batch.missing).toContain(person.id)
         const sfw = yield* walk("/v2/catalog/persons?limit=100", "sfw")
         expect(sfw.map((p) => p.id)).not.toContain(person.id)
-        const nsfw = yield* c.get(`/v2/catalog/persons/${person.id}?include=names`, { key: "nsfw" })
-        expect(nsfw.status).toBe(200)
-        expect(nsfw.body.names.map((n: any) => n.id)).toEqual([name.id])
+        const nsfw = yield* (yield* catalogClient("nsfw")).persons.getPerson({
+          params: { id: PersonId.make(person.id) },
+          query: { include: ["names"] }
+        })
+        expect(fresh(nsfw).names?.map((n) => n.id)).toEqual([name.id])
       }))
 
     it.effect("includes: names are the person's public names; intros and links add the names' own", () =>
@@ -83,27 +87,31 @@ describe("persons", () => {
               WHERE i.entity_type = 'credit_name' AND n.person_id = p.id)
           GROUP BY p.id ORDER BY count(*) DESC, p.id LIMIT 1`
         )
-        const res = yield* c.get(`/v2/catalog/persons/${person.id}?include=${INCLUDES.join(",")}`)
-        expect(res.status).toBe(200)
-        expect(res.body.names.map((n: any) => n.id)).toEqual(person.names)
-        for (const n of res.body.names) expect(n).toMatchObject({ object: "credit_name", person_id: person.id })
+        const client = yield* catalogClient()
+        const res = fresh(
+          yield* client.persons.getPerson({
+            params: { id: PersonId.make(person.id) },
+            query: { include: ["names", "intros", "links", "refs"] }
+          })
+        )
+        expect(res.names?.map((n) => n.id)).toEqual(person.names)
+        for (const n of res.names ?? []) expect(n).toMatchObject({ object: "credit_name", person_id: person.id })
         const intros = yield* sql<{ value: string }>`SELECT i.value FROM entity_intros i
           JOIN credit_names n ON n.id = i.entity_id AND n.live
           WHERE i.entity_type = 'credit_name' AND n.person_id = ${person.id} ORDER BY n.id, i.position`
-        expect(res.body.intros.map((i: any) => i.value)).toEqual(intros.map((i) => i.value))
-        expect(Array.isArray(res.body.links)).toBe(true)
-        expect(Array.isArray(res.body.refs)).toBe(true)
+        expect(res.intros?.map((i) => i.value)).toEqual(intros.map((i) => i.value))
+        expect(Array.isArray(res.links)).toBe(true)
+        expect(Array.isArray(res.refs)).toBe(true)
         // A list page carries the same includes, fetched for the whole page.
-        const page = yield* c.get(`/v2/catalog/persons?ids=${person.id},1&include=names`)
-        expect(page.body.items[0].names).toEqual(res.body.names)
-        expect(page.body.items[0]).not.toHaveProperty("intros")
+        const page = yield* client.persons.listPersons({ query: { ids: [person.id, "1"], include: ["names"] } })
+        expect(page.items[0]!.names).toEqual(res.names)
+        expect(page.items[0]).not.toHaveProperty("intros")
         const none = yield* c.get(`/v2/catalog/persons/${person.id}`)
         for (const token of INCLUDES) expect(none.body).not.toHaveProperty(token)
       }))
 
     it.effect("unknown include, the batch lane, merged and private persons (docs/api-contract.md, \"Records and lists\", \"Errors: catalog problem documents\")", () =>
       Effect.gen(function*() {
-        const c = yield* Catalog
         const sql = yield* SqlClient.SqlClient
         const bad = yield* problem("/v2/catalog/persons?include=names,photo", "UNKNOWN_INCLUDE")
         expect(bad.errors[0]).toMatchObject({
@@ -130,9 +138,11 @@ describe("persons", () => {
           yield* sql<{ id: string }>`SELECT id::text AS id FROM persons WHERE live AND is_public
           ORDER BY persons.id DESC LIMIT 1`
         )
-        const batch = yield* c.get(`/v2/catalog/persons?ids=${hidden.id},${visible.id},${merged.id}`)
-        expect(batch.body.items.map((p: any) => p.id)).toEqual([visible.id])
-        expect(batch.body.missing).toEqual([hidden.id, merged.id])
+        const batch = yield* (yield* catalogClient()).persons.listPersons({
+          query: { ids: [hidden.id, visible.id, merged.id] }
+        })
+        expect(batch.items.map((p) => p.id)).toEqual([visible.id])
+        expect(batch.missing).toEqual([hidden.id, merged.id])
         yield* problem("/v2/catalog/persons?limit=101", "LIMIT_TOO_LARGE")
         yield* problem("/v2/catalog/persons?cursor=cur_x", "INVALID_CURSOR")
       }))

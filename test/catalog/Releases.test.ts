@@ -10,7 +10,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { ReleaseId, WorkId } from "../../schema/Catalog/Common.js"
 import { Catalog, SeededCatalogLive } from "../support/Catalog.js"
+import { catalogClient, fresh, walkPages } from "../support/Clients.js"
 import { expectProblem } from "../support/Problems.js"
 
 const problem = (path: string, code: Parameters<typeof expectProblem>[1], key: "sfw" | "nsfw" = "nsfw") =>
@@ -23,20 +25,18 @@ const problem = (path: string, code: Parameters<typeof expectProblem>[1], key: "
     return yield* Effect.promise(() => expectProblem(res, code, path))
   })
 
-const walk = (path: string, key: "sfw" | "nsfw" = "nsfw") =>
-  Effect.gen(function*() {
-    const catalog = yield* Catalog
-    const items: Array<any> = []
-    let cursor: string | undefined
-    do {
-      const sep = path.includes("?") ? "&" : "?"
-      const res = yield* catalog.get(cursor === undefined ? path : `${path}${sep}cursor=${cursor}`, { key })
-      expect(res.status, JSON.stringify(res.body)).toBe(200)
-      items.push(...res.body.items)
-      cursor = res.body.next_cursor
-    } while (cursor !== undefined)
-    return items
-  })
+/** Every release the list answers for `query`, page after page, decoded (docs/api-contract.md, "Cursors and pages"). */
+const walk = (query: { readonly limit: number; readonly work_id?: string }, key: "sfw" | "nsfw" = "nsfw") =>
+  Effect.flatMap(catalogClient(key), (client) =>
+    walkPages((cursor) =>
+      client.releases.listReleases({
+        query: {
+          limit: query.limit,
+          ...(query.work_id === undefined ? {} : { work_id: WorkId.make(query.work_id) }),
+          ...(cursor === undefined ? {} : { cursor })
+        }
+      })
+    ))
 
 interface Truth {
   readonly id: string
@@ -64,12 +64,12 @@ describe("releases", () => {
     it.effect("cursor lane: every visible release once, in id order, with its partial date (docs/api-contract.md, \"Credentials, scopes and the content limit\")", () =>
       Effect.gen(function*() {
         const rows = yield* truth
-        const all = yield* walk("/v2/catalog/releases?limit=100")
+        const all = yield* walk({ limit: 100 })
         expect(all.map((r) => [r.id, r.work_id, r.released])).toEqual(rows.map((r) => [r.id, r.work_id, r.released]))
         expect(all.some((r) => r.released?.length === 4)).toBe(true)
         expect(all.some((r) => r.released?.length === 7)).toBe(true)
         expect(all.some((r) => r.released === null)).toBe(true)
-        const sfw = yield* walk("/v2/catalog/releases?limit=100", "sfw")
+        const sfw = yield* walk({ limit: 100 }, "sfw")
         const visible = rows.filter((r) => !r.r_nsfw && !r.w_nsfw)
         expect(sfw.map((r) => r.id)).toEqual(visible.map((r) => r.id))
         // An all-ages edition of an nsfw work would still name that work: hidden too.
@@ -84,12 +84,16 @@ describe("releases", () => {
         for (const r of rows) counts.set(r.work_id, (counts.get(r.work_id) ?? 0) + 1)
         const [workId] = [...counts.entries()].sort((a, b) => b[1] - a[1])[0]!
         const catalog = yield* Catalog
-        const page = yield* walk(`/v2/catalog/releases?work_id=${workId}&limit=1`)
+        const page = yield* walk({ work_id: workId, limit: 1 })
         expect(page.map((r) => r.id)).toEqual(rows.filter((r) => r.work_id === workId).map((r) => r.id))
-        const first = yield* catalog.get(`/v2/catalog/releases?work_id=${workId}&limit=1`)
-        yield* problem(`/v2/catalog/releases?limit=1&cursor=${first.body.next_cursor}`, "INVALID_CURSOR")
+        const client = yield* catalogClient()
+        const first = yield* client.releases.listReleases({ query: { work_id: WorkId.make(workId), limit: 1 } })
+        yield* problem(`/v2/catalog/releases?limit=1&cursor=${first.next_cursor}`, "INVALID_CURSOR")
         const nsfwWork = rows.find((r) => r.w_nsfw)!.work_id
-        expect((yield* catalog.get(`/v2/catalog/releases?work_id=${nsfwWork}`, { key: "sfw" })).body.items).toEqual([])
+        const sfwClient = yield* catalogClient("sfw")
+        expect((yield* sfwClient.releases.listReleases({ query: { work_id: WorkId.make(nsfwWork) } })).items).toEqual(
+          []
+        )
         expect((yield* catalog.get("/v2/catalog/releases?work_id=99999999999999999999")).body).toEqual({
           object: "list",
           items: []
@@ -105,13 +109,12 @@ describe("releases", () => {
         const nsfwRelease = rows.find((r) => r.r_nsfw)!.id
         const [merged] = yield* sql<{ id: string }>`
           SELECT from_id::text AS id FROM catalog_redirects WHERE target_object = 'release' LIMIT 1`
-        const catalog = yield* Catalog
         const ids = [rows[0]!.id, nsfwRelease, merged!.id]
-        const nsfw = yield* catalog.get(`/v2/catalog/releases?ids=${ids.join(",")}`)
-        expect(nsfw.body.items.map((r: any) => r.id)).toEqual([rows[0]!.id, nsfwRelease])
-        expect(nsfw.body.missing).toEqual([merged!.id])
-        const sfw = yield* catalog.get(`/v2/catalog/releases?ids=${ids.join(",")}`, { key: "sfw" })
-        expect(sfw.body.missing).toEqual([nsfwRelease, merged!.id])
+        const nsfw = yield* (yield* catalogClient()).releases.listReleases({ query: { ids } })
+        expect(nsfw.items.map((r) => r.id)).toEqual([rows[0]!.id, nsfwRelease])
+        expect(nsfw.missing).toEqual([merged!.id])
+        const sfw = yield* (yield* catalogClient("sfw")).releases.listReleases({ query: { ids } })
+        expect(sfw.missing).toEqual([nsfwRelease, merged!.id])
       }))
 
     it.effect("detail: companies with roles, refs and links includes, ETag/304, 404s (docs/api-contract.md, \"Caching, ETags and freshness\", \"Errors: catalog problem documents\")", () =>
@@ -127,11 +130,15 @@ describe("releases", () => {
           WHERE release_id = ${withRef!.id}`
         const catalog = yield* Catalog
         const path = `/v2/catalog/releases/${withRef!.id}?include=refs,links`
-        const res = yield* catalog.get(path, { key: "sfw" })
-        expect(res.status).toBe(200)
-        expect(res.body.refs.length).toBeGreaterThan(0)
-        expect(Array.isArray(res.body.links)).toBe(true)
-        expect(res.body.companies.map((c: any) => [c.company.id, c.roles]).sort()).toEqual(
+        const [answer, res] = yield* (yield* catalogClient("sfw")).releases.getRelease({
+          params: { id: ReleaseId.make(withRef!.id) },
+          query: { include: ["refs", "links"] },
+          responseMode: "decoded-and-response"
+        })
+        const release = fresh(answer)
+        expect(release.refs?.length).toBeGreaterThan(0)
+        expect(Array.isArray(release.links)).toBe(true)
+        expect(release.companies.map((c) => [c.company.id, c.roles]).sort()).toEqual(
           companies.map((c) => [
             c.company_id,
             [...(c.developer ? ["developer"] : []), ...(c.publisher ? ["publisher"] : [])]
@@ -140,7 +147,7 @@ describe("releases", () => {
         const bare = yield* catalog.get(`/v2/catalog/releases/${withRef!.id}`)
         expect(bare.body.refs).toBeUndefined()
         expect(bare.body.links).toBeUndefined()
-        const etag = res.headers.get("etag")!
+        const etag = res.headers["etag"]!
         expect((yield* catalog.get(path, { key: "sfw", headers: { "if-none-match": etag } })).status).toBe(304)
 
         const rows = yield* truth

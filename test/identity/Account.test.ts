@@ -9,6 +9,14 @@ import { Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import sharp from "sharp"
+import {
+  ChangeEmailRequest,
+  ChangePasswordRequest,
+  RegisterRequest,
+  SendCodeRequest,
+  UpdateMeRequest
+} from "../../schema/Identity/Me.js"
+import { identityCall, identityClient, lastCode, mailTo } from "../support/Clients.js"
 import { eventually } from "../support/Eventually.js"
 import {
   createClient,
@@ -25,45 +33,12 @@ const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
 const Env = IdentityTestEnv()
 
-interface Answer {
-  readonly status: number
-  readonly body: any
-  readonly headers: Headers
-}
-
-const call = (
-  identity: string,
-  method: string,
-  path: string,
-  options: { readonly token?: string; readonly body?: unknown; readonly headers?: Record<string, string> } = {}
-) =>
-  promise(async (): Promise<Answer> => {
-    const res = await fetch(`${identity}/api/v1${path}`, {
-      method,
-      headers: {
-        ...(options.body === undefined ? {} : { "content-type": "application/json" }),
-        ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
-        ...options.headers
-      },
-      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) })
-    })
-    return { status: res.status, body: await res.json(), headers: res.headers }
-  })
-
-/** The messages the development mailbox holds for `to`, oldest first. */
-const mailTo = (identity: string, to: string) =>
-  promise(async () => {
-    const res = await fetch(`${identity}/api/v1/dev/mailbox?to=${encodeURIComponent(to)}`)
-    const body = await res.json() as any
-    return body.data.items as Array<{ subject: string; text: string; html?: string }>
-  })
-
-const lastCode = (identity: string, to: string) =>
-  Effect.map(mailTo(identity, to), (items) => {
-    const match = /\b([0-9]{6})\b/.exec(items.at(-1)?.text ?? "")
-    if (match === null) throw new Error(`no code mailed to ${to}`)
-    return match[1]!
-  })
+/** `POST /auth/register/send-code` through the typed client: the pending value, decoded. */
+const sendRegistrationCode = (identity: string, email: string) =>
+  Effect.flatMap(
+    identityClient(identity),
+    (client) => client.account.sendRegistrationCode({ payload: new SendCodeRequest({ email }) })
+  )
 
 let counter = 0
 const freshEmail = () => `new_${Date.now().toString(36)}_${counter++}@example.com`
@@ -83,9 +58,9 @@ describe("Self-service account endpoints", () => {
         const { identity } = yield* IdentityServers
         const user = yield* createUser({ name: "Rin" })
         const { accessToken } = yield* promise(() => login(identity, user))
-        const me = yield* call(identity, "GET", "/auth/me", { token: accessToken })
-        expect(me.status).toBe(200)
-        expect(me.body).toEqual({
+        const account = yield* identityClient(identity, accessToken)
+        const me = yield* account.account.me()
+        expect(me).toEqual({
           code: 0,
           message: "ok",
           data: {
@@ -102,17 +77,15 @@ describe("Self-service account endpoints", () => {
             two_factor: false
           }
         })
-        const patched = yield* call(identity, "PATCH", "/auth/me", {
-          token: accessToken,
-          body: { name: "  Rin Tohsaka ", bio: "Reads mysteries." }
+        const patched = yield* account.account.updateMe({
+          payload: new UpdateMeRequest({ name: "  Rin Tohsaka ", bio: "Reads mysteries." })
         })
-        expect(patched.status).toBe(200)
-        expect(patched.body.data).toMatchObject({ name: "Rin Tohsaka", bio: "Reads mysteries.", email: user.email })
+        expect(patched.data).toMatchObject({ name: "Rin Tohsaka", bio: "Reads mysteries.", email: user.email })
         // Absent fields stay; an empty name or an unknown field type is 400 40001.
-        const bioOnly = yield* call(identity, "PATCH", "/auth/me", { token: accessToken, body: { bio: "" } })
-        expect(bioOnly.body.data).toMatchObject({ name: "Rin Tohsaka", bio: "" })
+        const bioOnly = yield* account.account.updateMe({ payload: new UpdateMeRequest({ bio: "" }) })
+        expect(bioOnly.data).toMatchObject({ name: "Rin Tohsaka", bio: "" })
         for (const body of [{ name: "   " }, { name: "x".repeat(65) }, { bio: 3 }, { name: null }]) {
-          const bad = yield* call(identity, "PATCH", "/auth/me", { token: accessToken, body })
+          const bad = yield* identityCall(identity, "PATCH", "/auth/me", { token: accessToken, body })
           expect({ body, status: bad.status, code: bad.body.code }).toEqual({ body, status: 400, code: 40001 })
         }
       }))
@@ -122,11 +95,11 @@ describe("Self-service account endpoints", () => {
         const { identity } = yield* IdentityServers
         for (const [method, path] of [["GET", "/auth/me"], ["GET", "/auth/sessions"], ["PATCH", "/auth/me"]] as const) {
           const body = method === "PATCH" ? { bio: "x" } : undefined
-          const missing = yield* call(identity, method, path, { body })
+          const missing = yield* identityCall(identity, method, path, { body })
           expect(missing.status).toBe(401)
           expect(missing.body).toEqual({ code: 10001, message: "Token missing", data: null })
           expect(missing.headers.get("www-authenticate")).toMatch(/^Bearer realm="shiori"/)
-          const invalid = yield* call(identity, method, path, { body, token: "not-a-jwt" })
+          const invalid = yield* identityCall(identity, method, path, { body, token: "not-a-jwt" })
           expect(invalid.status).toBe(401)
           expect(invalid.body.code).toBe(10002)
         }
@@ -138,28 +111,24 @@ describe("Self-service account endpoints", () => {
         const user = yield* createUser()
         const { accessToken } = yield* promise(() => login(identity, user))
         const target = freshEmail()
-        const sent = yield* call(identity, "POST", "/auth/email/send-code", {
-          token: accessToken,
-          body: { email: target }
-        })
-        expect(sent).toMatchObject({ status: 200, body: { code: 0, data: { expires_in: 600 } } })
+        const account = yield* identityClient(identity, accessToken)
+        const sent = yield* account.account.sendEmailCode({ payload: new SendCodeRequest({ email: target }) })
+        expect(sent).toMatchObject({ code: 0, data: { expires_in: 600 } })
         const code = yield* lastCode(identity, target)
         const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, "0")
         const current_password = user.password
-        const refused = yield* call(identity, "PUT", "/auth/email", {
+        const refused = yield* identityCall(identity, "PUT", "/auth/email", {
           token: accessToken,
           body: { email: target, code: wrong, current_password }
         })
         expect(refused.status).toBe(400)
         expect(refused.body).toEqual({ code: 10004, message: "Verification code invalid", data: null })
-        const moved = yield* call(identity, "PUT", "/auth/email", {
-          token: accessToken,
-          body: { email: target, code, current_password }
+        const moved = yield* account.account.changeEmail({
+          payload: new ChangeEmailRequest({ email: target, code, current_password })
         })
-        expect(moved.status).toBe(200)
-        expect(moved.body.data).toMatchObject({ email: target, email_verified: true })
+        expect(moved.data).toMatchObject({ email: target, email_verified: true })
         // A code is used once.
-        const again = yield* call(identity, "PUT", "/auth/email", {
+        const again = yield* identityCall(identity, "PUT", "/auth/email", {
           token: accessToken,
           body: { email: target, code, current_password }
         })
@@ -168,7 +137,7 @@ describe("Self-service account endpoints", () => {
         expect(told.at(-1)!.subject).toMatch(/email address was changed/)
         // The new address signs in; the old one no longer does.
         yield* promise(() => login(identity, { email: target, password: user.password }))
-        const old = yield* call(identity, "POST", "/auth/login", {
+        const old = yield* identityCall(identity, "POST", "/auth/login", {
           body: { email: user.email, password: user.password }
         })
         expect(old.body.code).toBe(10011)
@@ -180,9 +149,12 @@ describe("Self-service account endpoints", () => {
         const user = yield* createUser()
         const other = yield* createUser()
         const { accessToken } = yield* promise(() => login(identity, user))
-        yield* call(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: other.email } })
+        yield* identityCall(identity, "POST", "/auth/email/send-code", {
+          token: accessToken,
+          body: { email: other.email }
+        })
         const code = yield* lastCode(identity, other.email)
-        const taken = yield* call(identity, "PUT", "/auth/email", {
+        const taken = yield* identityCall(identity, "PUT", "/auth/email", {
           token: accessToken,
           body: { email: other.email, code, current_password: user.password }
         })
@@ -198,14 +170,14 @@ describe("Self-service account endpoints", () => {
         const other = yield* createUser()
         const target = freshEmail()
         const { accessToken } = yield* promise(() => login(identity, user))
-        yield* call(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: target } })
+        yield* identityCall(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: target } })
         const code = yield* lastCode(identity, target)
         // Another writer moves `other` to the address and commits only after the request has passed
         // its "is the address free?" check: the request's write then meets the unique index.
         const answer = yield* Effect.gen(function*() {
           yield* sql`UPDATE users SET email = ${target} WHERE id = ${other.id}`
           const request = yield* Effect.forkChild(
-            call(identity, "PUT", "/auth/email", {
+            identityCall(identity, "PUT", "/auth/email", {
               token: accessToken,
               body: { email: target, code, current_password: user.password }
             })
@@ -230,14 +202,14 @@ describe("Self-service account endpoints", () => {
         const user = yield* createUser()
         const { accessToken } = yield* promise(() => login(identity, user))
         const target = freshEmail()
-        yield* call(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: target } })
+        yield* identityCall(identity, "POST", "/auth/email/send-code", { token: accessToken, body: { email: target } })
         const code = yield* lastCode(identity, target)
         const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, "0")
         const current_password = user.password
         const codes: Array<number> = []
         for (let i = 0; i < 5; i++) {
           codes.push(
-            (yield* call(identity, "PUT", "/auth/email", {
+            (yield* identityCall(identity, "PUT", "/auth/email", {
               token: accessToken,
               body: { email: target, code: wrong, current_password }
             }))
@@ -248,7 +220,7 @@ describe("Self-service account endpoints", () => {
         // Each change also spends one of the account's five password checks: give them back, so the
         // last answer is the code's own.
         yield* sql`DELETE FROM rate_limit_buckets WHERE key = ${`password-change:${user.id}`}`
-        const right = yield* call(identity, "PUT", "/auth/email", {
+        const right = yield* identityCall(identity, "PUT", "/auth/email", {
           token: accessToken,
           body: { email: target, code, current_password }
         })
@@ -262,20 +234,20 @@ describe("Self-service account endpoints", () => {
         const user = yield* createUser()
         const { accessToken } = yield* promise(() => login(identity, user))
         yield* ageSignIn(accessToken)
-        const email = yield* call(identity, "POST", "/auth/email/send-code", {
+        const email = yield* identityCall(identity, "POST", "/auth/email/send-code", {
           token: accessToken,
           body: { email: freshEmail() }
         })
         expect(email.status).toBe(401)
         expect(email.body).toEqual({ code: 10016, message: "Sign in again", data: null })
         expect(email.headers.get("www-authenticate")).toMatch(/error="insufficient_user_authentication".*max_age=600/)
-        const password = yield* call(identity, "PUT", "/auth/password", {
+        const password = yield* identityCall(identity, "PUT", "/auth/password", {
           token: accessToken,
           body: { current_password: user.password, new_password: "a brand new passphrase" }
         })
         expect(password.body.code).toBe(10016)
         // Reading and display fields do not need it.
-        expect((yield* call(identity, "GET", "/auth/me", { token: accessToken })).status).toBe(200)
+        expect((yield* (yield* identityClient(identity, accessToken)).account.me()).code).toBe(0)
       }))
 
     it.effect("PUT /auth/password checks the current password (10011) and the new one (10010) (README, \"Self-service accounts\")", () =>
@@ -284,7 +256,10 @@ describe("Self-service account endpoints", () => {
         const user = yield* createUser({ name: "Sakura Kinomoto" })
         const { accessToken } = yield* promise(() => login(identity, user))
         const change = (current_password: string, new_password: string) =>
-          call(identity, "PUT", "/auth/password", { token: accessToken, body: { current_password, new_password } })
+          identityCall(identity, "PUT", "/auth/password", {
+            token: accessToken,
+            body: { current_password, new_password }
+          })
         const wrong = yield* change("not my password", "a brand new passphrase")
         expect(wrong.status).toBe(401)
         expect(wrong.body).toEqual({ code: 10011, message: "Wrong password", data: null })
@@ -303,15 +278,19 @@ describe("Self-service account endpoints", () => {
         const elsewhere = yield* promise(() => login(identity, user))
         const rpTokens = yield* promise(() => tokensFor(identity, client, elsewhere, "openid offline_access"))
         const ownTokens = yield* promise(() => tokensFor(identity, client, here, "openid offline_access"))
-        const changed = yield* call(identity, "PUT", "/auth/password", {
-          token: here.accessToken,
-          body: { current_password: user.password, new_password: "correct horse battery staple" }
+        const account = yield* identityClient(identity, here.accessToken)
+        const changed = yield* account.account.changePassword({
+          payload: new ChangePasswordRequest({
+            current_password: user.password,
+            new_password: "correct horse battery staple"
+          })
         })
-        expect(changed.status).toBe(200)
-        expect(changed.body).toEqual({ code: 0, message: "ok", data: null })
+        expect(changed).toEqual({ code: 0, message: "ok", data: null })
         // The other browser's session and its token are dead; this one lives.
-        expect((yield* call(identity, "GET", "/auth/me", { token: elsewhere.accessToken })).body.code).toBe(10002)
-        expect((yield* call(identity, "GET", "/auth/me", { token: here.accessToken })).status).toBe(200)
+        expect((yield* identityCall(identity, "GET", "/auth/me", { token: elsewhere.accessToken })).body.code).toBe(
+          10002
+        )
+        expect((yield* account.account.me()).code).toBe(0)
         // Every refresh family is revoked, including the ones issued through this session.
         for (const refreshToken of [rpTokens.refresh_token, ownTokens.refresh_token]) {
           const refreshed = yield* promise(() => refreshRequest(identity, client, refreshToken))
@@ -320,7 +299,7 @@ describe("Self-service account endpoints", () => {
         }
         // The new password signs in, the old one does not; the owner was told.
         yield* promise(() => login(identity, { email: user.email, password: "correct horse battery staple" }))
-        const old = yield* call(identity, "POST", "/auth/login", {
+        const old = yield* identityCall(identity, "POST", "/auth/login", {
           body: { email: user.email, password: user.password }
         })
         expect(old.body.code).toBe(10011)
@@ -335,12 +314,11 @@ describe("Self-service account endpoints", () => {
         const first = yield* promise(() => login(identity, user))
         const second = yield* promise(() => login(identity, user))
         const theirs = yield* promise(() => login(identity, stranger))
-        const listed = yield* call(identity, "GET", "/auth/sessions", { token: first.accessToken })
-        expect(listed.status).toBe(200)
-        const items = listed.body.data.items as Array<any>
+        const account = yield* identityClient(identity, first.accessToken)
+        const items = (yield* account.account.sessions()).data.items
         expect(items).toHaveLength(2)
         const current = items.find((item) => item.current)
-        expect(current.id).toBe(Jose.decodeJwt(first.accessToken).sid)
+        expect(current?.id).toBe(Jose.decodeJwt(first.accessToken).sid)
         expect(items[0]).toEqual({
           id: expect.any(String),
           current: expect.any(Boolean),
@@ -352,16 +330,17 @@ describe("Self-service account endpoints", () => {
         })
         // Another account's session is not found, whatever its id.
         const foreign = Jose.decodeJwt(theirs.accessToken).sid as string
-        const notMine = yield* call(identity, "DELETE", `/auth/sessions/${foreign}`, { token: first.accessToken })
+        const notMine = yield* identityCall(identity, "DELETE", `/auth/sessions/${foreign}`, {
+          token: first.accessToken
+        })
         expect(notMine.status).toBe(404)
         expect(notMine.body.code).toBe(40401)
-        expect((yield* call(identity, "GET", "/auth/me", { token: theirs.accessToken })).status).toBe(200)
+        expect((yield* (yield* identityClient(identity, theirs.accessToken)).account.me()).code).toBe(0)
         const other = Jose.decodeJwt(second.accessToken).sid as string
-        const ended = yield* call(identity, "DELETE", `/auth/sessions/${other}`, { token: first.accessToken })
-        expect(ended.body).toEqual({ code: 0, message: "ok", data: null })
-        expect((yield* call(identity, "GET", "/auth/me", { token: second.accessToken })).body.code).toBe(10002)
-        const after = yield* call(identity, "GET", "/auth/sessions", { token: first.accessToken })
-        expect(after.body.data.items).toHaveLength(1)
+        const ended = yield* account.account.endSession({ params: { id: other } })
+        expect(ended).toEqual({ code: 0, message: "ok", data: null })
+        expect((yield* identityCall(identity, "GET", "/auth/me", { token: second.accessToken })).body.code).toBe(10002)
+        expect((yield* account.account.sessions()).data.items).toHaveLength(1)
       }))
 
     it.effect("POST /auth/me/avatar re-encodes the upload to a 256x256 WebP without metadata; picture points at it (README, \"Self-service accounts\")", () =>
@@ -406,7 +385,7 @@ describe("Self-service account endpoints", () => {
         expect(stored).toMatchObject({ format: "webp", width: 256, height: 256 })
         expect(stored.exif).toBeUndefined()
         expect(served.bytes.includes(Buffer.from("SecretCam"))).toBe(false)
-        expect((yield* call(identity, "GET", "/auth/me", { token: accessToken })).body.data.picture).toBe(picture)
+        expect((yield* (yield* identityClient(identity, accessToken)).account.me()).data.picture).toBe(picture)
 
         // Not an image, an image too large to decode, no file part, not multipart, no token.
         const notImage = yield* upload(form(Buffer.from("%PDF-1.7 definitely not a picture")))
@@ -444,13 +423,14 @@ describe("Self-service account endpoints", () => {
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const email = freshEmail()
-        const sent = yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })
-        expect(sent.body).toEqual({
+        const anonymous = yield* identityClient(identity)
+        const sent = yield* anonymous.account.sendRegistrationCode({ payload: new SendCodeRequest({ email }) })
+        expect(sent).toEqual({
           code: 0,
           message: "ok",
           data: { pending: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), expires_in: 600 }
         })
-        const pending = sent.body.data.pending as string
+        const pending = sent.data.pending
         const code = yield* lastCode(identity, email)
         const mail = (yield* mailTo(identity, email)).at(-1)!
         expect(mail.html).toContain(code)
@@ -474,10 +454,10 @@ describe("Self-service account endpoints", () => {
         expect(cookie).toMatch(/SameSite=Lax/i)
         expect(cookie).toMatch(/Path=\/api\/v1/)
         expect(Jose.decodeJwt(body.data.access_token)).toMatchObject({ iss: issuer })
-        const me = yield* call(identity, "GET", "/auth/me", { token: body.data.access_token })
-        expect(me.body.data).toMatchObject({ email, name: "Nadeko", email_verified: true, roles: [] })
+        const me = yield* (yield* identityClient(identity, body.data.access_token)).account.me()
+        expect(me.data).toMatchObject({ email, name: "Nadeko", email_verified: true, roles: [] })
         // The code is spent and the address is taken.
-        const again = yield* call(identity, "POST", "/auth/register", {
+        const again = yield* identityCall(identity, "POST", "/auth/register", {
           body: { email, pending, code, password: "a long enough passphrase", name: "Nadeko" }
         })
         expect(again.body.code).toBe(10004)
@@ -487,9 +467,9 @@ describe("Self-service account endpoints", () => {
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const email = freshEmail()
-        const { pending } = (yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })).body.data
+        const { pending } = (yield* sendRegistrationCode(identity, email)).data
         const code = yield* lastCode(identity, email)
-        const weak = yield* call(identity, "POST", "/auth/register", {
+        const weak = yield* identityCall(identity, "POST", "/auth/register", {
           body: { email, pending, code, password: "12345678", name: "Weak" }
         })
         expect(weak.status).toBe(400)
@@ -503,10 +483,10 @@ describe("Self-service account endpoints", () => {
         )
         // Not sent as application/json: 415 41501 (README, "Request bodies").
         expect(form.status).toBe(415)
-        const ok = yield* call(identity, "POST", "/auth/register", {
-          body: { email, pending, code, password: "a long enough passphrase", name: "Strong" }
+        const ok = yield* (yield* identityClient(identity)).account.register({
+          payload: new RegisterRequest({ email, pending, code, password: "a long enough passphrase", name: "Strong" })
         })
-        expect(ok.status).toBe(200)
+        expect(ok.code).toBe(0)
       }))
 
     it.effect("no account enumeration: register/send-code answers a known address exactly like an unknown one, and mails its owner", () =>
@@ -514,8 +494,8 @@ describe("Self-service account endpoints", () => {
         const { identity } = yield* IdentityServers
         const known = yield* createUser()
         const unknown = freshEmail()
-        const a = yield* call(identity, "POST", "/auth/register/send-code", { body: { email: known.email } })
-        const b = yield* call(identity, "POST", "/auth/register/send-code", { body: { email: unknown } })
+        const a = yield* identityCall(identity, "POST", "/auth/register/send-code", { body: { email: known.email } })
+        const b = yield* identityCall(identity, "POST", "/auth/register/send-code", { body: { email: unknown } })
         expect(a.status).toBe(b.status)
         // Only the pending value differs, and it has the same length either way.
         expect(a.body.data.pending).toMatch(/^[A-Za-z0-9_-]{43}$/)
@@ -539,7 +519,7 @@ describe("Self-service account endpoints", () => {
         expect((yield* rowsFor(known.email))[0]).toEqual((yield* rowsFor(unknown))[0])
         expect((yield* rowsFor(known.email))[0]).toEqual({ codes: 1, mails: 1 })
         // The code made for a known address is never mailed, so registration there fails like a wrong code.
-        const guess = yield* call(identity, "POST", "/auth/register", {
+        const guess = yield* identityCall(identity, "POST", "/auth/register", {
           body: {
             email: known.email,
             pending: a.body.data.pending,
@@ -555,8 +535,10 @@ describe("Self-service account endpoints", () => {
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const email = freshEmail()
-        expect((yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })).status).toBe(200)
-        const again = yield* call(identity, "POST", "/auth/register/send-code", {
+        expect((yield* identityCall(identity, "POST", "/auth/register/send-code", { body: { email } })).status).toBe(
+          200
+        )
+        const again = yield* identityCall(identity, "POST", "/auth/register/send-code", {
           body: { email: email.toUpperCase() }
         })
         expect(again.status).toBe(429)
@@ -568,11 +550,11 @@ describe("Self-service account endpoints", () => {
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const email = freshEmail()
-        const { pending } = (yield* call(identity, "POST", "/auth/register/send-code", { body: { email } })).body.data
+        const { pending } = (yield* sendRegistrationCode(identity, email)).data
         const code = yield* lastCode(identity, email)
         const answers = yield* Effect.all(
           Array.from({ length: 8 }, (_, i) =>
-            call(identity, "POST", "/auth/register", {
+            identityCall(identity, "POST", "/auth/register", {
               body: { email, pending, code, password: "a long enough passphrase", name: `Racer ${i}` }
             })),
           { concurrency: "unbounded" }
@@ -595,7 +577,8 @@ describe("Send-code limit per client address", () => {
           const statuses: Array<number> = []
           for (let i = 0; i < 4; i++) {
             statuses.push(
-              (yield* call(identity, "POST", "/auth/register/send-code", { body: { email: freshEmail() } })).status
+              (yield* identityCall(identity, "POST", "/auth/register/send-code", { body: { email: freshEmail() } }))
+                .status
             )
           }
           expect(statuses).toEqual([200, 200, 200, 429])

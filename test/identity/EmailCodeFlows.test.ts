@@ -10,6 +10,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as OTPAuth from "otpauth"
+import { codesMailedTo, mailTo } from "../support/Clients.js"
 import {
   cookiesOf,
   createClient,
@@ -51,29 +52,12 @@ const callFrom = (
     return { ...reply, body: JSON.parse(reply.text) as { code: number; message: string; data: any } }
   })
 
-/** Every 6-digit code mailed to `to`, oldest first (the development mailbox). */
-const codesMailedTo = (identity: string, to: string) =>
-  promise(async () => {
-    const res = await fetch(`${identity}/api/v1/dev/mailbox?to=${encodeURIComponent(to)}`)
-    const body = await res.json() as any
-    return (body.data.items as Array<{ subject: string; text: string }>).flatMap((mail) => {
-      const match = /\b([0-9]{6})\b/.exec(mail.text)
-      return match === null ? [] : [match[1]!]
-    })
-  })
-
 /** Every header of an answer as `[name, value]`, in order. */
 const headerList = (headers: Headers) => {
   const list: Array<[string, string]> = []
   headers.forEach((value, name) => list.push([name, value]))
   return list
 }
-
-const mailTo = (identity: string, to: string) =>
-  promise(async () => {
-    const res = await fetch(`${identity}/api/v1/dev/mailbox?to=${encodeURIComponent(to)}`)
-    return ((await res.json()) as any).data.items as Array<{ subject: string; text: string }>
-  })
 
 let counter = 0
 const freshEmail = () => `flow_${Date.now().toString(36)}_${counter++}@example.com`

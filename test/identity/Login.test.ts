@@ -8,8 +8,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
+import { LoginRequest } from "../../schema/Identity/Login.js"
 import { DEFAULT_LOG_N, parseHash, Passwords } from "../../src/identity/crypto/Passwords.js"
 import { Users } from "../../src/identity/users/Users.js"
+import { identityClient } from "../support/Clients.js"
 import { signWithProviderKey } from "../support/IdentityKeys.js"
 import { createUser, IdentityServers, IdentityTestEnv, login, serverLayerOptions } from "../support/IdentityServers.js"
 import { loginFrom } from "../support/LocalAddress.js"
@@ -40,8 +42,10 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
       Effect.gen(function*() {
         const { identity, issuer } = yield* IdentityServers
         const user = yield* createUser({ roles: ["creator"] })
-        const { res, body } = yield* postLogin(identity, { email: user.email, password: user.password })
-        expect(res.status).toBe(200)
+        const client = yield* identityClient(identity)
+        const body = yield* client.auth.login({
+          payload: new LoginRequest({ email: user.email, password: user.password })
+        })
         expect(body).toEqual({
           code: 0,
           message: expect.any(String),
@@ -72,8 +76,10 @@ describe("POST /api/v1/auth/login and GET /api/v1/auth/me", () => {
       Effect.gen(function*() {
         const { identity } = yield* IdentityServers
         const user = yield* createUser()
-        const upper = yield* postLogin(identity, { email: user.email.toUpperCase(), password: user.password })
-        expect(upper.res.status).toBe(200)
+        const upper = yield* (yield* identityClient(identity)).auth.login({
+          payload: new LoginRequest({ email: user.email.toUpperCase(), password: user.password })
+        })
+        expect(upper.code).toBe(0)
         const wrong = yield* postLogin(identity, { email: user.email, password: "not-the-password" })
         expect(wrong.res.status).toBe(401)
         expect(wrong.body).toEqual({ code: 10011, message: "Wrong password", data: null })

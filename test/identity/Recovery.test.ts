@@ -8,6 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { codesMailedTo, mailTo } from "../support/Clients.js"
 import {
   createClient,
   createUser,
@@ -48,20 +49,6 @@ const headerList = (headers: Headers) => {
   headers.forEach((value, name) => list.push([name, value]))
   return list
 }
-
-const mailTo = (identity: string, to: string) =>
-  promise(async () => {
-    const res = await fetch(`${identity}/api/v1/dev/mailbox?to=${encodeURIComponent(to)}`)
-    return ((await res.json()) as any).data.items as Array<{ subject: string; text: string }>
-  })
-
-/** Every 6-digit code mailed to `to`, oldest first. */
-const codesMailedTo = (identity: string, to: string) =>
-  Effect.map(mailTo(identity, to), (items) =>
-    items.flatMap((mail) => {
-      const match = /\b([0-9]{6})\b/.exec(mail.text)
-      return match === null ? [] : [match[1]!]
-    }))
 
 const wrongOf = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, "0")
 

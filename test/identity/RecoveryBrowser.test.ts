@@ -13,6 +13,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { Page } from "playwright-core"
 import { chromiumContext } from "../support/Browser.js"
+import { lastCode, mailTo } from "../support/Clients.js"
 import {
   createClient,
   createUser,
@@ -37,21 +38,6 @@ const newBrowser = Effect.gen(function*() {
   const { context } = yield* chromiumContext
   return context.pages()[0] ?? (yield* promise(() => context.newPage()))
 })
-
-/** The messages the development mailbox holds for `to`, oldest first. */
-const mailTo = (identity: string, to: string) =>
-  promise(async () => {
-    const res = await fetch(`${identity}/api/v1/dev/mailbox?to=${encodeURIComponent(to)}`)
-    const body = await res.json() as any
-    return body.data.items as Array<{ subject: string; text: string }>
-  })
-
-const lastCode = (identity: string, to: string) =>
-  Effect.map(mailTo(identity, to), (items) => {
-    const match = /\b([0-9]{6})\b/.exec(items.at(-1)?.text ?? "")
-    if (match === null) throw new Error(`no code mailed to ${to}`)
-    return match[1]!
-  })
 
 /** Step one of the recovery page: the address, sent; answers the status of step two's page. */
 const askForCode = (page: Page, issuer: string, email: string) =>

@@ -10,6 +10,8 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Jose from "jose"
 import * as OTPAuth from "otpauth"
+import { TwoFactorCodeRequest } from "../../schema/Identity/TwoFactor.js"
+import { identityCall, identityClient, type RawAnswer } from "../support/Clients.js"
 import type { TestUser } from "../support/IdentityServers.js"
 import {
   cookiesOf,
@@ -33,26 +35,6 @@ const Env = IdentityTestEnv({
   IDENTITY_LOGIN_FAILURE_PER_MINUTE: "1"
 })
 
-interface Call {
-  readonly status: number
-  readonly body: any
-  readonly headers: Headers
-}
-
-const call = (url: string, init: { method?: string; bearer?: string; body?: unknown } = {}) =>
-  promise(async (): Promise<Call> => {
-    const res = await fetch(url, {
-      method: init.method ?? "POST",
-      headers: {
-        "content-type": "application/json",
-        ...(init.bearer !== undefined ? { authorization: `Bearer ${init.bearer}` } : {})
-      },
-      ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
-    })
-    const text = await res.text()
-    return { status: res.status, body: text === "" ? null : JSON.parse(text), headers: res.headers }
-  })
-
 const PERIOD_MS = 30_000
 
 /** Waits until at least 8 seconds are left in the current 30-second step, then answers that step. */
@@ -73,20 +55,17 @@ const userWithFactor = (identity: string, step: number) =>
   Effect.gen(function*() {
     const user = yield* createUser()
     const session = yield* promise(() => login(identity, user))
-    const setup = yield* call(`${identity}/api/v1/auth/2fa/setup`, { bearer: session.accessToken })
-    expect(setup.status).toBe(200)
-    const secret: string = setup.body.data.secret
+    const account = yield* identityClient(identity, session.accessToken)
+    const secret = (yield* account.twoFactor.setup()).data.secret
     // The previous step is still accepted (RFC 6238 section 5.2: one step back for delays).
-    const enable = yield* call(`${identity}/api/v1/auth/2fa/enable`, {
-      bearer: session.accessToken,
-      body: { code: codeAt(secret, step - 1), current_password: user.password }
+    const enable = yield* account.twoFactor.enable({
+      payload: new TwoFactorCodeRequest({ code: codeAt(secret, step - 1), current_password: user.password })
     })
-    expect(enable.status).toBe(200)
-    return { user, session, secret, recoveryCodes: enable.body.data.recovery_codes as Array<string> }
+    return { user, session, secret, recoveryCodes: enable.data.recovery_codes }
   })
 
 const postLogin = (identity: string, user: TestUser, extra: Record<string, string> = {}) =>
-  call(`${identity}/api/v1/auth/login`, { body: { email: user.email, password: user.password, ...extra } })
+  identityCall(identity, "POST", "/auth/login", { body: { email: user.email, password: user.password, ...extra } })
 
 const sessionCount = (userId: number) =>
   Effect.flatMap(
@@ -105,9 +84,8 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         const { identity } = yield* IdentityServers
         const user = yield* createUser()
         const session = yield* promise(() => login(identity, user))
-        const setup = yield* call(`${identity}/api/v1/auth/2fa/setup`, { bearer: session.accessToken })
-        expect(setup.status).toBe(200)
-        const { otpauth_uri, qr_svg, secret } = setup.body.data
+        const account = yield* identityClient(identity, session.accessToken)
+        const { otpauth_uri, qr_svg, secret } = (yield* account.twoFactor.setup()).data
         expect(secret).toMatch(/^[A-Z2-7]{32}$/)
         const parsed = OTPAuth.URI.parse(otpauth_uri) as OTPAuth.TOTP
         expect(parsed).toBeInstanceOf(OTPAuth.TOTP)
@@ -118,20 +96,18 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         // Not on until confirmed: sign-in still needs only the password.
         expect((yield* postLogin(identity, user)).status).toBe(200)
 
-        const wrong = yield* call(`${identity}/api/v1/auth/2fa/enable`, {
-          bearer: session.accessToken,
+        const wrong = yield* identityCall(identity, "POST", "/auth/2fa/enable", {
+          token: session.accessToken,
           body: { code: wrongCode(new OTPAuth.TOTP({ secret }).generate()), current_password: user.password }
         })
         expect(wrong.status).toBe(401)
         expect(wrong.body).toEqual({ code: 10015, message: "Second factor code wrong", data: null })
 
         const step = yield* quietStep
-        const enable = yield* call(`${identity}/api/v1/auth/2fa/enable`, {
-          bearer: session.accessToken,
-          body: { code: codeAt(secret, step), current_password: user.password }
+        const enable = yield* account.twoFactor.enable({
+          payload: new TwoFactorCodeRequest({ code: codeAt(secret, step), current_password: user.password })
         })
-        expect(enable.status).toBe(200)
-        const codes: Array<string> = enable.body.data.recovery_codes
+        const codes = enable.data.recovery_codes
         expect(codes).toHaveLength(10)
         expect(new Set(codes).size).toBe(10)
         for (const code of codes) expect(code).toMatch(/^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$/)
@@ -143,11 +119,11 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         expect(rows[0]!.on).toBe(true)
 
         // Already on: no second set-up, and nothing pending to confirm.
-        const again = yield* call(`${identity}/api/v1/auth/2fa/setup`, { bearer: session.accessToken })
+        const again = yield* identityCall(identity, "POST", "/auth/2fa/setup", { token: session.accessToken })
         expect(again.status).toBe(409)
         expect(again.body).toEqual({ code: 40901, message: "Conflict", data: null })
-        const enableAgain = yield* call(`${identity}/api/v1/auth/2fa/enable`, {
-          bearer: session.accessToken,
+        const enableAgain = yield* identityCall(identity, "POST", "/auth/2fa/enable", {
+          token: session.accessToken,
           body: { code: codeAt(secret, step + 1), current_password: user.password }
         })
         expect(enableAgain.status).toBe(409)
@@ -167,7 +143,9 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         expect(yield* sessionCount(user.id)).toBe(before)
 
         // A wrong password is still just a wrong password: the factor is not revealed.
-        const guess = yield* call(`${identity}/api/v1/auth/login`, { body: { email: user.email, password: "nope" } })
+        const guess = yield* identityCall(identity, "POST", "/auth/login", {
+          body: { email: user.email, password: "nope" }
+        })
         expect(guess.body.code).toBe(10011)
 
         const wrong = yield* postLogin(identity, user, { otp: wrongCode(codeAt(secret, step)) })
@@ -238,7 +216,7 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         const { secret, user } = yield* userWithFactor(identity, step)
         const wrong = wrongCode(codeAt(secret, step))
         const statuses: Array<number> = []
-        let last: Call | undefined
+        let last: RawAnswer | undefined
         for (let i = 0; i < 5; i++) {
           last = yield* postLogin(identity, user, { otp: wrong })
           statuses.push(last.status)
@@ -260,7 +238,7 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         const fresh = yield* createUser()
         const session = yield* promise(() => login(identity, fresh))
         yield* stale(session.accessToken)
-        const setup = yield* call(`${identity}/api/v1/auth/2fa/setup`, { bearer: session.accessToken })
+        const setup = yield* identityCall(identity, "POST", "/auth/2fa/setup", { token: session.accessToken })
         expect(setup.status).toBe(401)
         expect(setup.body).toEqual({ code: 10016, message: "Sign in again", data: null })
         expect(setup.headers.get("www-authenticate")).toContain(`error="insufficient_user_authentication"`)
@@ -269,11 +247,10 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         const on = yield* userWithFactor(identity, step)
         yield* stale(on.session.accessToken)
         for (
-          const [method, path] of [["DELETE", "/api/v1/auth/2fa"], ["POST", "/api/v1/auth/2fa/recovery-codes"]] as const
+          const [method, path] of [["DELETE", "/auth/2fa"], ["POST", "/auth/2fa/recovery-codes"]] as const
         ) {
-          const res = yield* call(`${identity}${path}`, {
-            method,
-            bearer: on.session.accessToken,
+          const res = yield* identityCall(identity, method, path, {
+            token: on.session.accessToken,
             body: { code: on.recoveryCodes[0]!, current_password: on.user.password }
           })
           expect(res.status).toBe(401)
@@ -285,7 +262,7 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         `
         expect(Number(left[0]!.n)).toBe(10)
         // Without a token at all: 10001.
-        expect((yield* call(`${identity}/api/v1/auth/2fa/setup`)).body.code).toBe(10001)
+        expect((yield* identityCall(identity, "POST", "/auth/2fa/setup")).body.code).toBe(10001)
       }))
 
     it.effect("new recovery codes replace the old ones; removing the factor (with a recovery code) brings back password-only sign-in", () =>
@@ -294,30 +271,25 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         const sql = yield* SqlClient.SqlClient
         const step = yield* quietStep
         const { recoveryCodes, secret, session, user } = yield* userWithFactor(identity, step)
-        const renewed = yield* call(`${identity}/api/v1/auth/2fa/recovery-codes`, {
-          bearer: session.accessToken,
-          body: { code: codeAt(secret, step), current_password: user.password }
+        const account = yield* identityClient(identity, session.accessToken)
+        const renewed = yield* account.twoFactor.recoveryCodes({
+          payload: new TwoFactorCodeRequest({ code: codeAt(secret, step), current_password: user.password })
         })
-        expect(renewed.status).toBe(200)
-        const fresh: Array<string> = renewed.body.data.recovery_codes
+        const fresh = renewed.data.recovery_codes
         expect(fresh).toHaveLength(10)
         expect(fresh.filter((code) => recoveryCodes.includes(code))).toEqual([])
         expect((yield* postLogin(identity, user, { recovery_code: recoveryCodes[0]! })).body.code).toBe(10015)
 
-        const wrong = yield* call(`${identity}/api/v1/auth/2fa`, {
-          method: "DELETE",
-          bearer: session.accessToken,
+        const wrong = yield* identityCall(identity, "DELETE", "/auth/2fa", {
+          token: session.accessToken,
           body: { code: wrongCode(codeAt(secret, step + 1)), current_password: user.password }
         })
         expect(wrong.status).toBe(401)
         expect(wrong.body.code).toBe(10015)
-        const removed = yield* call(`${identity}/api/v1/auth/2fa`, {
-          method: "DELETE",
-          bearer: session.accessToken,
-          body: { code: fresh[0]!, current_password: user.password }
+        const removed = yield* account.twoFactor.disable({
+          payload: new TwoFactorCodeRequest({ code: fresh[0]!, current_password: user.password })
         })
-        expect(removed.status).toBe(200)
-        expect(removed.body).toEqual({ code: 0, message: "ok", data: null })
+        expect(removed).toEqual({ code: 0, message: "ok", data: null })
         const rows = yield* sql<{ on: boolean; codes: string; totp: string }>`
           SELECT totp_enabled_at IS NOT NULL AS on,
                  (SELECT count(*)::text FROM two_factor_recovery_codes WHERE user_id = ${user.id}) AS codes,
@@ -326,9 +298,8 @@ describe("second factor (TOTP, RFC 6238) and recovery codes", () => {
         `
         expect(rows[0]).toEqual({ on: false, codes: "0", totp: "0" })
         expect((yield* postLogin(identity, user)).status).toBe(200)
-        const gone = yield* call(`${identity}/api/v1/auth/2fa`, {
-          method: "DELETE",
-          bearer: session.accessToken,
+        const gone = yield* identityCall(identity, "DELETE", "/auth/2fa", {
+          token: session.accessToken,
           body: { code: fresh[1]!, current_password: user.password }
         })
         expect(gone.status).toBe(409)

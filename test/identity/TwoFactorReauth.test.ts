@@ -16,6 +16,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as OTPAuth from "otpauth"
+import { LoginRequest } from "../../schema/Identity/Login.js"
+import { ChangePasswordRequest } from "../../schema/Identity/Me.js"
+import { TwoFactorCodeRequest } from "../../schema/Identity/TwoFactor.js"
+import { identityCall, identityClient, mailTo } from "../support/Clients.js"
 import type { LoggedIn, TestUser } from "../support/IdentityServers.js"
 import {
   cookiesOf,
@@ -34,39 +38,6 @@ const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
 const Env = IdentityTestEnv()
 
-interface Answer {
-  readonly status: number
-  readonly body: any
-  readonly headers: Headers
-}
-
-const call = (
-  identity: string,
-  method: string,
-  path: string,
-  options: { readonly bearer?: string; readonly body?: unknown } = {}
-) =>
-  promise(async (): Promise<Answer> => {
-    const res = await fetch(`${identity}/api/v1${path}`, {
-      method,
-      headers: {
-        ...(options.body === undefined ? {} : { "content-type": "application/json" }),
-        ...(options.bearer === undefined ? {} : { authorization: `Bearer ${options.bearer}` })
-      },
-      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) })
-    })
-    const text = await res.text()
-    return { status: res.status, body: text === "" ? null : JSON.parse(text), headers: res.headers }
-  })
-
-/** The messages the development mailbox holds for `to`, oldest first. */
-const mailTo = (identity: string, to: string) =>
-  promise(async () => {
-    const res = await fetch(`${identity}/api/v1/dev/mailbox?to=${encodeURIComponent(to)}`)
-    const body = await res.json() as any
-    return body.data.items as Array<{ subject: string; text: string }>
-  })
-
 const PERIOD_MS = 30_000
 
 /** Waits until at least 8 seconds are left in the current 30-second step, then answers that step. */
@@ -82,10 +53,9 @@ const codeAt = (secret: string, step: number) =>
 
 /** A pending key for the session behind `session`. */
 const setUp = (identity: string, session: LoggedIn) =>
-  Effect.map(call(identity, "POST", "/auth/2fa/setup", { bearer: session.accessToken }), (answer) => {
-    expect(answer.status).toBe(200)
-    return answer.body.data.secret as string
-  })
+  Effect.flatMap(identityClient(identity, session.accessToken), (client) => client.twoFactor.setup()).pipe(
+    Effect.map((answer) => answer.data.secret)
+  )
 
 /** A user signed in through `POST /auth/login`, with a second factor turned on at step `step - 1`. */
 const userWithFactor = (identity: string, step: number) =>
@@ -93,12 +63,10 @@ const userWithFactor = (identity: string, step: number) =>
     const user = yield* createUser()
     const session = yield* promise(() => login(identity, user))
     const secret = yield* setUp(identity, session)
-    const enable = yield* call(identity, "POST", "/auth/2fa/enable", {
-      bearer: session.accessToken,
-      body: { code: codeAt(secret, step - 1), current_password: user.password }
+    const enable = yield* (yield* identityClient(identity, session.accessToken)).twoFactor.enable({
+      payload: new TwoFactorCodeRequest({ code: codeAt(secret, step - 1), current_password: user.password })
     })
-    expect(enable.status).toBe(200)
-    return { user, session, secret, recoveryCodes: enable.body.data.recovery_codes as Array<string> }
+    return { user, session, secret, recoveryCodes: enable.data.recovery_codes }
   })
 
 const twoFactorOn = (userId: number) =>
@@ -170,7 +138,7 @@ describe("changing the second factor needs the password and ends other sign-ins;
         const secret = yield* setUp(identity, session)
         const step = yield* quietStep
         const enable = (body: Record<string, string>) =>
-          call(identity, "POST", "/auth/2fa/enable", { bearer: session.accessToken, body })
+          identityCall(identity, "POST", "/auth/2fa/enable", { token: session.accessToken, body })
 
         // Without the password: a malformed body, nothing checked or counted.
         const bare = yield* enable({ code: codeAt(secret, step) })
@@ -192,8 +160,8 @@ describe("changing the second factor needs the password and ends other sign-ins;
         expect(sixth.status).toBe(429)
         expect(sixth.body).toEqual({ code: 10012, message: "Too many attempts", data: null })
         expect(Number(sixth.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
-        const passwordChange = yield* call(identity, "PUT", "/auth/password", {
-          bearer: session.accessToken,
+        const passwordChange = yield* identityCall(identity, "PUT", "/auth/password", {
+          token: session.accessToken,
           body: { current_password: user.password, new_password: "a brand new passphrase" }
         })
         expect(passwordChange.status).toBe(429)
@@ -204,12 +172,10 @@ describe("changing the second factor needs the password and ends other sign-ins;
         const other = yield* createUser()
         const otherSession = yield* promise(() => login(identity, other))
         const otherSecret = yield* setUp(identity, otherSession)
-        const on = yield* call(identity, "POST", "/auth/2fa/enable", {
-          bearer: otherSession.accessToken,
-          body: { code: codeAt(otherSecret, step), current_password: other.password }
+        const on = yield* (yield* identityClient(identity, otherSession.accessToken)).twoFactor.enable({
+          payload: new TwoFactorCodeRequest({ code: codeAt(otherSecret, step), current_password: other.password })
         })
-        expect(on.status).toBe(200)
-        expect(on.body.data.recovery_codes).toHaveLength(10)
+        expect(on.data.recovery_codes).toHaveLength(10)
         expect(yield* twoFactorOn(other.id)).toBe(true)
       }))
 
@@ -219,14 +185,14 @@ describe("changing the second factor needs the password and ends other sign-ins;
         const step = yield* quietStep
         const { recoveryCodes, session, user } = yield* userWithFactor(identity, step)
         for (const [method, path] of [["DELETE", "/auth/2fa"], ["POST", "/auth/2fa/recovery-codes"]] as const) {
-          const bare = yield* call(identity, method, path, {
-            bearer: session.accessToken,
+          const bare = yield* identityCall(identity, method, path, {
+            token: session.accessToken,
             body: { code: recoveryCodes[0]! }
           })
           expect(bare.status).toBe(400)
           expect(bare.body.code).toBe(40001)
-          const wrong = yield* call(identity, method, path, {
-            bearer: session.accessToken,
+          const wrong = yield* identityCall(identity, method, path, {
+            token: session.accessToken,
             body: { code: recoveryCodes[0]!, current_password: "not the password" }
           })
           expect(wrong.status).toBe(401)
@@ -234,12 +200,10 @@ describe("changing the second factor needs the password and ends other sign-ins;
         }
         expect(yield* unusedRecoveryCodes(user.id)).toBe(10)
         expect(yield* twoFactorOn(user.id)).toBe(true)
-        const off = yield* call(identity, "DELETE", "/auth/2fa", {
-          bearer: session.accessToken,
-          body: { code: recoveryCodes[0]!, current_password: user.password }
+        const off = yield* (yield* identityClient(identity, session.accessToken)).twoFactor.disable({
+          payload: new TwoFactorCodeRequest({ code: recoveryCodes[0]!, current_password: user.password })
         })
-        expect(off.status).toBe(200)
-        expect(off.body).toEqual({ code: 0, message: "ok", data: null })
+        expect(off).toEqual({ code: 0, message: "ok", data: null })
         expect(yield* twoFactorOn(user.id)).toBe(false)
       }))
 
@@ -254,14 +218,15 @@ describe("changing the second factor needs the password and ends other sign-ins;
         const ownTokens = yield* promise(() => tokensFor(identity, client, here, "openid offline_access"))
         const secret = yield* setUp(identity, here)
         const step = yield* quietStep
-        const on = yield* call(identity, "POST", "/auth/2fa/enable", {
-          bearer: here.accessToken,
-          body: { code: codeAt(secret, step), current_password: user.password }
+        const account = yield* identityClient(identity, here.accessToken)
+        const on = yield* account.twoFactor.enable({
+          payload: new TwoFactorCodeRequest({ code: codeAt(secret, step), current_password: user.password })
         })
-        expect(on.status).toBe(200)
 
         // The other sign-in is over, as a token and as a browser cookie; this one lives.
-        expect((yield* call(identity, "GET", "/auth/me", { bearer: elsewhere.accessToken })).body.code).toBe(10002)
+        expect((yield* identityCall(identity, "GET", "/auth/me", { token: elsewhere.accessToken })).body.code).toBe(
+          10002
+        )
         const otherBrowser = yield* promise(() =>
           fetch(`${identity}/api/v1/ui/account/two-factor`, {
             headers: { cookie: elsewhere.cookie },
@@ -270,7 +235,7 @@ describe("changing the second factor needs the password and ends other sign-ins;
         )
         expect(otherBrowser.status).toBe(302)
         expect(otherBrowser.headers.get("location")).not.toContain("login_hint")
-        expect((yield* call(identity, "GET", "/auth/me", { bearer: here.accessToken })).status).toBe(200)
+        expect((yield* account.account.me()).code).toBe(0)
         // Every refresh family is revoked, including the ones issued through this session.
         for (const refreshToken of [rpTokens.refresh_token, ownTokens.refresh_token]) {
           const refreshed = yield* promise(() => refreshRequest(identity, client, refreshToken))
@@ -282,25 +247,24 @@ describe("changing the second factor needs the password and ends other sign-ins;
         expect(onMail.text).toContain("every other sign-in was ended")
 
         // Off: the same again for a sign-in made meanwhile (with a code).
-        const later = yield* call(identity, "POST", "/auth/login", {
+        const later = yield* identityCall(identity, "POST", "/auth/login", {
           body: { email: user.email, password: user.password, otp: codeAt(secret, step + 1) }
         })
         expect(later.status).toBe(200)
         const laterTokens = yield* promise(() =>
           tokensFor(identity, client, { accessToken: later.body.data.access_token, cookie: "", setCookie: "" })
         )
-        const off = yield* call(identity, "DELETE", "/auth/2fa", {
-          bearer: here.accessToken,
-          body: { code: on.body.data.recovery_codes[0], current_password: user.password }
+        yield* account.twoFactor.disable({
+          payload: new TwoFactorCodeRequest({ code: on.data.recovery_codes[0]!, current_password: user.password })
         })
-        expect(off.status).toBe(200)
-        expect((yield* call(identity, "GET", "/auth/me", { bearer: later.body.data.access_token })).body.code).toBe(
-          10002
-        )
+        expect((yield* identityCall(identity, "GET", "/auth/me", { token: later.body.data.access_token })).body.code)
+          .toBe(
+            10002
+          )
         expect((yield* promise(() => refreshRequest(identity, client, laterTokens.refresh_token))).body.error).toBe(
           "invalid_grant"
         )
-        expect((yield* call(identity, "GET", "/auth/me", { bearer: here.accessToken })).status).toBe(200)
+        expect((yield* account.account.me()).code).toBe(0)
         expect((yield* mailTo(identity, user.email)).at(-1)!.subject).toBe(
           "Two-factor authentication was turned off for your shiori account"
         )
@@ -340,7 +304,9 @@ describe("changing the second factor needs the password and ends other sign-ins;
         expect(right.status).toBe(200)
         expect(yield* promise(() => right.text())).toContain(`id="recovery-codes"`)
         expect(yield* twoFactorOn(user.id)).toBe(true)
-        expect((yield* call(identity, "GET", "/auth/me", { bearer: elsewhere.accessToken })).body.code).toBe(10002)
+        expect((yield* identityCall(identity, "GET", "/auth/me", { token: elsewhere.accessToken })).body.code).toBe(
+          10002
+        )
         const again = yield* promise(() => fetch(pageUrl, { headers: { cookie: browser.cookie }, redirect: "manual" }))
         expect(again.status).toBe(200)
       }))
@@ -360,10 +326,10 @@ describe("changing the second factor needs the password and ends other sign-ins;
         expect(yield* promise(() => second.text())).toContain("This sign-in expired or was already used.")
         // The refused step spent nothing: that recovery code still signs in (once).
         expect(yield* unusedRecoveryCodes(user.id)).toBe(9)
-        const api = yield* call(identity, "POST", "/auth/login", {
-          body: { email: user.email, password: user.password, recovery_code: recoveryCodes[1]! }
+        const api = yield* (yield* identityClient(identity)).auth.login({
+          payload: new LoginRequest({ email: user.email, password: user.password, recovery_code: recoveryCodes[1]! })
         })
-        expect(api.status).toBe(200)
+        expect(api.data.access_token).toEqual(expect.any(String))
       }))
 
     it.effect("the pending second step is used once even when two recovery codes arrive at the same moment", () =>
@@ -397,7 +363,7 @@ describe("changing the second factor needs the password and ends other sign-ins;
 
         // The password step of `POST /auth/login` (10014 without a code) cancels it as well.
         const pending = yield* passwordStep(identity, user)
-        const bare = yield* call(identity, "POST", "/auth/login", {
+        const bare = yield* identityCall(identity, "POST", "/auth/login", {
           body: { email: user.email, password: user.password }
         })
         expect(bare.body.code).toBe(10014)
@@ -410,11 +376,13 @@ describe("changing the second factor needs the password and ends other sign-ins;
         const step = yield* quietStep
         const { recoveryCodes, session, user } = yield* userWithFactor(identity, step)
         const pending = yield* passwordStep(identity, user)
-        const changed = yield* call(identity, "PUT", "/auth/password", {
-          bearer: session.accessToken,
-          body: { current_password: user.password, new_password: "correct horse battery staple" }
+        const changed = yield* (yield* identityClient(identity, session.accessToken)).account.changePassword({
+          payload: new ChangePasswordRequest({
+            current_password: user.password,
+            new_password: "correct horse battery staple"
+          })
         })
-        expect(changed.status).toBe(200)
+        expect(changed.code).toBe(0)
         const stale = yield* pending.withRecoveryCode(recoveryCodes[0]!)
         expect(stale.status).toBe(401)
         expect(hasSessionCookie(stale)).toBe(false)

@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import * as Jose from "jose"
 import { Users } from "../../src/identity/users/Users.js"
+import { catalogClientAt } from "../support/Clients.js"
 import { eventually } from "../support/Eventually.js"
 import { hs256WithPublicKey, signWithProviderKey, unsignedToken } from "../support/IdentityKeys.js"
 import {
@@ -266,9 +267,8 @@ it.layer(IdentityTestEnv(), serverLayerOptions)((it) => {
           aud: "urn:shiori:catalog",
           client_id: client.clientId
         })
-        const res = yield* promise(() => bearerGet(`${catalog}/v2/credential`, tokens.access_token))
-        expect(res.status).toBe(200)
-        expect(yield* promise(() => res.json())).toEqual({
+        const atCatalog = yield* catalogClientAt(catalog, tokens.access_token)
+        expect(yield* atCatalog.credentials.getCredential()).toEqual({
           object: "credential",
           kind: "access_token",
           id: Jose.decodeJwt(tokens.access_token).jti,
