@@ -99,7 +99,7 @@ const compressible = (response: HttpServerResponse.HttpServerResponse) =>
 export const withCompression = <E, R>(
   app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
-  HttpEffect.appendPreResponseHandler((request, response) => {
+  HttpEffect.withPreResponseHandler(app, (request, response) => {
     if (response.status === 304 && response.headers.etag !== undefined) {
       // The tag may already be the gzip representation's (Conditional.ts names it so).
       const tag = response.headers.etag.endsWith("-gzip\"") ? response.headers.etag : gzipEtag(response.headers.etag)
@@ -119,4 +119,4 @@ export const withCompression = <E, R>(
         HttpServerResponse.setBody(varied, HttpBody.uint8Array(compressed, body.contentType)),
         { "content-encoding": "gzip", ...(etag === undefined ? {} : { etag: gzipEtag(etag) }) }
       ))
-  }).pipe(Effect.andThen(app))
+  })

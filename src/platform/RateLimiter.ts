@@ -25,7 +25,7 @@
  */
 import { Clock, Context, Deferred, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { serializeList } from "./StructuredFields.js"
+import { serializeBareItem, serializeList } from "./StructuredFields.js"
 
 export interface BucketPolicy {
   /** Burst size: the most calls allowed back to back. */
@@ -112,7 +112,16 @@ export const rateLimitPolicyField = (name: string, quota: number, windowSeconds:
  * whole again: `"requests";r=599;t=1`.
  */
 export const rateLimitField = (name: string, remaining: number, resetSeconds: number): string =>
-  serializeList([{ value: name, params: { r: remaining, t: resetSeconds } }])
+  rateLimitFieldOf(name)(remaining, resetSeconds)
+
+/**
+ * `rateLimitField` of one policy, its name serialized once: the catalog writes the field on every
+ * answer. The parameters are an sf-integer each after their fixed keys (RFC 9651 section 4.1.1.2).
+ */
+export const rateLimitFieldOf = (name: string): (remaining: number, resetSeconds: number) => string => {
+  const item = serializeBareItem(name)
+  return (remaining, resetSeconds) => `${item};r=${serializeBareItem(remaining)};t=${serializeBareItem(resetSeconds)}`
+}
 
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL
@@ -370,13 +379,8 @@ export const makeLeasedBudget = (
       return { retryAfterSeconds: 0, remaining: lease.tokens + lease.shared }
     }
 
-    const take = (key: string): Effect.Effect<Admission> =>
+    const refillAndTake = (key: string): Effect.Effect<Admission> =>
       Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const wait = blocked(key, now)
-        if (wait > 0) return { retryAfterSeconds: wait, remaining: 0 }
-        const spent = takeNow(key, now)
-        if (spent !== undefined) return spent
         let lease = leases.get(key)
         if (lease === undefined) {
           if (leases.size > LEASE_KEYS_MAX) leases.clear()
@@ -386,6 +390,16 @@ export const makeLeasedBudget = (
         if (lease.refill === undefined) return yield* refill(key, lease)
         yield* Deferred.await(lease.refill)
         return yield* take(key)
+      })
+
+    // Every catalog request takes a token, almost always from its lease in memory: that is answered
+    // without a generator.
+    const take = (key: string): Effect.Effect<Admission> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const wait = blocked(key, now)
+        if (wait > 0) return Effect.succeed({ retryAfterSeconds: wait, remaining: 0 })
+        const spent = takeNow(key, now)
+        return spent !== undefined ? Effect.succeed(spent) : refillAndTake(key)
       })
 
     return { take, takeNow: (key) => takeNow(key) }

@@ -3,7 +3,7 @@
  * documents, set as a span attribute and a log annotation. (effect's HTTP modules have no request-id
  * middleware: the platform's request span has a trace id, which is not what a client quotes.)
  */
-import { Context, Effect } from "effect"
+import { Context, Effect, References, Tracer } from "effect"
 import { HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Crypto from "node:crypto"
 import { monotonicFactory } from "ulid"
@@ -32,19 +32,26 @@ export const makeRequestId = (): string => `req_${ulid()}`
 /**
  * The outermost middleware of a server: it runs inside the platform's request span, so the id
  * lands on that span; every response, including errors, gets the header.
+ *
+ * Every request passes here, so it is written as one step: the header (a pre-response handler,
+ * because the platform writes the response before an outer map runs), the span attribute, and the
+ * id and log annotation provided in one change of the fiber's context.
  */
 export const withRequestId = <E, R>(
   app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
-  Effect.suspend(() => {
+  Effect.withFiber((fiber) => {
     const id = makeRequestId()
-    // A pre-response handler, because the platform writes the response before an outer map runs.
-    return HttpEffect.appendPreResponseHandler((_request, response) =>
-      Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", id))
-    ).pipe(
-      Effect.andThen(app),
-      Effect.provideService(currentRequestId, id),
-      Effect.annotateLogs("request_id", id),
-      Effect.tap(() => Effect.annotateCurrentSpan("request_id", id))
+    HttpEffect.appendPreResponseHandlerUnsafe(
+      fiber.context,
+      (_request, response) => Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", id))
     )
+    const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+    if (span?._tag === "Span" && span.status._tag !== "Ended") span.attribute("request_id", id)
+    return Effect.updateContext(app, (context: Context.Context<never>) =>
+      Context.add(
+        Context.add(context, currentRequestId, id),
+        References.CurrentLogAnnotations,
+        { ...Context.get(context, References.CurrentLogAnnotations), request_id: id }
+      ) as Context.Context<R>)
   })

@@ -34,7 +34,7 @@ import { makeMemoryRateLimiter } from "../../platform/RateLimiter.js"
 import type { RouteTable } from "../../platform/RouteTable.js"
 import { CatalogLimits } from "../limits/Limits.js"
 import { RequestBudget } from "../limits/RequestBudget.js"
-import { API_KEYS_CHANNEL, ApiKeys, hashKey, looksLikeApiKey, parseKeyNotification } from "./ApiKeys.js"
+import { API_KEYS_CHANNEL, ApiKeys, hashKeyHex, looksLikeApiKey, parseKeyNotification } from "./ApiKeys.js"
 
 /** How long a verified key is trusted without a lookup; revocation also evicts at once (NOTIFY). */
 const CACHE_TTL = Duration.toMillis(Duration.seconds(60))
@@ -142,14 +142,14 @@ export class Credentials extends Context.Service<Credentials>()("catalog/Credent
         )
       )
 
-    // Every request runs this, almost always to a cache hit: no span and no call-site capture (a
-    // miss's statement has its own SQL span). `request` names the client address.
-    const authenticate = Effect.fnUntraced(function*(token: string, request: HttpServerRequest.HttpServerRequest) {
-      if (!token.startsWith("sk_")) return yield* authenticateAccessToken(token)
-      const hash = hashKey(token).toString("hex")
-      const now = Date.now()
-      const cached = cache.get(hash)
-      if (cached !== undefined && cached.expires > now) return cached.principal
+    // A key not in the cache: one this process does not know as live takes a token of its address's
+    // bucket first; then the lookup (whose statement has its own SQL span).
+    const lookUpKey = Effect.fnUntraced(function*(
+      token: string,
+      hash: string,
+      now: number,
+      request: HttpServerRequest.HttpServerRequest
+    ) {
       if (!live.has(hash)) {
         const address = addressBucket(clientAddress(request, limits.trustedProxies))
         const admission = yield* failures.take(`failed-credentials:${address}`, limits.failedCredentials)
@@ -192,6 +192,20 @@ export class Credentials extends Context.Service<Credentials>()("catalog/Credent
       return principal
     })
 
+    // Every request runs this, almost always to a cache hit, which is answered here without a
+    // generator, a span or a call-site capture. `request` names the client address.
+    const authenticate = (
+      token: string,
+      request: HttpServerRequest.HttpServerRequest
+    ): Effect.Effect<PrincipalShape, InvalidCredential | RateLimited> => {
+      if (!token.startsWith("sk_")) return authenticateAccessToken(token)
+      const hash = hashKeyHex(token)
+      const now = Date.now()
+      const cached = cache.get(hash)
+      if (cached !== undefined && cached.expires > now) return Effect.succeed(cached.principal)
+      return lookUpKey(token, hash, now, request)
+    }
+
     return { authenticate } as const
   })
 }) {
@@ -207,6 +221,9 @@ export const bearerToken = (header: string | undefined): Option.Option<string> =
   const match = /^\s*bearer\s+(\S+)\s*$/i.exec(header)
   return match ? Option.some(match[1]!) : Option.some("")
 }
+
+/** What the credential middleware refuses a request with on every route. */
+type Refusal = MissingCredential | InvalidCredential | RateLimited | ScopeRequired
 
 interface RouteNeeds {
   readonly scope: Scope | "any"
@@ -264,36 +281,54 @@ const makeAuthorize = (routes: RouteTable) =>
         return { ...principal, user: Option.some({ ...user, roles: now.value.roles }) } satisfies PrincipalShape
       })
 
-    /** Credential, budget and scope: what every route checks. */
-    const authenticate = (endpoint: HttpApiEndpoint.Top) =>
-      Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
+    /**
+     * Credential, budget and scope: what every route checks. Every request runs it, so it is
+     * written as plain steps, not a generator: each step of the happy path is answered at once.
+     */
+    const authenticate = (
+      endpoint: HttpApiEndpoint.Top
+    ): Effect.Effect<PrincipalShape, Refusal, HttpServerRequest.HttpServerRequest> =>
+      Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request): Effect.Effect<
+        PrincipalShape,
+        Refusal,
+        HttpServerRequest.HttpServerRequest
+      > => {
         const token = bearerToken(request.headers.authorization)
         if (Option.isNone(token)) {
-          return yield* new MissingCredential({ detail: "Send `Authorization: Bearer <token>`." })
+          return Effect.fail(new MissingCredential({ detail: "Send `Authorization: Bearer <token>`." }))
         }
         if (token.value === "") {
-          return yield* new InvalidCredential({ detail: "The Authorization header is not a Bearer credential." })
+          return Effect.fail(new InvalidCredential({ detail: "The Authorization header is not a Bearer credential." }))
         }
-        const principal = yield* credentials.authenticate(token.value, request)
-        const admission = yield* budget.take(principal.owner)
-        const limitHeaders = budget.headers(admission)
-        // Listed after any policy the answer already names (a spent quota), as one list per field.
-        yield* HttpEffect.appendPreResponseHandler((_request, response) =>
-          Effect.succeed(HttpServerResponse.setHeaders(response, mergeLimitHeaders(response.headers, limitHeaders)))
-        )
-        if (admission.retryAfterSeconds > 0) {
-          return yield* new RateLimited({
-            detail: "This credential's request budget is spent; wait `Retry-After` seconds.",
-            retry_after: admission.retryAfterSeconds
-          })
-        }
-        const need = routeNeeds(endpoint)
-        if (need !== undefined && need.scope !== "any" && !principal.scopes.has(need.scope)) {
-          return yield* new ScopeRequired({ detail: `This operation needs the \`${need.scope}\` scope.` })
-        }
-        return principal
+        return Effect.flatMap(credentials.authenticate(token.value, request), (principal) =>
+          Effect.flatMap(budget.take(principal.owner), (admission) => {
+            const limitHeaders = budget.headers(admission)
+            const checked: Effect.Effect<PrincipalShape, Refusal> = admission.retryAfterSeconds > 0
+              ? Effect.fail(
+                new RateLimited({
+                  detail: "This credential's request budget is spent; wait `Retry-After` seconds.",
+                  retry_after: admission.retryAfterSeconds
+                })
+              )
+              : scopeChecked(endpoint, principal)
+            // Listed after any policy the answer already names (a spent quota), as one list per field.
+            return HttpEffect.withPreResponseHandler(
+              checked,
+              (_request, response) =>
+                Effect.succeed(withLimitHeaders(response, limitHeaders))
+            )
+          }))
       })
+
+    const scopeChecked = (
+      endpoint: HttpApiEndpoint.Top,
+      principal: PrincipalShape
+    ): Effect.Effect<PrincipalShape, ScopeRequired> => {
+      const need = routeNeeds(endpoint)
+      return need !== undefined && need.scope !== "any" && !principal.scopes.has(need.scope)
+        ? Effect.fail(new ScopeRequired({ detail: `This operation needs the \`${need.scope}\` scope.` }))
+        : Effect.succeed(principal)
+    }
 
     /** Then the route's rule. */
     const authenticateForRule = (endpoint: HttpApiEndpoint.Top) =>
@@ -316,16 +351,18 @@ const makeAuthorize = (routes: RouteTable) =>
     return { authenticate, authenticateForRule } as const
   })
 
-/** RateLimit fields of `extra` appended to the ones `existing` already has (RFC 9651 lists). */
-const mergeLimitHeaders = (
-  existing: Readonly<Record<string, string>>,
-  extra: Readonly<Record<string, string>>
-): Record<string, string> =>
-  Object.fromEntries(
-    Object.entries(extra).map((
-      [name, value]
-    ) => [name, existing[name] === undefined ? value : `${existing[name]}, ${value}`])
-  )
+/** The RateLimit fields appended to the ones the response already has (RFC 9651 lists). */
+const withLimitHeaders = (
+  response: HttpServerResponse.HttpServerResponse,
+  fields: Readonly<Record<string, string>>
+): HttpServerResponse.HttpServerResponse => {
+  const merged: Record<string, string> = {}
+  for (const name in fields) {
+    const existing = response.headers[name]
+    merged[name] = existing === undefined ? fields[name]! : `${existing}, ${fields[name]}`
+  }
+  return HttpServerResponse.setHeaders(response, merged)
+}
 
 /**
  * The middleware reads the `Authorization` header itself (`bearerToken`): the decoded bearer

@@ -14,7 +14,7 @@ import {
   makeLeasedBudget,
   RateLimiter,
   RateLimiterLive,
-  rateLimitField,
+  rateLimitFieldOf,
   rateLimitPolicyField
 } from "../../platform/RateLimiter.js"
 import { CatalogLimits } from "./Limits.js"
@@ -24,6 +24,7 @@ export class RequestBudget extends Context.Service<RequestBudget>()("catalog/Req
     const limits = yield* CatalogLimits
     const policy = limits.requests
     const budget = yield* makeLeasedBudget(yield* RateLimiter, policy, limits.leaseMax)
+    const stateField = rateLimitFieldOf("requests")
     const policyHeader = rateLimitPolicyField(
       "requests",
       policy.capacity,
@@ -36,7 +37,7 @@ export class RequestBudget extends Context.Service<RequestBudget>()("catalog/Req
       const untilFull = admission.retryAfterSeconds > 0
         ? admission.retryAfterSeconds
         : Math.ceil((policy.capacity - left) / policy.refillPerSecond)
-      return { "ratelimit-policy": policyHeader, ratelimit: rateLimitField("requests", left, untilFull) }
+      return { "ratelimit-policy": policyHeader, ratelimit: stateField(left, untilFull) }
     }
 
     return {

@@ -117,34 +117,36 @@ export const ReplayLive = (routes: RouteTable) =>
         if (Option.isSome(declared)) declarations.set(`${route.method} ${route.path}`, declared.value)
       }
 
+      // Every replay runs this: plain steps rather than a generator, so a stored answer costs the
+      // lookup and little else.
       const respond = <P extends CacheKeyPart, U, E, R>(
         declared: CacheDeclaration<P>,
         url: U,
         compute: (key: CacheKeyInput<P, U>) => Effect.Effect<Answer, E, R>
       ) =>
-        Effect.gen(function*() {
-          const context = yield* HttpRouter.RouteContext
+        Effect.contextWith((services: Context.Context<R | Principal | HttpRouter.RouteContext>) => {
+          const context = Context.get(services, HttpRouter.RouteContext)
           const route = `${context.route.method} ${context.route.path}`
           if (declarations.get(route) !== declared) {
-            return yield* Effect.die(new Error(`${route}: the handler's cache declaration is not the route's CachedBy`))
+            return Effect.die(new Error(`${route}: the handler's cache declaration is not the route's CachedBy`))
           }
-          const keyed = cacheKeyOf(route, declared, yield* Principal, url)
-          const input = keyed.input
-          const services = yield* Effect.context<R>()
+          const keyed = cacheKeyOf(route, declared, Context.get(services, Principal), url)
           let computed = false
-          const stored = yield* cache.through(
-            cache.maxWeight === 0 ? "" : keyed.key,
-            Effect.suspend(() => {
-              computed = true
-              return compute(input).pipe(
-                Effect.map((answer): Stored => ({ answer, bytes: Buffer.from(answer.json) })),
-                Effect.provideContext(services)
-              )
-            }),
-            (entry) => entry.bytes.length
+          return Effect.flatMap(
+            cache.through(
+              cache.maxWeight === 0 ? "" : keyed.key,
+              Effect.suspend(() => {
+                computed = true
+                return compute(keyed.input).pipe(
+                  Effect.map((answer): Stored => ({ answer, bytes: Buffer.from(answer.json) })),
+                  Effect.provideContext(services)
+                )
+              }),
+              (entry) => entry.bytes.length
+            ),
+            (stored) =>
+              computed ? responseOf(stored) : Effect.andThen(Metric.update(replayedResponses, 1), responseOf(stored))
           )
-          if (!computed) yield* Metric.update(replayedResponses, 1)
-          return yield* responseOf(stored)
         })
 
       return { respond }
