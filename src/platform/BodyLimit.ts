@@ -202,13 +202,20 @@ export const limitBody = <R>(limit: BodyLimit<R>) =>
 <E, R2>(
   app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R2>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | R2 | HttpServerRequest.HttpServerRequest> =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    // A GET (HEAD, OPTIONS, ...) that declares no body, the common case: nothing to bound or read.
-    if (
-      !HttpMethod.hasBody(request.method) && request.headers["content-length"] === undefined &&
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    // A GET (HEAD, OPTIONS, ...) that declares no body, the common case: nothing to bound or read,
+    // and no generator started for it (this runs on every request).
+    !HttpMethod.hasBody(request.method) && request.headers["content-length"] === undefined &&
       request.headers["transfer-encoding"] === undefined
-    ) return yield* app
+      ? app
+      : withBoundedBody(limit, app, request))
+
+const withBoundedBody = <R, E, R2>(
+  limit: BodyLimit<R>,
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R2>,
+  request: HttpServerRequest.HttpServerRequest
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | R2 | HttpServerRequest.HttpServerRequest> =>
+  Effect.gen(function*() {
     const upload = limit.uploads?.find((route) =>
       route.method === request.method && route.path === request.url.split("?", 1)[0]
     )
