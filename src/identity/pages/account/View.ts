@@ -7,7 +7,7 @@
 import type { AccountSession, Me } from "../../../../schema/Identity/Me.js"
 import { ProfileLength } from "../../../../schema/Identity/Me.js"
 import type { FieldErrors } from "../shared/FormFields.js"
-import { alert, field, hidden } from "../shared/FormFields.js"
+import { alert, field, hidden, mailedCodeField } from "../shared/FormFields.js"
 import type { Html } from "../shared/Html.js"
 import { html } from "../shared/Html.js"
 import type { PageContext } from "../shared/Layout.js"
@@ -59,18 +59,7 @@ ${
     }<p>We sent a 6-digit code to <strong>${input.email}</strong>. It is valid for 10 minutes.</p>
 <form method="post" action="${ctx.basePath}/ui/register" novalidate>
 ${hidden("csrf", input.csrf)}${hidden("return_to", input.returnTo)}${hidden("email", input.email)}
-${
-      field({
-        id: "code",
-        name: "code",
-        label: "Code from the mail",
-        type: "text",
-        autocomplete: "one-time-code",
-        inputMode: "numeric",
-        maxLength: 6,
-        error: input.errors.code
-      })
-    }
+${mailedCodeField(input.errors.code)}
 ${
       field({
         id: "name",
@@ -208,18 +197,7 @@ ${
         : html`<form method="post" action="${ctx.basePath}/ui/account/email" novalidate>
 ${hidden("csrf", input.csrf)}${hidden("email", input.pendingEmail)}
 <p>We sent a 6-digit code to <strong>${input.pendingEmail}</strong>.</p>
-${
-          field({
-            id: "email-code",
-            name: "code",
-            label: "Code from the mail",
-            type: "text",
-            autocomplete: "one-time-code",
-            inputMode: "numeric",
-            maxLength: 6,
-            error: input.errors.code
-          })
-        }
+${mailedCodeField(input.errors.code, "email-code")}
 ${
           field({
             id: "email-current-password",

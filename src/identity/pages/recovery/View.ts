@@ -7,7 +7,7 @@
  * announced (`role="alert"`).
  */
 import type { FieldErrors } from "../shared/FormFields.js"
-import { alert, field, hidden } from "../shared/FormFields.js"
+import { alert, field, hidden, mailedCodeField } from "../shared/FormFields.js"
 import { html } from "../shared/Html.js"
 import type { PageContext } from "../shared/Layout.js"
 import { layout } from "../shared/Layout.js"
@@ -68,18 +68,7 @@ ${alert(input.errors.form ?? input.errors.code ?? input.errors.password)}
 ${hidden("csrf", input.csrf)}${hidden("pending", input.pending)}${hidden("email", input.email)}${
       hidden("return_to", input.returnTo)
     }
-${
-      field({
-        id: "code",
-        name: "code",
-        label: "Code from the mail",
-        type: "text",
-        autocomplete: "one-time-code",
-        inputMode: "numeric",
-        maxLength: 6,
-        error: input.errors.code
-      })
-    }
+${mailedCodeField(input.errors.code)}
 ${
       field({
         id: "password",

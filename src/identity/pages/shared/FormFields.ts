@@ -41,4 +41,17 @@ ${input.hint === undefined ? "" : html`<span id="${input.id}-hint" class="muted"
 ${input.error === undefined ? "" : html`<span id="${input.id}-error" class="field-error">${input.error}</span>`}</p>`
 }
 
+/** The 6-digit code a mail carries (registration, recovery, an email change). */
+export const mailedCodeField = (error: string | undefined, id = "code") =>
+  field({
+    id,
+    name: "code",
+    label: "Code from the mail",
+    type: "text",
+    autocomplete: "one-time-code",
+    inputMode: "numeric",
+    maxLength: 6,
+    error
+  })
+
 export const hidden = (name: string, value: string) => html`<input type="hidden" name="${name}" value="${value}">`
