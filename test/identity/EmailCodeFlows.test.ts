@@ -23,7 +23,7 @@ import {
   serverLayerOptions,
   tokensFor
 } from "../support/IdentityServers.js"
-import { requestFrom } from "../support/LocalAddress.js"
+import { envelopeCallFrom } from "../support/LocalAddress.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
@@ -39,18 +39,7 @@ const callFrom = (
   method: string,
   path: string,
   options: { readonly token?: string; readonly body?: unknown } = {}
-) =>
-  promise(async () => {
-    const reply = await requestFrom(from, `${identity}/api/v1${path}`, {
-      method,
-      headers: {
-        ...(options.body === undefined ? {} : { "content-type": "application/json" }),
-        ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` })
-      },
-      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) })
-    })
-    return { ...reply, body: JSON.parse(reply.text) as { code: number; message: string; data: any } }
-  })
+) => promise(() => envelopeCallFrom(from, identity, method, path, options))
 
 /** Every header of an answer as `[name, value]`, in order. */
 const headerList = (headers: Headers) => {

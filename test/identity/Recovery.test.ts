@@ -19,7 +19,7 @@ import {
   serverLayerOptions,
   tokensFor
 } from "../support/IdentityServers.js"
-import { requestFrom } from "../support/LocalAddress.js"
+import { envelopeCallFrom } from "../support/LocalAddress.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
@@ -28,14 +28,7 @@ const Env = IdentityTestEnv({ IDENTITY_CODE_IP_BURST: "100" })
 const OWNER = "127.0.0.1"
 
 const callFrom = (from: string, identity: string, method: string, path: string, body?: unknown) =>
-  promise(async () => {
-    const reply = await requestFrom(from, `${identity}/api/v1${path}`, {
-      method,
-      headers: body === undefined ? {} : { "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) })
-    })
-    return { ...reply, body: JSON.parse(reply.text) as { code: number; message: string; data: any } }
-  })
+  promise(() => envelopeCallFrom(from, identity, method, path, { body }))
 
 const forgot = (identity: string, email: string, from = OWNER) =>
   callFrom(from, identity, "POST", "/auth/password/forgot/send-code", { email })

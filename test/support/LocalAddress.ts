@@ -46,16 +46,38 @@ export const requestFrom = (localAddress: string, url: string, init: {
     req.end(init.body === undefined ? undefined : body)
   })
 
+/** An identity answer with its envelope (README, "Envelope codes"). */
+export interface EnvelopeReply extends Reply {
+  readonly body: { code: number; message: string; data: any }
+}
+
+/**
+ * An identity JSON call from `localAddress` (`path` below `/api/v1`), with an optional Bearer token
+ * and JSON body; answers the status, the envelope, the raw text and the headers.
+ */
+export const envelopeCallFrom = async (
+  localAddress: string,
+  identity: string,
+  method: string,
+  path: string,
+  options: { readonly token?: string; readonly body?: unknown; readonly headers?: Record<string, string> } = {}
+): Promise<EnvelopeReply> => {
+  const reply = await requestFrom(localAddress, `${identity}/api/v1${path}`, {
+    method,
+    headers: {
+      ...(options.body === undefined ? {} : { "content-type": "application/json" }),
+      ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+      ...options.headers
+    },
+    ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) })
+  })
+  return { ...reply, body: JSON.parse(reply.text) }
+}
+
 /** `POST /api/v1/auth/login` from `localAddress`; answers the status, the envelope and the headers. */
-export const loginFrom = async (
+export const loginFrom = (
   localAddress: string,
   identity: string,
   credentials: { readonly email: string; readonly password: string },
   headers: Record<string, string> = {}
-) => {
-  const reply = await requestFrom(localAddress, `${identity}/api/v1/auth/login`, {
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(credentials)
-  })
-  return { ...reply, body: JSON.parse(reply.text) as { code: number; message: string; data: any } }
-}
+) => envelopeCallFrom(localAddress, identity, "POST", "/auth/login", { body: credentials, headers })
