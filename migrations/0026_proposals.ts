@@ -2,7 +2,8 @@
  * Edit proposals, their amendments and the revisions a merge records (docs/writing.md, "Edit
  * proposals").
  *
- * - `proposals`: one row per proposal. `patch` is the field-key -> value map as first sent; `version`
+ * - `proposals`: one row per proposal. `patch` is the field-key -> value map as first sent, `effective`
+ *   the patch with every amendment applied (kept by the amendments' writer); `version`
  *   counts the changes of the row (an amendment, a withdrawal, a decision), so the proposal's strong
  *   ETag is (id, version). `site` is the proposer's site: the tenant of every change to it.
  * - `proposal_amendments`: each amendment's `set` and `unset`, numbered by `seq` from 1 per proposal
@@ -28,6 +29,7 @@ export default Effect.gen(function*() {
       site text NOT NULL CHECK (length(site) BETWEEN 1 AND 64),
       proposer_uid text NOT NULL CHECK (length(proposer_uid) BETWEEN 1 AND 64),
       patch jsonb NOT NULL CHECK (jsonb_typeof(patch) = 'object'),
+      effective jsonb NOT NULL CHECK (jsonb_typeof(effective) = 'object'),
       note text NOT NULL DEFAULT '' CHECK (length(note) <= 2000),
       state text NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'merged', 'declined', 'withdrawn')),
       version integer NOT NULL DEFAULT 1 CHECK (version >= 1),

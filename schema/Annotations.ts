@@ -76,3 +76,9 @@ export class Public extends Context.Service<Public, boolean>()("shiori/Public") 
 export const NotModified = Schema.Void.annotate({
   description: "Not Modified: the `ETag` named in `If-None-Match` is current (RFC 9110 15.4.5); no body."
 })
+
+/**
+ * The field-error reason a check of our own reports (src/platform/FieldErrors.ts reads it): a check
+ * that is not one of Schema's built-ins is otherwise `INVALID_FORMAT`.
+ */
+export const ReasonAnnotationId = "shiori/Reason"

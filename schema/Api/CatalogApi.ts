@@ -16,6 +16,7 @@ import { MirrorApi } from "./MirrorApi.js"
 import { PersonsApi } from "./PersonsApi.js"
 import { problemOpenApiTransform } from "./ProblemOpenApi.js"
 import { ProblemsApi } from "./ProblemsApi.js"
+import { ProposalModerationApi, ProposalsApi, RevisionsApi } from "./ProposalsApi.js"
 import { ReleasesApi } from "./ReleasesApi.js"
 import { StatsApi } from "./StatsApi.js"
 import { TagsApi } from "./TagsApi.js"
@@ -39,6 +40,9 @@ export class CatalogApi extends HttpApi.make("catalog")
   .add(ClaimsApi)
   .add(ModerationApi)
   .add(ClaimEventsApi)
+  .add(ProposalsApi)
+  .add(ProposalModerationApi)
+  .add(RevisionsApi)
   // Last, so it wraps every other middleware: failures any operation can meet (bad parameters, a bad
   // body, a defect, the database away) are its errors, so every operation lists them.
   .middleware(ProblemResponses)

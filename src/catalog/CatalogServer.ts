@@ -25,6 +25,7 @@ import { RequestBudget } from "./limits/RequestBudget.js"
 import { HttpMirrorLive } from "./mirror/Http.js"
 import { HttpPersonsLive } from "./persons/Http.js"
 import { HttpProblemsLive } from "./problems/Http.js"
+import { HttpProposalGroupsLive } from "./proposals/Http.js"
 import { HttpReleasesLive } from "./releases/Http.js"
 import { PgSearchIndexLive } from "./search/PgSearchIndex.js"
 import { ReadCache } from "./shared/ReadCache.js"
@@ -63,7 +64,8 @@ export const CatalogApiLive = HttpApiBuilder.layer(CatalogApiDocumented, { opena
     HttpCharactersLive,
     HttpCreditNamesLive,
     HttpPersonsLive,
-    HttpClaimGroupsLive
+    HttpClaimGroupsLive,
+    HttpProposalGroupsLive
   ]),
   Layer.provide(Layer.mergeAll(ReplayLive(catalogRoutes), Writes.layer, PgSearchIndexLive)),
   // The endpoint middleware: the credential checks, and the problem responses around them.

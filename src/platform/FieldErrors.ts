@@ -5,7 +5,7 @@
  * description of itself, so an `isMaxLength(512)` in a schema becomes `TOO_LONG {max_length: 512}`).
  */
 import type { SchemaAST, SchemaIssue } from "effect"
-import { ProblemCodeAnnotationId } from "../../schema/Annotations.js"
+import { ProblemCodeAnnotationId, ReasonAnnotationId } from "../../schema/Annotations.js"
 import type { FieldError, ProblemCode, Reason } from "../../schema/Problem.js"
 
 export type Location = "pointer" | "parameter" | "header"
@@ -96,6 +96,9 @@ const numberOf = (u: unknown): number | undefined =>
  * and items for an array, so the value decides which.
  */
 const fromFilter = (filter: SchemaAST.Filter<unknown>, input: unknown): { reason: Reason; params?: Params } => {
+  // A check of our own names its reason (schema/Catalog/Fields.ts, `ReasonAnnotationId`).
+  const named = (filter.annotations as Record<string, unknown> | undefined)?.[ReasonAnnotationId]
+  if (typeof named === "string") return { reason: named as Reason }
   const representation = filter.annotations?.representation as
     | { readonly id?: string; readonly payload?: Record<string, unknown> }
     | undefined
@@ -103,6 +106,8 @@ const fromFilter = (filter: SchemaAST.Filter<unknown>, input: unknown): { reason
   const items = Array.isArray(input)
   const length = (key: "maxLength" | "minLength") => numberOf(payload[key])
   switch (representation?.id) {
+    case "effect/schema/isUnique":
+      return { reason: "DUPLICATE_ITEM" }
     case "effect/schema/isMaxLength": {
       const n = length("maxLength")
       if (n === undefined) break

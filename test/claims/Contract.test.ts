@@ -12,7 +12,7 @@ import { Effect, Schema } from "effect"
 import * as Http from "node:http"
 import { ClaimRecord, ListClaimEvent, ListClaimRecord } from "../../schema/Catalog/Claim.js"
 import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
-import { workFieldKeys } from "../../src/catalog/claims/WorkFields.js"
+import { mintKeys } from "../../src/catalog/claims/WorkFields.js"
 import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
 import { serverLayerOptions } from "../support/TestServers.js"
 
@@ -190,7 +190,7 @@ describe("one contract on every route (docs/api-contract.md)", () => {
           expect.objectContaining({
             reason: "UNKNOWN_VALUE",
             pointer: "/field_values/catalog.work.display_nam",
-            params: { allowed: [...workFieldKeys] }
+            params: { allowed: [...mintKeys] }
           })
         ])
         const mine = yield* f.call("GET", "/v2/claims?limit=100", { key: f.siteUser.key })

@@ -18,7 +18,6 @@ import { Context, Effect, Layer, Option } from "effect"
 import type { ListClaimsParams, QueueParams } from "../../../schema/Api/ClaimsApi.js"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
 import { holdsRole, type RouteRule } from "../../../schema/Api/Writes.js"
-import type { TargetObject } from "../../../schema/Catalog/Change.js"
 import {
   ClaimDecisionRecord,
   type ClaimEvent,
@@ -38,7 +37,6 @@ import {
   ValidationFailed
 } from "../../../schema/Problem.js"
 import { UserStanding } from "../../platform/IdentityPort.js"
-import { entityTables } from "../merge/MergeRepo.js"
 import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
 import { checkIfMatch, checkTenant, jsonAnswer } from "../writes/Writes.js"
 import { type Appended, ClaimsRepo, type LockedClaim, type RecordRow, type Viewer } from "./ClaimsRepo.js"
@@ -603,17 +601,7 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
         }
       })
 
-    /** The field keys of an entity with their current values. */
-    const snapshot = (principal: PrincipalShape, object: TargetObject, id: string) =>
-      Effect.gen(function*() {
-        const nsfw = principal.contentLimit === "nsfw"
-        const row = yield* repo.snapshotRow(entityTables[object], id, object === "work", nsfw)
-        if (row === undefined) return yield* new NotFound({ detail: `No ${object} ${id}.` })
-        const prefix = object === "work" ? "catalog.work" : `catalog.${object}`
-        return Object.fromEntries(Object.entries(row).map(([field, value]) => [`${prefix}.${field}`, value]))
-      })
-
-    return { create, submit, release, decide, get, list, queue, events, snapshot } as const
+    return { create, submit, release, decide, get, list, queue, events } as const
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(

@@ -451,20 +451,6 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
         LIMIT ${options.limit}`.pipe(Effect.flatMap(decodeEvents))
 
     /** The row of an entity for a snapshot: its name fields, and for works the other field keys. */
-    const snapshotRow = (table: string, id: string, work: boolean, nsfw: boolean) => {
-      if (bigintId(id) === undefined) return Effect.succeed(undefined)
-      // Works, releases and characters carry the content gate's `nsfw`; the other types have none.
-      const gated = nsfw || !["works", "releases", "characters"].includes(table) ? sql`TRUE` : sql`NOT nsfw`
-      return (work
-        ? sql<Record<string, unknown>>`
-          SELECT display_name, latin, olang, length_minutes, development_status
-          FROM works WHERE id = ${id}::bigint AND live AND ${gated}`
-        : sql<Record<string, unknown>>`
-          SELECT display_name, latin FROM ${sql(table)} WHERE id = ${id}::bigint AND live AND ${gated}`).pipe(
-          Effect.map((rows) => rows[0])
-        )
-    }
-
     // A statement that fails here is a defect (the rules above it refuse every bad input first).
     const orDie =
       <Args extends ReadonlyArray<any>, A, E, R>(f: (...args: Args) => Effect.Effect<A, E, R>) => (...args: Args) =>
@@ -483,8 +469,7 @@ export class ClaimsRepo extends Context.Service<ClaimsRepo>()("catalog/ClaimsRep
       record: orDie(record),
       actedOn: orDie(actedOn),
       queue: orDie(queue),
-      events: orDie(events),
-      snapshotRow: orDie(snapshotRow)
+      events: orDie(events)
     } as const
   })
 }) {

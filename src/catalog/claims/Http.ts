@@ -10,6 +10,7 @@ import { Principal } from "../../../schema/Api/Security.js"
 import { ClaimRecord } from "../../../schema/Catalog/Claim.js"
 import { conditional } from "../../platform/Conditional.js"
 import { runToCompletion } from "../../platform/HttpListener.js"
+import { Proposals } from "../proposals/Proposals.js"
 import { Writes } from "../writes/Writes.js"
 import { Claims } from "./Claims.js"
 
@@ -66,6 +67,7 @@ export const HttpModerationLive = HttpApiBuilder.group(
   (handlers) =>
     Effect.gen(function*() {
       const claims = yield* Claims
+      const proposals = yield* Proposals
       const writes = yield* Writes
       return handlers
         .handle("moderationQueue", ({ query }) => Effect.flatMap(Principal, (p) => claims.queue(p, query)))
@@ -79,7 +81,7 @@ export const HttpModerationLive = HttpApiBuilder.group(
               write: claims.decide(principal, claimRules.decideClaim, params.work_id, payload, headers["if-match"])
             })), runToCompletion)
         .handle("snapshot", ({ params }) =>
-          Effect.flatMap(Principal, (p) => claims.snapshot(p, params.object, params.id)))
+          Effect.flatMap(Principal, (p) => proposals.snapshot(p, params.object, params.id)))
     })
 )
 
@@ -97,5 +99,5 @@ export const HttpClaimEventsLive = HttpApiBuilder.group(
 )
 
 export const HttpClaimGroupsLive = Layer.mergeAll(HttpClaimsLive, HttpModerationLive, HttpClaimEventsLive).pipe(
-  Layer.provide(Claims.layer)
+  Layer.provide([Claims.layer, Proposals.layer])
 )

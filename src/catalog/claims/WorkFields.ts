@@ -1,28 +1,23 @@
 /**
- * Field keys of works (docs/writing.md, "Field keys"): `catalog.work.<field>`, named as in the work
- * record, each with the schema of its value. One registry for both directions: minting a work
- * from `field_values` checks against it, and a snapshot reads the same keys back.
+ * The field keys a claim may mint a work from (docs/writing.md, "Claims"): the work's name, its
+ * romanization, its original language, its length and its development status, each checked against
+ * the field registry's own schema (schema/Catalog/Fields.ts). Other keys of works are set by edit
+ * proposals once the work is served.
  */
-import { Effect, Result, Schema } from "effect"
-import { LangTag, NameInput } from "../../../schema/Catalog/Common.js"
-import { DevelopmentStatus } from "../../../schema/Catalog/Work.js"
+import { Effect } from "effect"
 import type { FieldError } from "../../../schema/Problem.js"
 import { ValidationFailed } from "../../../schema/Problem.js"
-import { StorableText } from "../../../schema/Text.js"
-import { type Collected, collectFieldErrors } from "../../platform/FieldErrors.js"
+import { decodeFields, pointerToken } from "../fields/EntityFields.js"
 
-export const WorkFieldSchemas = {
-  "catalog.work.display_name": NameInput,
-  "catalog.work.latin": Schema.NullOr(StorableText.check(Schema.isMinLength(1), Schema.isMaxLength(512))),
-  "catalog.work.olang": Schema.NullOr(LangTag),
-  "catalog.work.length_minutes": Schema.NullOr(
-    Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 1_000_000 }))
-  ),
-  "catalog.work.development_status": DevelopmentStatus
-} as const
-
-export type WorkFieldKey = keyof typeof WorkFieldSchemas
-export const workFieldKeys = Object.keys(WorkFieldSchemas) as ReadonlyArray<WorkFieldKey>
+/** The keys minting writes, in the order the document lists them. */
+export const mintKeys = [
+  "catalog.work.display_name",
+  "catalog.work.latin",
+  "catalog.work.olang",
+  "catalog.work.length_minutes",
+  "catalog.work.development_status"
+] as const
+export type MintKey = (typeof mintKeys)[number]
 
 /** The values of a minted work, every key decoded. */
 export interface MintFields {
@@ -34,34 +29,33 @@ export interface MintFields {
 }
 
 /**
- * Checks `field_values` key by key: an unknown key is `UNKNOWN_VALUE`, a bad value the schema's
- * reason, each at `/field_values/<key>`. Answers the decoded values by key.
+ * Checks `field_values` key by key: a key minting does not write is `UNKNOWN_VALUE` (with the keys it
+ * does write), a bad value the reason its schema fails with, each at `/field_values/<key>`. Answers
+ * the decoded values by key.
  */
 export const decodeWorkFields = (values: Readonly<Record<string, unknown>>) =>
   Effect.gen(function*() {
-    const out: Partial<Record<WorkFieldKey, unknown>> = {}
-    const collected: Collected = { errors: [], code: undefined }
+    const errors: Array<FieldError> = []
+    const mintable: Record<string, unknown> = {}
     for (const [key, value] of Object.entries(values)) {
-      if (!Object.hasOwn(WorkFieldSchemas, key)) {
-        const pointer = `/field_values/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`
-        collected.errors.push({
-          reason: "UNKNOWN_VALUE",
-          detail: `\`${pointer}\` is not a field key of works.`,
-          pointer,
-          params: { allowed: [...workFieldKeys] }
-        } as FieldError)
+      if ((mintKeys as ReadonlyArray<string>).includes(key)) {
+        mintable[key] = value
         continue
       }
-      const schema: Schema.Decoder<unknown> = WorkFieldSchemas[key as WorkFieldKey]
-      const decoded = Schema.decodeUnknownResult(schema)(value)
-      if (Result.isFailure(decoded)) {
-        collectFieldErrors(decoded.failure.issue, "pointer", collected, ["field_values", key])
-      } else {
-        out[key as WorkFieldKey] = decoded.success
-      }
+      const pointer = `/field_values/${pointerToken(key)}`
+      errors.push({
+        reason: "UNKNOWN_VALUE",
+        detail: `\`${pointer}\` is not a field key a work is minted from; propose it once the work is served.`,
+        pointer,
+        params: { allowed: [...mintKeys] }
+      } as FieldError)
     }
-    if (collected.errors.length > 0) {
-      return yield* new ValidationFailed({ detail: "`field_values` has invalid entries.", errors: collected.errors })
+    const decoded = decodeFields("catalog.work", mintable, "field_values")
+    errors.push(...decoded.errors)
+    if (errors.length > 0) {
+      return yield* new ValidationFailed({ detail: "`field_values` has invalid entries.", errors })
     }
-    return out
+    return Object.fromEntries([...decoded.values].map(([field, value]) => [`catalog.work.${field}`, value])) as Partial<
+      Record<MintKey, unknown>
+    >
   })

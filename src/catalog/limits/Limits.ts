@@ -42,7 +42,8 @@ export class CatalogLimits extends Context.Service<CatalogLimits>()("catalog/Cat
       leaseMax: yield* positive("CATALOG_RATE_LEASE_MAX", 1000),
       quotas: {
         claims: yield* positive("CATALOG_QUOTA_CLAIMS", 1000),
-        decisions: yield* positive("CATALOG_QUOTA_DECISIONS", 10_000)
+        decisions: yield* positive("CATALOG_QUOTA_DECISIONS", 10_000),
+        proposals: yield* positive("CATALOG_QUOTA_PROPOSALS", 5000)
       },
       failedCredentials: {
         capacity: yield* Config.schema(
