@@ -6,6 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ClaimsFixture, ClaimsFixtureLive } from "../support/Claims.js"
+import { proposalKeys } from "../support/Proposals.js"
 import { serverLayerOptions } from "../support/TestServers.js"
 
 describe("proposal lifecycle (docs/writing.md, \"Edit proposals\")", () => {
@@ -13,8 +14,9 @@ describe("proposal lifecycle (docs/writing.md, \"Edit proposals\")", () => {
     it.effect("propose, amend, merge: the work reads the effective patch and the revision its diff", () =>
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
-        const key = yield* f.makeKey("site_a", ["catalog:read", "catalog:write"], f.siteUser.id)
-        const mod = yield* f.makeKey("mod_site", ["catalog:read", "moderation"], f.moderator.id)
+        const keys = yield* proposalKeys(f)
+        const key = keys.site
+        const mod = keys.moderator
         const work = f.works[0]!
         const before = yield* f.call("GET", `/v2/moderation/snapshots/work/${work}`, { key: mod })
         expect(before.status, JSON.stringify(before.body)).toBe(200)
