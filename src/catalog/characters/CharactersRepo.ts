@@ -1,8 +1,8 @@
 /**
  * SQL of characters, their traits and appearances. Every read applies the content gate
  * (docs/api-contract.md, "Credentials, scopes and the content limit"); `characters.nsfw` marks a
- * character that appears only in nsfw works. SQL failures die here (docs/life-of-a-request.md,
- * "Handlers, services and SQL").
+ * character that appears only in nsfw works. Suppressed roster and credit rows (migrations/0026) are
+ * read as absent. SQL failures die here (docs/life-of-a-request.md, "Handlers, services and SQL").
  */
 import { Context, Effect, Layer, Schema, Struct } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
@@ -118,7 +118,9 @@ export class CharactersRepo extends Context.Service<CharactersRepo>()("catalog/C
 
     /**
      * The visible works `characterId` appears in: its roster rows, plus the works that credit a
-     * voice for it without a roster row (no identity, role `unknown`, spoiler `none`).
+     * voice for it without a roster row (no identity, role `unknown`, spoiler `none`). A suppressed
+     * row counts as no row: a work whose roster row is suppressed but whose voice credit is not is
+     * reached through the voice credit.
      */
     const findAppearances = SqlSchema.findAll({
       Request: AppearancesRequest,
@@ -128,12 +130,13 @@ export class CharactersRepo extends Context.Service<CharactersRepo>()("catalog/C
         return sql`
         WITH r AS (
           SELECT wc.work_id, wc.roster_role, wc.spoiler, wc.identity
-          FROM work_characters wc WHERE wc.character_id = ${characterId}::bigint
+          FROM work_characters wc WHERE wc.character_id = ${characterId}::bigint AND NOT wc.suppressed
           UNION ALL
           SELECT DISTINCT c.work_id, 'unknown', 'none', NULL::text
           FROM credits c
-          WHERE c.character_id = ${characterId}::bigint AND NOT EXISTS (
-            SELECT 1 FROM work_characters wc WHERE wc.work_id = c.work_id AND wc.character_id = c.character_id
+          WHERE c.character_id = ${characterId}::bigint AND NOT c.suppressed AND NOT EXISTS (
+            SELECT 1 FROM work_characters wc
+            WHERE wc.work_id = c.work_id AND wc.character_id = c.character_id AND NOT wc.suppressed
           )
         )
         SELECT ${workBasicColumns(sql)}, coalesce(w.released_key, ${undated}) AS sort_key, r.roster_role, r.spoiler,

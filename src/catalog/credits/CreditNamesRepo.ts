@@ -1,6 +1,7 @@
 /**
  * SQL of credit names and their credits. Every read applies the content gate (`creditNameGate`,
- * `workGate`); SQL failures die here (docs/life-of-a-request.md, "Handlers, services and SQL").
+ * `workGate`) and reads suppressed credits (migrations/0026) as absent; SQL failures die here
+ * (docs/life-of-a-request.md, "Handlers, services and SQL").
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
@@ -102,6 +103,7 @@ export class CreditNamesRepo extends Context.Service<CreditNamesRepo>()("catalog
           SELECT c.work_id::text AS work_id, ${columns}
           FROM credits c JOIN ${from} ON cn.id = c.credit_name_id AND cn.live
           WHERE c.character_id = ${characterId}::bigint AND c.work_id = ANY(${workIds}::bigint[])
+            AND NOT c.suppressed
           ORDER BY c.work_id, c.position, c.identity`
     })
     /** The names voicing `characterId` in each of `workIds`, in each work's credit order. */
@@ -127,7 +129,7 @@ export class CreditNamesRepo extends Context.Service<CreditNamesRepo>()("catalog
         FROM credits c
         JOIN works w ON w.id = c.work_id ${workGate(sql, options.nsfw)}
         JOIN credit_roles r ON r.role_key = c.role_key
-        WHERE c.credit_name_id = ${options.nameId}::bigint
+        WHERE c.credit_name_id = ${options.nameId}::bigint AND NOT c.suppressed
           ${
           after === undefined ?
             sql`` :

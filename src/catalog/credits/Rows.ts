@@ -92,7 +92,7 @@ export const creditNameFrom = (sql: Sql) =>
 /**
  * Whether the credit name `alias` is visible (an `sfw` credential never sees what only nsfw works
  * contain). Live, and for `sfw`: a credit on a live sfw work, or none on a live nsfw work. A name
- * credited nowhere is visible.
+ * credited nowhere is visible; a suppressed credit (migrations/0026) counts as none.
  */
 export const creditNameGate = (sql: Sql, nsfw: boolean, alias = "cn") => {
   const cn = sql(alias)
@@ -102,9 +102,9 @@ export const creditNameGate = (sql: Sql, nsfw: boolean, alias = "cn") => {
   // The sfw probe goes first: most names have an sfw credit among their first index entries.
   return sql`${cn}.live AND (
     (SELECT true FROM credits gc JOIN works gw ON gw.id = gc.work_id AND gw.live AND NOT gw.nsfw
-      WHERE gc.credit_name_id = ${cn}.id LIMIT 1) IS NOT NULL
+      WHERE gc.credit_name_id = ${cn}.id AND NOT gc.suppressed LIMIT 1) IS NOT NULL
     OR (SELECT true FROM credits gc JOIN works gw ON gw.id = gc.work_id AND gw.live AND gw.nsfw
-      WHERE gc.credit_name_id = ${cn}.id LIMIT 1) IS NULL)`
+      WHERE gc.credit_name_id = ${cn}.id AND NOT gc.suppressed LIMIT 1) IS NULL)`
 }
 
 export const toCreditNameBasic = (row: CreditNameRow): CreditNameBasic => ({

@@ -343,7 +343,10 @@ const creditEntryJson = objectSql(CreditEntry, {
   identity: "c.identity"
 })
 
-/** A work's credits grouped by role: (work_id, role_key, role_name, position, credits JSON array). */
+/**
+ * A work's unsuppressed credits grouped by role: (work_id, role_key, role_name, position, credits JSON
+ * array).
+ */
 export const creditGroupsSql = (sql: Sql, workCondition: Fragment): Fragment =>
   sql`SELECT c.work_id, r.role_key, r.role_name, r.position,
       json_agg(${sql.literal(creditEntryJson)} ORDER BY c.position, c.identity) AS credits
@@ -351,7 +354,7 @@ export const creditGroupsSql = (sql: Sql, workCondition: Fragment): Fragment =>
     JOIN credit_roles r ON r.role_key = c.role_key
     JOIN credit_names cn ON cn.id = c.credit_name_id AND cn.live
     LEFT JOIN characters ch ON ch.id = c.character_id AND ch.live
-    WHERE c.work_id ${workCondition}
+    WHERE c.work_id ${workCondition} AND NOT c.suppressed
     GROUP BY c.work_id, r.role_key, r.role_name, r.position`
 
 // ---------------------------------------------------------------------------------------------

@@ -189,12 +189,13 @@ export class WorksRepo extends Context.Service<WorksRepo>()("catalog/WorksRepo",
 
     /**
      * The first `take` roster rows of a work after `after`, in roster order (position, then character
-     * id), live characters only: (id, position, character_id, json), `json` the RosterCharacter.
+     * id), unsuppressed rows of live characters only: (id, position, character_id, json), `json` the
+     * RosterCharacter.
      */
     const rosterRows = (workId: string, after: Keyed | undefined, take: number) =>
       sql`SELECT c.id::text AS id, wc.position, wc.character_id, ${sql.literal(rosterJson)} AS json
         FROM work_characters wc JOIN characters c ON c.id = wc.character_id AND c.live
-        WHERE wc.work_id = ${workId}::bigint
+        WHERE wc.work_id = ${workId}::bigint AND NOT wc.suppressed
           ${
         after === undefined
           ? sql``
