@@ -19,6 +19,7 @@ import type { EntityType } from "../../../schema/Catalog/Fields.js"
 import { entityObject, type FieldsOf, FieldSpecs } from "../../../schema/Catalog/Fields.js"
 import { WorkTitle } from "../../../schema/Catalog/Work.js"
 import type { FieldError } from "../../../schema/Problem.js"
+import { refreshCharacterNsfwSql } from "../merge/MergeRepo.js"
 import { searchDocument } from "../search/SearchKey.js"
 import { objectSql } from "../shared/JsonSql.js"
 import { rfc3339Sql } from "../shared/Rfc3339.js"
@@ -261,9 +262,20 @@ const cover: Storage = {
 const suppressed = (table: "work_characters" | "credits"): Storage => ({
   read: list(`SELECT json_agg(r.identity ORDER BY r.identity) FROM ${table} r WHERE r.work_id = e.id AND r.suppressed`),
   write: ({ id, sql }, identities: ReadonlyArray<string>) =>
-    Effect.asVoid(sql`
-      UPDATE ${sql(table)} SET suppressed = (identity = ANY(${identities}::text[]))
-      WHERE work_id = ${id}::bigint AND suppressed <> (identity = ANY(${identities}::text[]))`),
+    Effect.gen(function*() {
+      const changed = yield* sql<{ character_id: string | null }>`
+        UPDATE ${sql(table)} SET suppressed = (identity = ANY(${identities}::text[]))
+        WHERE work_id = ${id}::bigint AND suppressed <> (identity = ANY(${identities}::text[]))
+        RETURNING character_id::text AS character_id`
+      // A character seen only through suppressed roster rows of nsfw works (or no longer) changes its
+      // content gate; its record changed for the feed too.
+      const characters = table === "work_characters"
+        ? [...new Set(changed.flatMap((r) => r.character_id === null ? [] : [r.character_id]))]
+        : []
+      if (characters.length === 0) return
+      const refreshed = yield* refreshCharacterNsfwSql(sql, characters)
+      for (const { id: character } of refreshed) yield* sql`SELECT catalog_touch('character', ${character}::bigint)`
+    }),
   references: ({ id, sql }, identities: ReadonlyArray<string>, base) =>
     Effect.map(
       sql<{ identity: string }>`SELECT identity FROM ${sql(table)}

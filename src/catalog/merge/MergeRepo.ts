@@ -9,6 +9,22 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
 
+/**
+ * `characters.nsfw`: the character appears in live works, all of them nsfw (through roster rows that
+ * are not suppressed, as the reads see them). Merges and roster suppression both keep it.
+ */
+export const refreshCharacterNsfwSql = (sql: SqlClient.SqlClient, characterIds: ReadonlyArray<string>) =>
+  sql`
+    UPDATE characters c SET nsfw = x.nsfw, updated_at = now()
+    FROM (
+      SELECT c2.id, bool_and(w.nsfw) AS nsfw FROM characters c2
+      JOIN work_characters wc ON wc.character_id = c2.id AND NOT wc.suppressed
+      JOIN works w ON w.id = wc.work_id AND w.live
+      WHERE c2.id = ANY(${characterIds}::bigint[]) GROUP BY c2.id
+    ) x
+    WHERE c.id = x.id AND c.nsfw IS DISTINCT FROM x.nsfw
+    RETURNING c.id::text AS id`
+
 export const entityTables: Readonly<Record<TargetObject, string>> = {
   work: "works",
   release: "releases",
@@ -237,21 +253,7 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
         WHERE w.id = ANY(${workIds}::bigint[]) AND EXISTS (SELECT 1 FROM releases r WHERE r.work_id = w.id AND r.live)
       `
 
-    /**
-     * `characters.nsfw`: the character appears in live works, all of them nsfw (through roster rows
-     * that are not suppressed, as the reads see them).
-     */
-    const refreshCharacterNsfw = (characterIds: Ids) =>
-      sql`
-        UPDATE characters c SET nsfw = x.nsfw, updated_at = now()
-        FROM (
-          SELECT c2.id, bool_and(w.nsfw) AS nsfw FROM characters c2
-          JOIN work_characters wc ON wc.character_id = c2.id AND NOT wc.suppressed
-          JOIN works w ON w.id = wc.work_id AND w.live
-          WHERE c2.id = ANY(${characterIds}::bigint[]) GROUP BY c2.id
-        ) x
-        WHERE c.id = x.id AND c.nsfw IS DISTINCT FROM x.nsfw
-      `
+    const refreshCharacterNsfw = (characterIds: Ids) => refreshCharacterNsfwSql(sql, characterIds)
 
     // --- references to the loser from other entities move to the survivor -----------------------
 
