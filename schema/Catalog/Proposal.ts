@@ -3,7 +3,7 @@
  * "Edit proposals").
  */
 import { Schema } from "effect"
-import { isStorable } from "../Text.js"
+import { isStorable, isStorableJson } from "../Text.js"
 import { SiteId } from "./Claim.js"
 import { Id, ListOf, Timestamp } from "./Common.js"
 import { EntityTypeSchema, FieldKey, ProposalNote } from "./Fields.js"
@@ -14,10 +14,11 @@ export const ProposalState = Schema.Literals(["open", "merged", "declined", "wit
 export type ProposalState = typeof ProposalState.Type
 
 /**
- * A field-key -> value map as a request carries it. Each value is checked against its key's schema
- * (schema/Catalog/Fields.ts) by the route, which reports every bad entry at `/patch/<key>`.
+ * A field-key -> value map as a request carries it. Every text in it, at any depth, is storable
+ * (schema/Text.ts); each value is then checked against its key's schema (schema/Catalog/Fields.ts) by
+ * the route, which reports every bad entry at `/patch/<key>`.
  */
-export const Patch = Schema.Record(FieldKey, Schema.Unknown).annotate({
+export const Patch = Schema.Record(FieldKey, Schema.Unknown.check(isStorableJson)).annotate({
   identifier: "Patch",
   description: "Field key -> new value (`catalog.work.display_name` -> \"...\"). `GET /v2/catalog/fields` lists " +
     "the keys and their values' schemas; `GET /v2/moderation/snapshots/{object}/{id}` shows the current values."
