@@ -82,6 +82,9 @@ const uniqueBy = <A>(what: string, key: (item: A) => unknown) =>
     [ReasonAnnotationId]: "DUPLICATE_ITEM"
   })
 
+/** An id without leading zeros (`007` and `7` name one row). */
+const canonicalId = (id: string) => id.replace(/^0+(?=[0-9])/u, "")
+
 /** Storage's smallint and integer columns. */
 const smallint = Schema.isLessThanOrEqualTo(32_767)
 const integer = Schema.isLessThanOrEqualTo(2_147_483_647)
@@ -147,7 +150,7 @@ const work = {
         tag: fields.tag.mapFields(Struct.pick(["id"])).annotate({ identifier: undefined }),
         score: fields.score.check(twoDecimals)
       })).annotate({ identifier: undefined })
-    ).check(uniqueBy("tag", (entry: { readonly tag: { readonly id: string } }) => entry.tag.id))
+    ).check(uniqueBy("tag", (entry: { readonly tag: { readonly id: string } }) => canonicalId(entry.tag.id)))
   ),
   cover: field(
     ImageHash.annotate({

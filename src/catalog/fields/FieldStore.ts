@@ -199,20 +199,29 @@ const tags: Storage = {
   write: ({ id, sql }, value: ReadonlyArray<TagEntry>) =>
     Effect.gen(function*() {
       const count = (sign: 1 | -1) =>
-        sql`
+        sql<{ id: string }>`
           UPDATE tags t SET work_count = t.work_count + ${sign}::int,
             work_count_sfw = t.work_count_sfw + (CASE WHEN w.nsfw THEN 0 ELSE ${sign}::int END)
           FROM work_tags wt JOIN works w ON w.id = wt.work_id AND w.live
-          WHERE wt.work_id = ${id}::bigint AND t.id = wt.tag_id`
-      yield* count(-1)
+          WHERE wt.work_id = ${id}::bigint AND t.id = wt.tag_id
+          RETURNING t.id::text AS id`
+      const removed = yield* count(-1)
       yield* sql`DELETE FROM work_tags WHERE work_id = ${id}::bigint`
-      if (value.length === 0) return
-      yield* sql`
-        INSERT INTO work_tags (work_id, tag_id, spoiler, score)
-        SELECT ${id}::bigint, x.tag_id::bigint, x.spoiler, x.score
-        FROM unnest(${value.map((v) => v.tag.id)}::text[], ${value.map((v) => v.spoiler)}::text[],
-          ${value.map((v) => v.score)}::real[]) AS x (tag_id, spoiler, score)`
-      yield* count(1)
+      if (value.length > 0) {
+        yield* sql`
+          INSERT INTO work_tags (work_id, tag_id, spoiler, score)
+          SELECT ${id}::bigint, x.tag_id::bigint, x.spoiler, x.score
+          FROM unnest(${value.map((v) => v.tag.id)}::text[], ${value.map((v) => v.spoiler)}::text[],
+            ${value.map((v) => v.score)}::real[]) AS x (tag_id, spoiler, score)`
+      }
+      const added = yield* count(1)
+      // A tag whose count moved changed its record: the feed tells mirrors (once per tag).
+      const before = new Set(removed.map((r) => r.id))
+      const after = new Set(added.map((r) => r.id))
+      const moved = [...before].filter((t) => !after.has(t)).concat([...after].filter((t) => !before.has(t)))
+      if (moved.length > 0) {
+        yield* sql`SELECT catalog_touch('tag', x) FROM unnest(${moved}::bigint[]) AS x`
+      }
     }),
   references: ({ sql }, value: ReadonlyArray<TagEntry>, base) =>
     Effect.map(
