@@ -48,6 +48,7 @@ import {
 } from "../../../schema/Problem.js"
 import { decodeFields, EntityFields, type Located, pointerToken } from "../fields/EntityFields.js"
 import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
+import { bigintId } from "../shared/Lanes.js"
 import { checkIfMatch, checkTenant, jsonAnswer } from "../writes/Writes.js"
 import { type AmendmentRow, type ProposalRow, ProposalsRepo, type RevisionRow } from "./ProposalsRepo.js"
 
@@ -415,15 +416,20 @@ export class Proposals extends Context.Service<Proposals>()("catalog/Proposals",
         params,
         key: (row: ProposalRow) => row.id,
         item: toProposal,
-        fetch: (beforeId, limit) =>
-          repo.bySite({
-            site: principal.site,
-            state: params.state,
-            entityType: params.entity_type,
-            entityId: params.entity_id,
-            beforeId,
-            limit
-          })
+        fetch: (beforeId, limit) => {
+          // An id beyond bigint names no entity: no proposal is on it.
+          const entityId = params.entity_id === undefined ? undefined : bigintId(params.entity_id)
+          return params.entity_id !== undefined && entityId === undefined
+            ? Effect.succeed([])
+            : repo.bySite({
+              site: principal.site,
+              state: params.state,
+              entityType: params.entity_type,
+              entityId,
+              beforeId,
+              limit
+            })
+        }
       })
     }
 
@@ -483,7 +489,8 @@ export class Proposals extends Context.Service<Proposals>()("catalog/Proposals",
 
     const revision = (principal: PrincipalShape, id: string) =>
       Effect.gen(function*() {
-        const row = /^[0-9]{1,18}$/.test(id) ? yield* repo.revision(id) : undefined
+        const key = bigintId(id)
+        const row = key === undefined ? undefined : yield* repo.revision(key)
         const hidden = row !== undefined && principal.contentLimit !== "nsfw" &&
           (yield* fields.nsfw(row.entity_type, row.entity_id))
         if (row === undefined || hidden) return yield* new NotFound({ detail: `No revision ${id}.` })

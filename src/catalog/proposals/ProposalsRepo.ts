@@ -6,6 +6,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { EntityTypeSchema } from "../../../schema/Catalog/Fields.js"
 import { FieldDiff, ProposalState } from "../../../schema/Catalog/Proposal.js"
+import { bigintId } from "../shared/Lanes.js"
 import { rfc3339Sql } from "../shared/Rfc3339.js"
 
 const Json = Schema.Record(Schema.String, Schema.Unknown)
@@ -94,13 +95,16 @@ export class ProposalsRepo extends Context.Service<ProposalsRepo>()("catalog/Pro
     })
 
     /** One proposal; `lock`: locked for the rest of the transaction. */
-    const find = (id: string, lock: boolean) =>
-      SqlSchema.findAll({
+    const find = (id: string, lock: boolean) => {
+      // An id beyond bigint (the wire allows 20 digits) names no proposal.
+      const key = bigintId(id)
+      return key === undefined ? Effect.succeed(undefined) : SqlSchema.findAll({
         Request: Schema.String,
         Result: ProposalRow,
         execute: (key) =>
           sql`SELECT ${proposals} FROM proposals p WHERE p.id = ${key}::bigint ${lock ? sql`FOR UPDATE` : sql``}`
-      })(id).pipe(Effect.map((rows) => rows[0]))
+      })(key).pipe(Effect.map((rows) => rows[0]))
+    }
 
     /**
      * Appends an amendment to a locked proposal: the next `seq`, the effective patch with `set` laid
