@@ -276,8 +276,9 @@ export class ModerationApi extends HttpApiGroup.make("moderation")
           .annotate(OpenApi.Summary, "Snapshot of an entity's fields")
           .annotate(
             OpenApi.Description,
-            "Field key -> current value, in the `field_values` shape of claim creation (served for works, and the " +
-              "name fields of every other type)."
+            "Every field key of the entity's type (`GET /v2/catalog/fields`) -> its current value: the shape of a " +
+              "proposal's `patch` and of claim creation's `field_values`. 404 for a type proposals do not edit " +
+              "(persons) and for an entity that is not served or that the credential's content limit hides."
           )
     )
   )

@@ -20,7 +20,7 @@ import type { TargetObject } from "./Change.js"
 import { Character, Measurements, RowIdentity } from "./Character.js"
 import { EntityName, ImageHash, Intro, WorkLink } from "./Common.js"
 import { Company } from "./Company.js"
-import { CreditName } from "./Credit.js"
+import { CreditEntry, CreditName } from "./Credit.js"
 import { Engine } from "./Engine.js"
 import { Release } from "./Release.js"
 import { Tag, WorkTag } from "./Tag.js"
@@ -159,12 +159,12 @@ const work = {
   ),
   roster_suppressed: field(
     listOf(RowIdentity).check(uniqueBy("identity", (identity: string) => identity)).annotate({
-      description: "The `identity` values of the roster rows hidden from every read."
+      description: "The `identity` values of the roster rows (`characters[]`) hidden from every read."
     })
   ),
   credits_suppressed: field(
-    listOf(RowIdentity).check(uniqueBy("identity", (identity: string) => identity)).annotate({
-      description: "The `identity` values of the credit rows hidden from every read."
+    listOf(CreditEntry.fields.identity).check(uniqueBy("identity", (identity: string) => identity)).annotate({
+      description: "The `identity` values of the credit rows (`include=credits`) hidden from every read."
     })
   ),
   released: readOnly(WorkFull.fields.released),

@@ -71,7 +71,7 @@ export type Amendment = typeof Amendment.Type
 export const FieldDiff = Schema.Struct({
   key: FieldKey,
   from: Schema.Unknown.annotate({
-    description: "The value just before the merge; null when unset or when there is no predecessor revision."
+    description: "The value just before the merge (whichever merge or import wrote it); null when unset."
   }),
   to: Schema.Unknown.annotate({ description: "The value the merge wrote; null when cleared." })
 }).annotate({ identifier: "FieldDiff", description: "One field a revision changed." })

@@ -21,7 +21,7 @@ export const pointerToken = (token: string) => token.replaceAll("~", "~0").repla
 /**
  * Checks `values` (full keys) against the registry's keys of `entityType`: an unknown key (or a key
  * of another type) is `UNKNOWN_VALUE`, a read-only one `IMMUTABLE`, a bad value the reason its schema
- * fails with; each at `/<base>/<key>`. Answers the decoded values and the errors.
+ * fails with (a member its records do not have: `UNKNOWN_VALUE`); each at `/<base>/<key>`. Answers the decoded values and the errors.
  */
 export const decodeFields = (
   entityType: EntityType,
@@ -51,7 +51,8 @@ export const decodeFields = (
       } as FieldError)
       continue
     }
-    const decoded = Schema.decodeUnknownResult(field.schema)(value)
+    // A member a value's records do not have is refused, as in every request body.
+    const decoded = Schema.decodeUnknownResult(field.schema)(value, { errors: "all", onExcessProperty: "error" })
     if (Result.isFailure(decoded)) {
       collectFieldErrors(decoded.failure.issue, "pointer", collected, [base, key])
     } else {

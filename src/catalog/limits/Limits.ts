@@ -14,7 +14,7 @@ export interface CatalogLimitsShape {
   readonly requests: BucketPolicy
   /** The most tokens a process leases from a credential's shared bucket at once. */
   readonly leaseMax: number
-  /** Writes per site and UTC day, by kind (`CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`). */
+  /** Writes per site and UTC day, by kind (`CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`, `CATALOG_QUOTA_PROPOSALS`). */
   readonly quotas: Readonly<Record<QuotaKind, number>>
   /**
    * Per client address and process: API keys this process does not know as live, looked up

@@ -92,7 +92,8 @@ const toRevision = (row: RevisionRow): Revision => ({
 
 /** The JSON Schema of a value schema, its definitions inline under `$defs`. */
 const jsonSchemaOf = (schema: Schema.Top): Record<string, unknown> => {
-  const document = Schema.toJsonSchemaDocument(schema)
+  // As values are decoded: a member the records do not have is refused (EntityFields.ts).
+  const document = Schema.toJsonSchemaDocument(schema, { onExcessProperty: "error" })
   return Object.keys(document.definitions).length === 0
     ? { ...document.schema }
     : { ...document.schema, $defs: document.definitions }
