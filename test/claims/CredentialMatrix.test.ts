@@ -6,6 +6,10 @@
  * fails loudly if it needs a path parameter or a body the matrix does not know how to fill).
  * The OpenAPI document is checked against the same rules.
  *
+ * What a route's path names (a claim, or an edit proposal of docs/writing.md, "Edit proposals") is
+ * decided from its path prefix (`resources`); a route under a prefix the matrix does not know fails
+ * loudly too.
+ *
  * Besides API keys, the matrix holds an identity access token of a client without a site: a
  * credential of no site, which no write (a declared route whose method is not GET) accepts.
  */
@@ -16,6 +20,7 @@ import { RequiredScope, type Scope, Scopes } from "../../schema/Annotations.js"
 import { WriteAuthorization } from "../../schema/Api/Security.js"
 import { ManagementRoles, type RouteRule, RouteRules } from "../../schema/Api/Writes.js"
 import { ClaimDecisionRecord, ClaimRecord, ListClaimRecord, Snapshot } from "../../schema/Catalog/Claim.js"
+import { Amendment, ListAmendment, ListProposal, Proposal } from "../../schema/Catalog/Proposal.js"
 import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
 import { catalogRoutes } from "../../src/catalog/CatalogServer.js"
 import type { AppSecret } from "../../src/platform/Config.js"
@@ -78,7 +83,7 @@ const sitelessToken = (f: ClaimsFixtureShape) =>
 // Credentials, and what a rule makes of each
 // -------------------------------------------------------------------------------------------------
 
-/** The site of the prepared claims (made by `siteUser`). */
+/** The site of the prepared claims and proposals (made by `siteUser`). */
 const CLAIM_SITE = "site_a"
 
 interface CredentialKind {
@@ -196,7 +201,7 @@ const holds = (roles: ReadonlyArray<string>, role: (typeof ManagementRoles)[numb
 
 type Expected = ProblemCode | "not refused"
 
-/** What the rule and scope of a route make of a credential, acting on a claim of CLAIM_SITE. */
+/** What the rule and scope of a route make of a credential, acting on a claim or proposal of CLAIM_SITE. */
 const expectedFor = (r: Ruled, c: CredentialKind): Expected => {
   if (!c.present) return "MISSING_CREDENTIAL"
   if (!c.valid) return "INVALID_CREDENTIAL"
@@ -212,6 +217,31 @@ const expectedFor = (r: Ruled, c: CredentialKind): Expected => {
 // -------------------------------------------------------------------------------------------------
 // Requests
 // -------------------------------------------------------------------------------------------------
+
+/** What a route acts on: a claim (named by its work's id) or an edit proposal (named by its id). */
+type Resource = "claim" | "proposal"
+
+/**
+ * The resource of each ruled route, by the prefix of its path (the prefix itself or a path under it).
+ * A ruled route under none of them fails loudly: the matrix would not know what to prepare for it.
+ */
+const resources: ReadonlyArray<readonly [prefix: string, resource: Resource]> = [
+  ["/v2/claims", "claim"],
+  ["/v2/moderation/claims", "claim"],
+  // The snapshot of the claimed work.
+  ["/v2/moderation/snapshots", "claim"],
+  ["/v2/proposals", "proposal"],
+  ["/v2/moderation/proposals", "proposal"]
+]
+
+const resourceOf = (r: Ruled): Resource => {
+  const path = r.route.path
+  const found = resources.find(([prefix]) => path === prefix || path.startsWith(`${prefix}/`))
+  if (found === undefined) {
+    throw new Error(`${label(r)}: the matrix does not know what this path names; add its prefix to \`resources\``)
+  }
+  return found[1]
+}
 
 let used = 0
 const freshWork = (f: ClaimsFixtureShape) => {
@@ -229,31 +259,79 @@ const prepareClaim = (f: ClaimsFixtureShape) =>
     return work
   })
 
-let shared: string | undefined
-/** One claim for the refused cells: nothing may change it. */
-const sharedClaim = (f: ClaimsFixtureShape) =>
-  shared !== undefined
-    ? Effect.succeed(shared)
-    : Effect.tap(prepareClaim(f), (work) => Effect.sync(() => shared = work))
+/**
+ * `siteUser`'s key with every scope (the matrix's own credential of that kind): proposals need
+ * `catalog:write`, which the fixture's `siteUser.key` does not hold.
+ */
+const proposerKey = (f: ClaimsFixtureShape) => cachedKey("siteUser", f.makeKey(CLAIM_SITE, Scopes, f.siteUser.id))
 
-/** Path parameters, by name, from the prepared claim. */
-const pathParams: Record<string, (work: string) => string> = {
-  work_id: (work) => work,
-  object: () => "work",
-  id: (work) => work
+/** A minimal valid proposal on a fresh served work. */
+const proposalBody = (f: ClaimsFixtureShape) => ({
+  entity_type: "catalog.work",
+  entity_id: freshWork(f),
+  patch: { "catalog.work.length_minutes": 10 }
+})
+
+/** An open proposal of CLAIM_SITE made by `siteUser`: its id and the ETag it was created with. */
+const prepareProposal = (f: ClaimsFixtureShape) =>
+  Effect.gen(function*() {
+    const res = yield* f.call("POST", "/v2/proposals", { key: yield* proposerKey(f), body: proposalBody(f) })
+    expect(res.status, JSON.stringify(res.body)).toBe(201)
+    return { id: String(res.body.id), etag: res.headers.get("etag")! }
+  })
+
+/** A fresh resource of each kind, named as the route's path names it. */
+const prepare: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<string, never, FixtureServices>> = {
+  claim: prepareClaim,
+  proposal: (f) => Effect.map(prepareProposal(f), (p) => p.id)
 }
 
-const pathFor = (r: Ruled, work: string) =>
+/** The shared claim: the work's id. */
+let shared: string | undefined
+/** The shared proposal, with the ETag it was created with. */
+let sharedProposal: { readonly id: string; readonly etag: string } | undefined
+
+/** One resource of each kind for the refused cells: nothing may change it. */
+const sharedResource: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<string, never, FixtureServices>> = {
+  claim: (f) =>
+    shared !== undefined
+      ? Effect.succeed(shared)
+      : Effect.tap(prepareClaim(f), (work) => Effect.sync(() => shared = work)),
+  proposal: (f) =>
+    sharedProposal !== undefined
+      ? Effect.succeed(sharedProposal.id)
+      : Effect.map(
+        Effect.tap(prepareProposal(f), (p) => Effect.sync(() => sharedProposal = p)),
+        (p) => p.id
+      )
+}
+
+/** Path parameters, by resource and name, from the prepared resource. */
+const pathParams: Record<Resource, Record<string, (id: string) => string>> = {
+  claim: {
+    work_id: (work) => work,
+    object: () => "work",
+    id: (work) => work
+  },
+  proposal: {
+    id: (proposal) => proposal
+  }
+}
+
+const pathFor = (r: Ruled, resource: Resource, id: string) =>
   r.route.path.replace(/:([A-Za-z_]+)\??/g, (_, name: string) => {
-    const fill = pathParams[name]
+    const fill = pathParams[resource][name]
     if (fill === undefined) throw new Error(`${label(r)}: the matrix cannot fill the path parameter :${name}`)
-    return encodeURIComponent(fill(work))
+    return encodeURIComponent(fill(id))
   })
 
 /** A minimal valid body, by endpoint name (a create consumes a work: a fresh one each time). */
 const bodies: Record<string, (f: ClaimsFixtureShape) => unknown> = {
   createClaim: (f) => ({ work_id: freshWork(f) }),
-  decideClaim: () => ({ decision: "ban", note: "matrix" })
+  decideClaim: () => ({ decision: "ban", note: "matrix" }),
+  createProposal: proposalBody,
+  amendProposal: () => ({ set: { "catalog.work.length_minutes": 20 } }),
+  decideProposal: () => ({ decision: "decline", note: "matrix" })
 }
 
 const bodyFor = (r: Ruled, f: ClaimsFixtureShape): unknown => {
@@ -265,8 +343,12 @@ const bodyFor = (r: Ruled, f: ClaimsFixtureShape): unknown => {
   return undefined
 }
 
-const etagOf = (f: ClaimsFixtureShape, work: string) =>
-  Effect.map(f.call("GET", `/v2/claims/${work}`, { key: f.siteUser.key }), (res) => {
+/** The current ETag of a resource, as its owner reads it. */
+const etagOf = (f: ClaimsFixtureShape, resource: Resource, id: string) =>
+  Effect.gen(function*() {
+    const res = resource === "claim"
+      ? yield* f.call("GET", `/v2/claims/${id}`, { key: f.siteUser.key })
+      : yield* f.call("GET", `/v2/proposals/${id}`, { key: yield* proposerKey(f) })
     expect(res.status, JSON.stringify(res.body)).toBe(200)
     return res.headers.get("etag")!
   })
@@ -280,7 +362,25 @@ const successSchemas: Record<string, Schema.Codec<any, any>> = {
   releaseClaim: ClaimRecord,
   moderationQueue: ListClaimRecord,
   decideClaim: ClaimDecisionRecord,
-  snapshot: Snapshot
+  snapshot: Snapshot,
+  createProposal: Proposal,
+  listProposals: ListProposal,
+  getProposal: Proposal,
+  amendProposal: Amendment,
+  listAmendments: ListAmendment,
+  withdrawProposal: Proposal,
+  proposalQueue: ListProposal,
+  moderationProposal: Proposal,
+  decideProposal: Proposal
+}
+
+/**
+ * The routes whose cells that get through are still refused, by the state of the resource the matrix
+ * prepares: a `pending` claim cannot be submitted (docs/writing.md, the claim states table). Every
+ * other cell that gets through succeeds.
+ */
+const stateRefusals: Record<string, ProblemCode> = {
+  submitClaim: "INVALID_STATE_TRANSITION"
 }
 
 let cells = 0
@@ -335,13 +435,14 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
           Effect.gen(function*() {
             const f = yield* ClaimsFixture
             const key = yield* c.key(f)
-            // A cell that gets through may change its claim: it gets one of its own.
-            const work = expected === "not refused" ? yield* prepareClaim(f) : yield* sharedClaim(f)
+            const resource = resourceOf(r)
+            // A cell that gets through may change its claim or proposal: it gets one of its own.
+            const id = expected === "not refused" ? yield* prepare[resource](f) : yield* sharedResource[resource](f)
             const headers: Record<string, string> = {}
-            if (r.rule.ifMatch !== undefined) headers["if-match"] = yield* etagOf(f, work)
+            if (r.rule.ifMatch !== undefined) headers["if-match"] = yield* etagOf(f, resource, id)
             if (r.rule.idempotent) headers["idempotency-key"] = `matrix-${++cells}-${Date.now()}`
             const body = bodyFor(r, f)
-            const res = yield* f.call(r.route.method, pathFor(r, work), {
+            const res = yield* f.call(r.route.method, pathFor(r, resource, id), {
               ...(key === undefined ? {} : { key }),
               ...(body === undefined ? {} : { body }),
               headers
@@ -349,8 +450,19 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
             if (expected === "not refused") {
               expect([401, 403], JSON.stringify(res.body)).not.toContain(res.status)
               expect(res.status, JSON.stringify(res.body)).toBeLessThan(500)
-              const schema = successSchemas[r.name]
-              if (res.status < 300 && schema !== undefined) Schema.decodeUnknownSync(schema)(res.body)
+              const refusedByState = stateRefusals[r.name]
+              if (refusedByState !== undefined) {
+                expectRefusal(res, refusedByState)
+              } else {
+                // A resource of its own and a valid body: anything but success means the cell named the
+                // wrong thing (a claim's id where a proposal's belongs answers 404).
+                expect(res.status, JSON.stringify(res.body)).toBeLessThan(300)
+                const schema = successSchemas[r.name]
+                if (schema === undefined) {
+                  throw new Error(`${label(r)}: the matrix has no success schema; add one to \`successSchemas\``)
+                }
+                Schema.decodeUnknownSync(schema)(res.body)
+              }
             } else {
               expectRefusal(res, expected)
             }
@@ -366,6 +478,31 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
         const events = yield* f.call("GET", `/v2/catalog/claim-events?work_id=${shared}`, { key: f.siteUser.key })
         expect(events.body.items.map((e: any) => e.to_state)).toEqual(["pending"])
       }))
+
+    it.effect(
+      "a refused request wrote nothing: the shared proposal is open, at the version it was created with, unamended",
+      () =>
+        Effect.gen(function*() {
+          const f = yield* ClaimsFixture
+          expect(sharedProposal).toBeDefined()
+          const { etag, id } = sharedProposal!
+          const key = yield* proposerKey(f)
+          const res = yield* f.call("GET", `/v2/proposals/${id}`, { key })
+          expect(res.status, JSON.stringify(res.body)).toBe(200)
+          // The ETag names the proposal's version (docs/writing.md, "Edit proposals").
+          expect(res.headers.get("etag")).toBe(etag)
+          expect(res.body).toMatchObject({
+            state: "open",
+            amendment_count: 0,
+            moderator_uid: null,
+            closed_at: null,
+            effective_patch: { "catalog.work.length_minutes": 10 }
+          })
+          const amendments = yield* f.call("GET", `/v2/proposals/${id}/amendments`, { key })
+          expect(amendments.status, JSON.stringify(amendments.body)).toBe(200)
+          expect(amendments.body.items).toEqual([])
+        })
+    )
 
     it.effect("a site-less client's token creating a claim is 403 TENANT_MISMATCH before any write: nothing stored", () =>
       Effect.gen(function*() {

@@ -53,6 +53,7 @@ import {
   type TestClient,
   tokensFor
 } from "../support/IdentityServers.js"
+import { proposalKeys, propose } from "../support/Proposals.js"
 import { serverLayerOptions } from "../support/TestServers.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -290,6 +291,49 @@ const claim = (c: CatalogContext, key = c.f.siteUser.key) =>
     return work
   })
 
+type ProposalKeys = Effect.Success<ReturnType<typeof proposalKeys>>
+let proposalKeysMade: ProposalKeys | undefined
+/** Keys with the proposal scopes for the fixture's people (test/support/Proposals.ts), made once. */
+const proposers = (c: CatalogContext) =>
+  proposalKeysMade !== undefined
+    ? Effect.succeed(proposalKeysMade)
+    : Effect.tap(proposalKeys(c.f), (keys) => Effect.sync(() => proposalKeysMade = keys))
+
+/** The patch of the proposals made here: a writable key of `catalog.work`. */
+const lengthPatch = (minutes: number) => ({ "catalog.work.length_minutes": minutes })
+
+/** An open proposal of site_a (by `siteUser`) on a fresh work: its id, ETag and work. */
+const openProposal = (c: CatalogContext) =>
+  Effect.gen(function*() {
+    const keys = yield* proposers(c)
+    const work = freshWork(c)
+    const res = yield* propose(c.f, keys.site, { entity_type: "catalog.work", entity_id: work, patch: lengthPatch(10) })
+    if (res.status !== 201) throw new Error(`set-up proposal: ${res.status} ${JSON.stringify(res.body)}`)
+    return { id: String(res.body.id), etag: res.headers.get("etag")!, work }
+  })
+
+/** A set-up write that must answer `status`: its answer. */
+const setUp = (c: CatalogContext, status: number, method: string, path: string, key: string, options: {
+  readonly body?: unknown
+  readonly headers?: Record<string, string>
+} = {}) =>
+  Effect.map(c.f.call(method, path, { key, ...options }), (res) => {
+    if (res.status !== status) throw new Error(`set-up ${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`)
+    return res
+  })
+
+/** A proposal of a fresh work merged by the moderator: the proposal's answer (with `revision_id`). */
+const mergedProposal = (c: CatalogContext) =>
+  Effect.gen(function*() {
+    const keys = yield* proposers(c)
+    const proposal = yield* openProposal(c)
+    const merged = yield* setUp(c, 200, "POST", `/v2/moderation/proposals/${proposal.id}/decisions`, keys.moderator, {
+      body: { decision: "merge" },
+      headers: { "if-match": proposal.etag }
+    })
+    return { ...proposal, revision: String(merged.body.revision_id) }
+  })
+
 const listed = (c: CatalogContext, path: string, extra: ReadonlyArray<Probe> = []): Probes<never> =>
   Effect.succeed([getAs(c.read, `${path}${path.includes("?") ? "&" : "?"}limit=5`), ...extra])
 
@@ -517,7 +561,233 @@ const catalogProbes: Record<string, (c: CatalogContext) => Probes<never>> = {
       getAs(c.f.moderator.key, `/v2/moderation/snapshots/work/${c.f.works[0]}`),
       getAs(c.f.moderator.key, `/v2/moderation/snapshots/work/${UNKNOWN_ID}`, 404)
     ]),
-  "claimEvents.listClaimEvents": (c) => listed(c, "/v2/catalog/claim-events", [tooLarge(c, "/v2/catalog/claim-events")])
+  "claimEvents.listClaimEvents": (c) =>
+    listed(c, "/v2/catalog/claim-events", [tooLarge(c, "/v2/catalog/claim-events")]),
+  // Edit proposals (docs/writing.md, "Edit proposals").
+  "proposals.createProposal": (c) =>
+    Effect.gen(function*() {
+      const keys = yield* proposers(c)
+      const merged = yield* mergedId(c, "works")
+      const create = (body: unknown, expectation: Probe["expect"], key = keys.site) =>
+        writeAs(key, "POST", "/v2/proposals", body, expectation)
+      const work = freshWork(c)
+      const idempotent = { "idempotency-key": `contract-create-${work}` }
+      const body = { entity_type: "catalog.work", entity_id: work, patch: lengthPatch(10), note: "Runs ten minutes." }
+      return [
+        writeAs(keys.site, "POST", "/v2/proposals", body, 201, idempotent),
+        // The same key and request: the stored answer, replayed.
+        writeAs(keys.site, "POST", "/v2/proposals", body, 201, idempotent),
+        // The same key, another request.
+        writeAs(keys.site, "POST", "/v2/proposals", { ...body, note: "Another note." }, 409, idempotent),
+        create({ entity_type: "catalog.nope", entity_id: work, patch: lengthPatch(10) }, 422),
+        create({ entity_type: "catalog.work", entity_id: work, patch: {} }, 422),
+        create({ entity_type: "catalog.work", entity_id: work, patch: { "catalog.work.popularity": 1 } }, 422),
+        create({ entity_type: "catalog.work", entity_id: work, patch: lengthPatch(10), extra: 1 }, 422),
+        create({ entity_type: "catalog.work", entity_id: UNKNOWN_ID, patch: lengthPatch(10) }, 404),
+        ...(merged === undefined
+          ? []
+          : [create({ entity_type: "catalog.work", entity_id: merged, patch: lengthPatch(10) }, 404)]),
+        // The fixture's keys without a user: the route acts for a person.
+        create({ entity_type: "catalog.work", entity_id: work, patch: lengthPatch(10) }, 403, c.f.keys.noUser),
+        writeAs(keys.site, "POST", "/v2/proposals", { entity_type: "catalog.work", entity_id: work, patch: 3 }, 422)
+      ]
+    }),
+  "proposals.listProposals": (c) =>
+    Effect.gen(function*() {
+      const keys = yield* proposers(c)
+      const proposal = yield* openProposal(c)
+      yield* openProposal(c)
+      const first = yield* fetchJson(c, "/v2/proposals?limit=1", keys.site)
+      return [
+        getAs(keys.site, "/v2/proposals?limit=5"),
+        getAs(keys.site, `/v2/proposals?state=open&entity_type=catalog.work&entity_id=${proposal.work}`),
+        getAs(keys.site, `/v2/proposals?limit=1&cursor=${encodeURIComponent(first.next_cursor)}`),
+        getAs(keys.site, "/v2/proposals?limit=1000", 400),
+        getAs(keys.site, "/v2/proposals?cursor=x", 400),
+        getAs(c.read, "/v2/proposals", 403)
+      ]
+    }),
+  "proposals.getProposal": (c) =>
+    Effect.gen(function*() {
+      const keys = yield* proposers(c)
+      const proposal = yield* openProposal(c)
+      const path = `/v2/proposals/${proposal.id}`
+      return [
+        getAs(keys.site, path),
+        getAs(keys.site, path, 304, { "if-none-match": proposal.etag }),
+        getAs(keys.site, `/v2/proposals/${UNKNOWN_ID}`, 404),
+        // Another site's proposal (docs/writing.md, "Who may write").
+        getAs(keys.other, path, 403)
+      ]
+    }),
+  "proposals.amendProposal": (c) =>
+    Effect.gen(function*() {
+      const keys = yield* proposers(c)
+      const [open, withdrawn] = [yield* openProposal(c), yield* openProposal(c)]
+      yield* setUp(c, 200, "POST", `/v2/proposals/${withdrawn.id}/withdrawal`, keys.site)
+      const amend = (
+        id: string,
+        body: unknown,
+        expectation: Probe["expect"],
+        headers: Record<string, string> = { "if-match": "*" },
+        key = keys.site
+      ) => writeAs(key, "POST", `/v2/proposals/${id}/amendments`, body, expectation, headers)
+      const idempotent = { "if-match": open.etag, "idempotency-key": `contract-amend-${open.id}` }
+      return [
+        amend(open.id, { set: lengthPatch(20), note: "Twenty, in fact." }, 201, idempotent),
+        amend(open.id, { set: lengthPatch(20), note: "Twenty, in fact." }, 201, idempotent),
+        amend(open.id, { set: lengthPatch(30) }, 409, idempotent),
+        amend(open.id, { unset: ["catalog.work.length_minutes"] }, 201),
+        // The proposal changed since `open.etag` was read.
+        amend(open.id, { set: lengthPatch(40) }, 412, { "if-match": open.etag }),
+        amend(open.id, { set: lengthPatch(40) }, 428, {}),
+        amend(open.id, { set: { "catalog.work.nope": 1 }, unset: ["catalog.work.released"] }, 422),
+        amend(open.id, { set: lengthPatch(40), unset: ["catalog.work.length_minutes"] }, 422),
+        amend(withdrawn.id, { set: lengthPatch(40) }, 409),
+        amend(UNKNOWN_ID, { set: lengthPatch(40) }, 404),
+        amend(open.id, { set: lengthPatch(40) }, 403, { "if-match": "*" }, keys.other)
+      ]
+    }),
+  "proposals.listAmendments": (c) =>
+    Effect.gen(function*() {
+      const keys = yield* proposers(c)
+      const proposal = yield* openProposal(c)
+      const path = `/v2/proposals/${proposal.id}/amendments`
+      for (const minutes of [20, 30]) {
+        yield* setUp(c, 201, "POST", path, keys.site, {
+          body: { set: lengthPatch(minutes) },
+          headers: { "if-match": "*" }
+        })
+      }
+      const first = yield* fetchJson(c, `${path}?limit=1`, keys.site)
+      return [
+        getAs(keys.site, path),
+        getAs(keys.site, `${path}?limit=1&cursor=${encodeURIComponent(first.next_cursor)}`),
+        getAs(keys.site, `${path}?limit=1000`, 400),
+        getAs(keys.site, `${path}?cursor=x`, 400),
+        getAs(keys.site, `/v2/proposals/${UNKNOWN_ID}/amendments`, 404),
+        getAs(keys.other, path, 403)
+      ]
+    }),
+  "proposals.withdrawProposal": (c) =>
+    Effect.gen(function*() {
+      const keys = yield* proposers(c)
+      const [plain, stale, matched] = [yield* openProposal(c), yield* openProposal(c), yield* openProposal(c)]
+      yield* setUp(c, 201, "POST", `/v2/proposals/${stale.id}/amendments`, keys.site, {
+        body: { set: lengthPatch(20) },
+        headers: { "if-match": stale.etag }
+      })
+      const withdraw = (
+        id: string,
+        expectation: Probe["expect"],
+        headers: Record<string, string> = {},
+        key = keys.site
+      ) => writeAs(key, "POST", `/v2/proposals/${id}/withdrawal`, undefined, expectation, headers)
+      return [
+        // `If-Match` is optional here.
+        withdraw(plain.id, 200),
+        withdraw(matched.id, 200, { "if-match": matched.etag }),
+        withdraw(plain.id, 409),
+        withdraw(stale.id, 412, { "if-match": stale.etag }),
+        withdraw(UNKNOWN_ID, 404),
+        withdraw(stale.id, 403, {}, keys.other)
+      ]
+    }),
+  "proposalModeration.proposalQueue": (c) =>
+    Effect.gen(function*() {
+      const keys = yield* proposers(c)
+      yield* openProposal(c)
+      yield* openProposal(c)
+      yield* mergedProposal(c)
+      const first = yield* fetchJson(c, "/v2/moderation/proposals?limit=1", keys.moderator)
+      return [
+        getAs(keys.moderator, "/v2/moderation/proposals?limit=5"),
+        getAs(keys.moderator, "/v2/moderation/proposals?state=merged&entity_type=catalog.work&site=site_a"),
+        getAs(keys.moderator, `/v2/moderation/proposals?limit=1&cursor=${encodeURIComponent(first.next_cursor)}`),
+        getAs(keys.moderator, "/v2/moderation/proposals?limit=1000", 400),
+        getAs(keys.moderator, "/v2/moderation/proposals?cursor=x", 400),
+        // A user without the moderator role.
+        getAs(keys.site, "/v2/moderation/proposals", 403)
+      ]
+    }),
+  "proposalModeration.moderationProposal": (c) =>
+    Effect.gen(function*() {
+      const keys = yield* proposers(c)
+      const proposal = yield* openProposal(c)
+      const path = `/v2/moderation/proposals/${proposal.id}`
+      return [
+        getAs(keys.moderator, path),
+        getAs(keys.moderator, path, 304, { "if-none-match": proposal.etag }),
+        getAs(keys.moderator, `/v2/moderation/proposals/${UNKNOWN_ID}`, 404),
+        getAs(keys.site, path, 403)
+      ]
+    }),
+  "proposalModeration.decideProposal": (c) =>
+    Effect.gen(function*() {
+      const keys = yield* proposers(c)
+      const [merged, declined, unasked] = [yield* openProposal(c), yield* openProposal(c), yield* openProposal(c)]
+      const decide = (
+        id: string,
+        body: unknown,
+        expectation: Probe["expect"],
+        headers: Record<string, string> = { "if-match": "*" },
+        key = keys.moderator
+      ) => writeAs(key, "POST", `/v2/moderation/proposals/${id}/decisions`, body, expectation, headers)
+      return [
+        decide(merged.id, { decision: "merge", note: "Checked." }, 200, { "if-match": merged.etag }),
+        decide(declined.id, { decision: "decline" }, 200),
+        // Already decided; then with the ETag from before the decision.
+        decide(merged.id, { decision: "decline" }, 409),
+        decide(declined.id, { decision: "merge" }, 412, { "if-match": declined.etag }),
+        decide(unasked.id, { decision: "merge" }, 428, {}),
+        decide(unasked.id, { decision: "approve" }, 422),
+        decide(UNKNOWN_ID, { decision: "merge" }, 404),
+        decide(unasked.id, { decision: "merge" }, 403, { "if-match": "*" }, keys.site)
+      ]
+    }),
+  "revisions.listFields": (c) =>
+    Effect.succeed([
+      getAs(c.read, "/v2/catalog/fields"),
+      { request: { method: "GET", path: "/v2/catalog/fields" }, expect: 401 }
+    ]),
+  "revisions.listRevisions": (c) =>
+    Effect.gen(function*() {
+      const proposal = yield* mergedProposal(c)
+      const keys = yield* proposers(c)
+      // A second merge on the same work: two revisions, so the first page has a cursor.
+      const again = yield* propose(c.f, keys.site, {
+        entity_type: "catalog.work",
+        entity_id: proposal.work,
+        patch: lengthPatch(25)
+      })
+      if (again.status !== 201) throw new Error(`set-up proposal: ${again.status} ${JSON.stringify(again.body)}`)
+      yield* setUp(c, 200, "POST", `/v2/moderation/proposals/${again.body.id}/decisions`, keys.moderator, {
+        body: { decision: "merge" },
+        headers: { "if-match": again.headers.get("etag")! }
+      })
+      const path = `/v2/catalog/works/${proposal.work}/revisions`
+      const first = yield* fetchJson(c, `${path}?limit=1`)
+      const tag = yield* firstItem(c, "/v2/catalog/tags?limit=1")
+      const merged = yield* mergedId(c, "works")
+      return [
+        getAs(c.read, path),
+        getAs(c.read, `${path}?limit=1&cursor=${encodeURIComponent(first.next_cursor)}`),
+        // An entity without revisions: an empty list.
+        getAs(c.read, `/v2/catalog/tags/${tag.id}/revisions`),
+        getAs(c.read, `/v2/catalog/works/${UNKNOWN_ID}/revisions`, 404),
+        ...(merged === undefined ? [] : [getAs(c.read, `/v2/catalog/works/${merged}/revisions`, 404)]),
+        getAs(c.read, `${path}?limit=1000`, 400),
+        getAs(c.read, `${path}?cursor=x`, 400),
+        // Persons are not edited by proposals: not a collection of this path.
+        getAs(c.read, `/v2/catalog/persons/1/revisions`, 400)
+      ]
+    }),
+  "revisions.getRevision": (c) =>
+    Effect.map(mergedProposal(c), (proposal) => [
+      getAs(c.read, `/v2/revisions/${proposal.revision}`),
+      getAs(c.read, `/v2/revisions/${UNKNOWN_ID}`, 404),
+      getAs(c.read, "/v2/revisions/abc", 400)
+    ])
 }
 
 // ---------------------------------------------------------------------------------------------
