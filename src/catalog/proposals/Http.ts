@@ -70,7 +70,7 @@ export const HttpProposalModerationLive = HttpApiBuilder.group(
       const proposals = yield* Proposals
       const writes = yield* Writes
       return handlers
-        .handle("proposalQueue", ({ query }) => proposals.queue(query))
+        .handle("proposalQueue", ({ query }) => Effect.flatMap(Principal, (p) => proposals.queue(p, query)))
         .handle("moderationProposal", ({ params }) =>
           Effect.flatMap(Principal, (p) =>
             Effect.flatMap(proposals.get(p, params.id, "moderator"), proposalResponse)))

@@ -209,7 +209,7 @@ export class Proposals extends Context.Service<Proposals>()("catalog/Proposals",
     /** A proposal locked for a change by its own site: 404 when there is none, 403 for another site's. */
     const lockedOwn = (principal: PrincipalShape, id: string) =>
       Effect.gen(function*() {
-        const row = yield* repo.find(id, true)
+        const row = yield* repo.find(id, true, principal.contentLimit === "nsfw")
         if (row === undefined) return yield* new NotFound({ detail: `No proposal ${id}.` })
         yield* checkTenant(principal, row.site)
         return row
@@ -332,7 +332,9 @@ export class Proposals extends Context.Service<Proposals>()("catalog/Proposals",
     ) =>
       Effect.gen(function*() {
         const uid = yield* userOf(principal)
-        const row = yield* repo.find(id, true)
+        // A proposal on an entity the moderator's content limit hides is not there: 404 before If-Match
+        // is compared.
+        const row = yield* repo.find(id, true, principal.contentLimit === "nsfw")
         if (row === undefined) return yield* new NotFound({ detail: `No proposal ${id}.` })
         // The entity is locked before anything is compared: merges on one entity run one at a time. One
         // the moderator's content limit hides is not there: 404 before If-Match is compared.
@@ -424,6 +426,7 @@ export class Proposals extends Context.Service<Proposals>()("catalog/Proposals",
             ? Effect.succeed([])
             : repo.bySite({
               site: principal.site,
+              nsfw: principal.contentLimit === "nsfw",
               state: params.state,
               entityType: params.entity_type,
               entityId,
@@ -434,7 +437,7 @@ export class Proposals extends Context.Service<Proposals>()("catalog/Proposals",
       })
     }
 
-    const queue = (params: ProposalQueueParams) => {
+    const queue = (principal: PrincipalShape, params: ProposalQueueParams) => {
       const state = params.state ?? "open"
       return page({
         sort: "proposal_queue",
@@ -443,14 +446,21 @@ export class Proposals extends Context.Service<Proposals>()("catalog/Proposals",
         key: (row: ProposalRow) => row.id,
         item: toProposal,
         fetch: (afterId, limit) =>
-          repo.queue({ state, entityType: params.entity_type, site: params.site, afterId, limit })
+          repo.queue({
+            state,
+            nsfw: principal.contentLimit === "nsfw",
+            entityType: params.entity_type,
+            site: params.site,
+            afterId,
+            limit
+          })
       })
     }
 
     /** One proposal with its ETag: the site's own, or any for a moderator route. */
     const get = (principal: PrincipalShape, id: string, face: "site" | "moderator") =>
       Effect.gen(function*() {
-        const row = yield* repo.find(id, false)
+        const row = yield* repo.find(id, false, principal.contentLimit === "nsfw")
         if (row === undefined) return yield* new NotFound({ detail: `No proposal ${id}.` })
         if (face === "site") yield* checkTenant(principal, row.site)
         return { record: toProposal(row), etag: proposalEtag(row) }
@@ -458,7 +468,7 @@ export class Proposals extends Context.Service<Proposals>()("catalog/Proposals",
 
     const amendments = (principal: PrincipalShape, id: string, params: PagingParams) =>
       Effect.gen(function*() {
-        const row = yield* repo.find(id, false)
+        const row = yield* repo.find(id, false, principal.contentLimit === "nsfw")
         if (row === undefined) return yield* new NotFound({ detail: `No proposal ${id}.` })
         yield* checkTenant(principal, row.site)
         return yield* page({

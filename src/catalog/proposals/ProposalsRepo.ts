@@ -71,6 +71,16 @@ export class ProposalsRepo extends Context.Service<ProposalsRepo>()("catalog/Pro
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const proposals = sql.literal(proposalColumns)
+    /**
+     * The content gate of a credential on the proposal `p` (docs/api-contract.md, the content limit): an
+     * sfw credential does not see proposals on nsfw works, releases or characters (as they are now).
+     */
+    const gate = (nsfw: boolean) =>
+      nsfw ? sql`TRUE` : sql`NOT coalesce(CASE p.entity_type
+        WHEN 'catalog.work' THEN (SELECT x.nsfw FROM works x WHERE x.id = p.entity_id)
+        WHEN 'catalog.release' THEN (SELECT x.nsfw FROM releases x WHERE x.id = p.entity_id)
+        WHEN 'catalog.character' THEN (SELECT x.nsfw FROM characters x WHERE x.id = p.entity_id)
+        END, false)`
     const amendments = sql.literal(amendmentColumns)
     const revisions = sql.literal(revisionColumns)
 
@@ -94,15 +104,16 @@ export class ProposalsRepo extends Context.Service<ProposalsRepo>()("catalog/Pro
           SELECT ${proposals} FROM p`
     })
 
-    /** One proposal; `lock`: locked for the rest of the transaction. */
-    const find = (id: string, lock: boolean) => {
+    /** One proposal the content gate lets `nsfw` see; `lock`: locked for the rest of the transaction. */
+    const find = (id: string, lock: boolean, nsfw: boolean) => {
       // An id beyond bigint (the wire allows 20 digits) names no proposal.
       const key = bigintId(id)
       return key === undefined ? Effect.succeed(undefined) : SqlSchema.findAll({
         Request: Schema.String,
         Result: ProposalRow,
         execute: (key) =>
-          sql`SELECT ${proposals} FROM proposals p WHERE p.id = ${key}::bigint ${lock ? sql`FOR UPDATE` : sql``}`
+          sql`SELECT ${proposals} FROM proposals p WHERE p.id = ${key}::bigint AND ${gate(nsfw)}
+            ${lock ? sql`FOR UPDATE OF p` : sql``}`
       })(key).pipe(Effect.map((rows) => rows[0]))
     }
 
@@ -158,9 +169,10 @@ export class ProposalsRepo extends Context.Service<ProposalsRepo>()("catalog/Pro
             SELECT ${proposals} FROM p`
       })(undefined)
 
-    /** A site's proposals, newest first, below `beforeId`. */
+    /** A site's proposals the content gate lets `nsfw` see, newest first, below `beforeId`. */
     const bySite = (options: {
       readonly site: string
+      readonly nsfw: boolean
       readonly state: string | undefined
       readonly entityType: string | undefined
       readonly entityId: string | undefined
@@ -173,7 +185,7 @@ export class ProposalsRepo extends Context.Service<ProposalsRepo>()("catalog/Pro
         execute: () =>
           sql`
             SELECT ${proposals} FROM proposals p
-            WHERE p.site = ${options.site}
+            WHERE p.site = ${options.site} AND ${gate(options.nsfw)}
               ${options.state === undefined ? sql`` : sql`AND p.state = ${options.state}`}
               ${options.entityType === undefined ? sql`` : sql`AND p.entity_type = ${options.entityType}`}
               ${options.entityId === undefined ? sql`` : sql`AND p.entity_id = ${options.entityId}::bigint`}
@@ -181,9 +193,10 @@ export class ProposalsRepo extends Context.Service<ProposalsRepo>()("catalog/Pro
             ORDER BY p.id DESC LIMIT ${options.limit}`
       })(undefined)
 
-    /** The moderation queue: proposals in `state`, oldest first, above `afterId`. */
+    /** The moderation queue: proposals in `state` the gate lets `nsfw` see, oldest first, above `afterId`. */
     const queue = (options: {
       readonly state: string
+      readonly nsfw: boolean
       readonly entityType: string | undefined
       readonly site: string | undefined
       readonly afterId: string | undefined
@@ -195,7 +208,7 @@ export class ProposalsRepo extends Context.Service<ProposalsRepo>()("catalog/Pro
         execute: () =>
           sql`
             SELECT ${proposals} FROM proposals p
-            WHERE p.state = ${options.state}
+            WHERE p.state = ${options.state} AND ${gate(options.nsfw)}
               ${options.entityType === undefined ? sql`` : sql`AND p.entity_type = ${options.entityType}`}
               ${options.site === undefined ? sql`` : sql`AND p.site = ${options.site}`}
               ${options.afterId === undefined ? sql`` : sql`AND p.id > ${options.afterId}::bigint`}
