@@ -207,11 +207,13 @@ const tags: Storage = {
       yield* count(-1)
       yield* sql`DELETE FROM work_tags WHERE work_id = ${id}::bigint`
       if (value.length === 0) return
+      // Scores are bound as text: the driver gives an array parameter one type inferred from its
+      // numbers (int4 for 2, float8 for 2.5), and refuses an array that mixes them.
       yield* sql`
         INSERT INTO work_tags (work_id, tag_id, spoiler, score)
-        SELECT ${id}::bigint, x.tag_id::bigint, x.spoiler, x.score
+        SELECT ${id}::bigint, x.tag_id::bigint, x.spoiler, x.score::real
         FROM unnest(${value.map((v) => v.tag.id)}::text[], ${value.map((v) => v.spoiler)}::text[],
-          ${value.map((v) => v.score)}::real[]) AS x (tag_id, spoiler, score)`
+          ${value.map((v) => String(v.score))}::text[]) AS x (tag_id, spoiler, score)`
       yield* count(1)
     }),
   references: ({ sql }, value: ReadonlyArray<TagEntry>, base) =>
