@@ -37,6 +37,7 @@ import {
   TenantMismatch
 } from "../../../schema/Problem.js"
 import { AdvisoryLockClass } from "../../platform/AdvisoryLocks.js"
+import { gzipEtag } from "../../platform/Compression.js"
 import { ifMatchPasses } from "../../platform/EntityTags.js"
 import { isRetryableTransaction, transactionRetrySchedule } from "../../platform/SqlState.js"
 import { CatalogLimits } from "../limits/Limits.js"
@@ -99,7 +100,9 @@ const KEEP = "24 hours"
 
 /**
  * `If-Match` against the current strong ETag (RFC 9110 13.1.1: strong comparison; `*` matches any
- * current representation; a malformed value matches nothing, src/platform/EntityTags.ts).
+ * current representation; a malformed value matches nothing, src/platform/EntityTags.ts). A read sent
+ * gzip-encoded carried the gzip representation's tag (src/platform/Compression.ts): it names the same
+ * state of the resource, so it passes too.
  * `required` and absent: 428.
  */
 export const checkIfMatch = (
@@ -117,7 +120,7 @@ export const checkIfMatch = (
       )
       : Effect.void
   }
-  return ifMatchPasses(header, current) ? Effect.void : Effect.fail(
+  return ifMatchPasses(header, current) || ifMatchPasses(header, gzipEtag(current)) ? Effect.void : Effect.fail(
     new PreconditionFailed({ detail: `The resource changed since it was read; its ETag is now ${current}.` })
   )
 }
