@@ -1,9 +1,9 @@
 /**
  * Baseline for the writes benchmark: a plain `node:http` + `pg` server doing, for a claim creation
- * and a moderator's decision, the same SQL statements in the same order and in one transaction as
- * our write runner (src/catalog/writes/Writes.ts) and claims (src/catalog/claims/Claims.ts,
- * ClaimsRepo.ts; statements as of commit 34f176d), with the same prepared-statement use and the
- * same pool size:
+ * and a moderator's decision (and for edit proposals, below), the same SQL statements in the same
+ * order and in one transaction as our write runner (src/catalog/writes/Writes.ts) and claims
+ * (src/catalog/claims/Claims.ts, ClaimsRepo.ts; statements as of commit 34f176d), with the same
+ * prepared-statement use and the same pool size:
  *
  * - before the transaction, the acting user's standing (`SELECT roles, banned FROM users`), which
  *   ours reads on every request that acts for a user (src/identity/users/Standing.ts);
@@ -18,6 +18,23 @@
  *   update) and the claim_events insert, returning the event's id and time;
  * - one statement upserting the quota and storing the answer (built from what the write knows) under
  *   the key when the quota allowed it; COMMIT. The event lock is held over 3 statements.
+ *
+ * Edit proposals (src/catalog/proposals/Proposals.ts, ProposalsRepo.ts; the field writes of
+ * src/catalog/fields/EntityFields.ts and FieldStore.ts), through the same write runner, for proposals on
+ * works whose patch holds `catalog.work.length_minutes` (the one key the benchmark sends; a column of
+ * the work row), with the statements ours sends for it (as PostgreSQL's `log_statement = all` showed
+ * them), in its order:
+ *
+ * - creation (`POST /v2/proposals`, quota `proposals`): the work's liveness and content gate (not
+ *   locked), then the proposal inserted and read back in one statement;
+ * - amendment (`POST /v2/proposals/{id}/amendments`, quota `proposals`): the proposal locked
+ *   `FOR UPDATE`, tenant, `If-Match` and state checked, then one statement bumping the proposal's
+ *   version and effective patch and inserting the amendment;
+ * - merge (`POST /v2/moderation/proposals/{id}/decisions` `{"decision":"merge"}`, quota
+ *   `decisions`): the proposal locked `FOR UPDATE`, the work locked `FOR UPDATE` (content gate,
+ *   `If-Match`, state, liveness checked), the snapshot of the patch's keys, the work's `UPDATE` (its
+ *   columns and `updated_at`), `catalog_touch('work', id)` (the change-feed row), the snapshot again,
+ *   the revision inserted with the keys whose value changed, the proposal closed.
  *
  * The same answers (status, JSON, `ETag`, `Location`, `Idempotent-Replayed`). None of our stack: no
  * Effect, no schemas, no middleware, no rate limiter, no error model beyond a status code. The
@@ -156,6 +173,58 @@ const sqlRecord = `SELECT w.id::text AS work_id, w.display_name, coalesce(c.stat
   ORDER BY w.id
   LIMIT $8`
 
+// Edit proposals: the statements ours sends (src/catalog/proposals/ProposalsRepo.ts, src/catalog/fields/EntityFields.ts,
+// FieldStore.ts) for a work and its column keys.
+const proposalColumns = `p.id::text AS id, p.entity_type, p.entity_id::text AS entity_id, p.site, p.proposer_uid,
+  p.patch, p.effective, p.note, p.state, p.version, p.amendment_count, p.decided_by, p.decision_note,
+  p.revision_id::text AS revision_id, ${rfc3339("p.created_at")} AS created_at,
+  ${rfc3339("p.updated_at")} AS updated_at, ${rfc3339("p.closed_at")} AS closed_at`
+const sqlLocateWork = (lock: boolean) =>
+  `SELECT e.id::text AS id, e.live, e.nsfw AS nsfw, e.merged_into IS NOT NULL AS merged
+  FROM "works" e WHERE e.id = $1::bigint${lock ? " FOR UPDATE" : ""}`
+const sqlInsertProposal = `WITH p AS (
+    INSERT INTO proposals (entity_type, entity_id, site, proposer_uid, patch, effective, note)
+    VALUES ($1, $2::bigint, $3, $4, $5::jsonb, $6::jsonb, $7)
+    RETURNING *)
+  SELECT ${proposalColumns} FROM p`
+const sqlLockProposal = `SELECT ${proposalColumns} FROM proposals p WHERE p.id = $1::bigint FOR UPDATE`
+const sqlAmend = `WITH p AS (
+    UPDATE proposals SET amendment_count = amendment_count + 1, version = version + 1, updated_at = now(),
+      effective = (effective || $1::jsonb) - $2::text[]
+    WHERE id = $3::bigint
+    RETURNING id, amendment_count),
+  a AS (
+    INSERT INTO proposal_amendments (proposal_id, seq, amender_uid, set, unset, note)
+    SELECT p.id, p.amendment_count, $4, $5::jsonb, $6::text[], $7
+    FROM p
+    RETURNING *)
+  SELECT a.id::text AS id, a.seq, a.amender_uid, a.note, a.set, a.unset, ${rfc3339("a.created_at")} AS created_at
+  FROM a`
+/** The current values of the work's `columns`, keyed by their field keys (the same SQL before and after the write). */
+const sqlSnapshot = (columns: ReadonlyArray<string>) =>
+  `SELECT (jsonb_build_object(${
+    columns.map((c) => `'catalog.work.${c}', e.${c}`).join(", ")
+  }))::text AS v FROM "works" e WHERE e.id = $1::bigint`
+const sqlUpdateWork = (columns: ReadonlyArray<string>) =>
+  `UPDATE "works" SET ${columns.map((c, i) => `"${c}" = $${i + 1}`).join(",")},updated_at = now() WHERE id = $${
+    columns.length + 1
+  }::bigint`
+const sqlTouch = "SELECT catalog_touch($1, $2::bigint)"
+const sqlRecordRevision = `WITH r AS (
+    INSERT INTO revisions (entity_type, entity_id, seq, proposal_id, proposer_uid, moderator_uid, note, field_diffs)
+    SELECT $1, $2::bigint,
+      coalesce((SELECT max(seq) FROM revisions WHERE entity_type = $3 AND entity_id = $4::bigint), 0) + 1,
+      $5::bigint, $6, $7, $8, $9::jsonb
+    RETURNING *)
+  SELECT r.id::text AS id, r.entity_type, r.entity_id::text AS entity_id, r.proposal_id::text AS proposal_id,
+    r.proposer_uid, r.moderator_uid, r.field_diffs, ${rfc3339("r.created_at")} AS created_at FROM r`
+const sqlCloseProposal = `WITH p AS (
+    UPDATE proposals SET state = $1, version = version + 1, updated_at = now(),
+      closed_at = now(), decided_by = $2, decision_note = $3, revision_id = $4::bigint
+    WHERE id = $5::bigint
+    RETURNING *)
+  SELECT ${proposalColumns} FROM p`
+
 const names = new Map<string, string>()
 /** Parameterized statements go as named prepared statements, as ours (src/platform/Database.ts). */
 const query = <R = any>(client: Pg.PoolClient, text: string, values?: Array<unknown>) => {
@@ -234,7 +303,7 @@ const runWrite = async (
   principal: Principal,
   key: string | undefined,
   fingerprint: Buffer,
-  quota: "claims" | "decisions",
+  quota: "claims" | "decisions" | "proposals",
   write: (client: Pg.PoolClient) => Promise<Answer>
 ): Promise<Answer & { readonly replayed?: boolean }> => {
   const standing = await pool.query<{ roles: Array<string>; banned: boolean }>(
@@ -466,6 +535,178 @@ const approve =
     }
   }
 
+// --- Edit proposals ---------------------------------------------------------------------------------
+
+/** The work columns a patch may set here, as `catalog.work.<column>` (integer columns; the benchmark sends one). */
+const workColumns: ReadonlySet<string> = new Set(["length_minutes"])
+
+/** A patch's columns and values, or undefined when a key is not one of `workColumns` or a value not an integer's. */
+const columnsOf = (patch: unknown): Array<readonly [string, number | null]> | undefined => {
+  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return undefined
+  const columns: Array<readonly [string, number | null]> = []
+  for (const [key, value] of Object.entries(patch)) {
+    const column = key.startsWith("catalog.work.") ? key.slice("catalog.work.".length) : ""
+    if (!workColumns.has(column)) return undefined
+    if (value !== null && !(Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 2_147_483_647)) {
+      return undefined
+    }
+    columns.push([column, value as number | null])
+  }
+  return columns
+}
+
+interface ProposalRow {
+  readonly id: string
+  readonly entity_type: string
+  readonly entity_id: string
+  readonly site: string
+  readonly proposer_uid: string
+  readonly patch: Record<string, unknown>
+  readonly effective: Record<string, unknown>
+  readonly note: string
+  readonly state: string
+  readonly version: number
+  readonly amendment_count: number
+  readonly decided_by: string | null
+  readonly decision_note: string | null
+  readonly revision_id: string | null
+  readonly created_at: string
+  readonly updated_at: string
+  readonly closed_at: string | null
+}
+
+interface LocatedWork {
+  readonly id: string
+  readonly live: boolean
+  readonly nsfw: boolean
+  readonly merged: boolean
+}
+
+const proposalEtag = (row: { readonly id: string; readonly version: number }) => `"proposal-${row.id}-${row.version}"`
+
+const proposalAnswer = (row: ProposalRow, status: number, extra: Record<string, string> = {}): Answer => ({
+  status,
+  headers: { "content-type": "application/json", etag: proposalEtag(row), ...extra },
+  body: JSON.stringify({
+    object: "proposal",
+    id: row.id,
+    entity_type: row.entity_type,
+    entity_id: row.entity_id,
+    state: row.state,
+    site: row.site,
+    proposer_uid: row.proposer_uid,
+    patch: row.patch,
+    effective_patch: row.effective,
+    note: row.note,
+    amendment_count: row.amendment_count,
+    moderator_uid: row.decided_by,
+    decision_note: row.decision_note,
+    revision_id: row.revision_id,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    closed_at: row.closed_at
+  })
+})
+
+/** `If-Match` against the proposal's ETag: 428 without one, 412 for another. */
+const matchProposal = (row: ProposalRow, ifMatch: string | undefined) => {
+  if (ifMatch === undefined) throw new Refused(428, "PRECONDITION_REQUIRED")
+  if (ifMatch.trim() !== proposalEtag(row)) throw new Refused(412, "PRECONDITION_FAILED")
+}
+
+const propose =
+  (principal: Principal, entityId: string, patch: Record<string, unknown>, note: string) =>
+  async (client: Pg.PoolClient): Promise<Answer> => {
+    const work = (await query<LocatedWork>(client, sqlLocateWork(false), [entityId])).rows[0]
+    if (work === undefined || !work.live || (work.nsfw && !principal.nsfw)) {
+      throw new Refused(404, work?.merged === true ? "ENTITY_MERGED" : "NOT_FOUND")
+    }
+    const text = JSON.stringify(patch)
+    const row = (await query<ProposalRow>(client, sqlInsertProposal, [
+      "catalog.work",
+      work.id,
+      principal.site,
+      principal.userId,
+      text,
+      text,
+      note
+    ])).rows[0]!
+    return proposalAnswer(row, 201, { location: `/v2/proposals/${row.id}` })
+  }
+
+const amendProposal = (
+  principal: Principal,
+  id: string,
+  set: Record<string, unknown>,
+  unset: Array<string>,
+  note: string,
+  ifMatch: string | undefined
+) =>
+async (client: Pg.PoolClient): Promise<Answer> => {
+  const row = (await query<ProposalRow>(client, sqlLockProposal, [id])).rows[0]
+  if (row === undefined) throw new Refused(404, "NOT_FOUND")
+  if (row.site !== principal.site) throw new Refused(403, "TENANT_MISMATCH")
+  matchProposal(row, ifMatch)
+  if (row.state !== "open") throw new Refused(409, "INVALID_STATE_TRANSITION")
+  const text = JSON.stringify(set)
+  const amendment = (await query<
+    { id: string; seq: number; amender_uid: string; note: string; set: unknown; unset: unknown; created_at: string }
+  >(client, sqlAmend, [text, unset, row.id, principal.userId, text, unset, note])).rows[0]!
+  return {
+    status: 201,
+    headers: { "content-type": "application/json", etag: proposalEtag({ id: row.id, version: row.version + 1 }) },
+    body: JSON.stringify({ object: "amendment", ...amendment })
+  }
+}
+
+const mergeProposal =
+  (principal: Principal, id: string, note: string | null, ifMatch: string | undefined) =>
+  async (client: Pg.PoolClient): Promise<Answer> => {
+    const row = (await query<ProposalRow>(client, sqlLockProposal, [id])).rows[0]
+    if (row === undefined) throw new Refused(404, "NOT_FOUND")
+    const work = (await query<LocatedWork>(client, sqlLocateWork(true), [row.entity_id])).rows[0]
+    if (work !== undefined && work.live && work.nsfw && !principal.nsfw) throw new Refused(404, "NOT_FOUND")
+    matchProposal(row, ifMatch)
+    if (row.state !== "open") throw new Refused(409, "INVALID_STATE_TRANSITION")
+    const columns = columnsOf(row.effective)
+    if (work === undefined || !work.live || columns === undefined) throw new Refused(409, "INVALID_STATE_TRANSITION")
+    const names = columns.map(([column]) => column)
+    const snapshot = async () =>
+      JSON.parse((await query<{ v: string }>(client, sqlSnapshot(names), [work.id])).rows[0]!.v) as Record<
+        string,
+        unknown
+      >
+    const before = await snapshot()
+    await query(client, sqlUpdateWork(names), [...columns.map(([, value]) => value), work.id])
+    await query(client, sqlTouch, ["work", work.id])
+    const after = await snapshot()
+    const diffs = names.flatMap((name) => {
+      const key = `catalog.work.${name}`
+      const from = before[key] ?? null
+      const to = after[key] ?? null
+      return JSON.stringify(from) === JSON.stringify(to) ? [] : [{ key, from, to }]
+    })
+    const revision = (await query<{ id: string }>(client, sqlRecordRevision, [
+      "catalog.work",
+      work.id,
+      "catalog.work",
+      work.id,
+      row.id,
+      row.proposer_uid,
+      principal.userId,
+      row.note,
+      JSON.stringify(diffs)
+    ])).rows[0]!
+    const closed = (await query<ProposalRow>(client, sqlCloseProposal, [
+      "merged",
+      principal.userId,
+      note,
+      revision.id,
+      row.id
+    ])).rows[0]!
+    return proposalAnswer(closed, 200)
+  }
+
 const send = (res: Http.ServerResponse, answer: Answer & { readonly replayed?: boolean }) => {
   const headers: Record<string, string | number> = {
     ...answer.headers,
@@ -485,12 +726,65 @@ const readBody = (req: Http.IncomingMessage) =>
   })
 
 const decisionPath = /^\/v2\/moderation\/claims\/([0-9]{1,18})\/decisions$/
+const amendmentsPath = /^\/v2\/proposals\/([0-9]{1,18})\/amendments$/
+const proposalDecisionPath = /^\/v2\/moderation\/proposals\/([0-9]{1,18})\/decisions$/
+
+const isObject = (u: unknown): u is Record<string, unknown> => u !== null && typeof u === "object" && !Array.isArray(u)
+
+/** The write of a POST to `path`, its quota kind, or undefined (404) / a refusal of its body (422). */
+const writeOf = (
+  path: string,
+  payload: Record<string, unknown>,
+  principal: Principal,
+  ifMatch: string | undefined
+):
+  | { readonly quota: "claims" | "decisions" | "proposals"; readonly write: (client: Pg.PoolClient) => Promise<Answer> }
+  | Answer
+  | undefined =>
+{
+  const invalid = problem(422, "VALIDATION_FAILED")
+  const note = typeof payload.note === "string" ? payload.note : ""
+  if (path === "/v2/claims") {
+    return typeof payload.work_id === "string"
+      ? { quota: "claims", write: createClaim(principal, payload.work_id) }
+      : invalid
+  }
+  if (path === "/v2/proposals") {
+    const { entity_id: id, patch } = payload
+    return payload.entity_type === "catalog.work" && typeof id === "string" && isObject(patch) &&
+        Object.keys(patch).length > 0 && columnsOf(patch) !== undefined
+      ? { quota: "proposals", write: propose(principal, id, patch, note) }
+      : invalid
+  }
+  const claim = decisionPath.exec(path)
+  if (claim !== null) {
+    return payload.decision === "approve"
+      ? { quota: "decisions", write: approve(principal, claim[1]!, ifMatch) }
+      : invalid
+  }
+  const amended = amendmentsPath.exec(path)
+  if (amended !== null) {
+    const { set = {}, unset = [] } = payload
+    return isObject(set) && columnsOf(set) !== undefined && Array.isArray(unset) &&
+        unset.every((key): key is string =>
+          typeof key === "string" && columnsOf({ [key]: null }) !== undefined && !Object.hasOwn(set, key)
+        )
+      ? { quota: "proposals", write: amendProposal(principal, amended[1]!, set, unset, note, ifMatch) }
+      : invalid
+  }
+  const decided = proposalDecisionPath.exec(path)
+  if (decided !== null) {
+    return payload.decision === "merge"
+      ? { quota: "decisions", write: mergeProposal(principal, decided[1]!, note === "" ? null : note, ifMatch) }
+      : invalid
+  }
+  return undefined
+}
 
 Http.createServer((req, res) => {
   const path = (req.url ?? "/").split("?")[0]!
   if (path === "/healthz") return send(res, { status: 200, headers: {}, body: "{\"status\":\"ok\"}" })
-  const decision = decisionPath.exec(path)
-  if (req.method !== "POST" || (path !== "/v2/claims" && decision === null)) return send(res, problem(404, "NOT_FOUND"))
+  if (req.method !== "POST") return send(res, problem(404, "NOT_FOUND"))
   const token = (req.headers.authorization ?? "").replace(/^Bearer /i, "")
   const key = req.headers["idempotency-key"] as string | undefined
   Promise.all([readBody(req), principalOf(token)]).then(async ([text, principal]) => {
@@ -501,16 +795,11 @@ Http.createServer((req, res) => {
     } catch {
       return send(res, problem(400, "MALFORMED_BODY"))
     }
+    if (!isObject(payload)) return send(res, problem(422, "VALIDATION_FAILED"))
+    const route = writeOf(path, payload, principal, req.headers["if-match"])
+    if (route === undefined) return send(res, problem(404, "NOT_FOUND"))
+    if (!("write" in route)) return send(res, route)
     const fingerprint = Crypto.createHash("sha256").update(`POST ${path}\n${canonical(payload)}`).digest()
-    if (decision === null) {
-      if (typeof payload.work_id !== "string") return send(res, problem(422, "VALIDATION_FAILED"))
-      return send(res, await runWrite(principal, key, fingerprint, "claims", createClaim(principal, payload.work_id)))
-    }
-    if (payload.decision !== "approve") return send(res, problem(422, "VALIDATION_FAILED"))
-    const ifMatch = req.headers["if-match"]
-    return send(
-      res,
-      await runWrite(principal, key, fingerprint, "decisions", approve(principal, decision[1]!, ifMatch))
-    )
+    return send(res, await runWrite(principal, key, fingerprint, route.quota, route.write))
   }).catch(() => send(res, problem(500, "INTERNAL_ERROR")))
 }).listen(port, "127.0.0.1")

@@ -1,20 +1,22 @@
 /**
- * Catalog writes (claims, bench/README.md "writes"): the real server (`node dist/src/main.js`,
- * catalog only) creating claims, approving pending claims and replaying idempotent requests, next
- * to a plain `node:http` + `pg` baseline doing the same statements in one transaction
- * (bench/baseline/ClaimWrites.ts), both on the same database in the same run.
+ * Catalog writes (claims and edit proposals, bench/README.md "writes"): the real server
+ * (`node dist/src/main.js`, catalog only) creating claims, approving pending claims, replaying
+ * idempotent requests, creating, amending and merging edit proposals, next to a plain `node:http` +
+ * `pg` baseline doing the same statements in one transaction (bench/baseline/ClaimWrites.ts), both
+ * on the same database in the same run.
  *
  * The works are seeded once into `bench/.data-writes-<n>` (gitignored) and reused by later runs.
- * Each scenario starts from empty claim tables (`TRUNCATE claims, claim_events,
- * catalog_idempotency, catalog_quota_usage`): every request of its warm-up and measured run takes
- * the next live work (creation) or the next seeded pending claim (decisions), so none is refused
- * because an earlier request took its work.
+ * Each scenario starts from empty claim and proposal tables (`TRUNCATE claims, claim_events,
+ * proposals, proposal_amendments, revisions, catalog_idempotency, catalog_quota_usage`): every
+ * request of its warm-up and measured run takes the next live work (creation) or the next seeded
+ * pending claim (decisions) or open proposal (amendments, merges), so none is refused because an
+ * earlier request took its work or its proposal.
  *
  * The request budget and the daily quotas are configuration: the suite raises them out of the way
- * (`CATALOG_RATE_BURST`, `CATALOG_RATE_PER_SECOND`, `CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`
- * at 1e9). The rate limiter still runs on every request (leases of 1000 tokens from the shared
- * bucket, one `rate_limit_take` round trip per lease) and every write still counts its quota row:
- * both are measured, neither refuses.
+ * (`CATALOG_RATE_BURST`, `CATALOG_RATE_PER_SECOND`, `CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`,
+ * `CATALOG_QUOTA_PROPOSALS` at 1e9). The rate limiter still runs on every request (leases of 1000
+ * tokens from the shared bucket, one `rate_limit_take` round trip per lease) and every write still
+ * counts its quota row: both are measured, neither refuses.
  */
 import type autocannon from "autocannon"
 import { execFileSync } from "node:child_process"
@@ -41,12 +43,26 @@ const works = Number(process.env.BENCH_WRITES_WORKS ?? 100_000)
 /** Idempotency keys the replay scenario cycles through (each stored once, then replayed). */
 const replayKeys = Number(process.env.BENCH_WRITES_REPLAY_KEYS ?? 256)
 /**
- * `BENCH_WRITES_ONLY`: comma-separated scenarios to run: create, lock (the two baseline diagnostics of
- * the event lock; with create), decide, replay. Default: all.
+ * Proposal requests per second assumed when sizing the warm-up's pool of open proposals (amendments,
+ * merges); the measured pool follows the warm-up's rate.
  */
-const only = new Set((process.env.BENCH_WRITES_ONLY ?? "create,lock,decide,replay").split(",").map((s) => s.trim()))
+const proposalRate = Number(process.env.BENCH_WRITES_PROPOSAL_RATE ?? 1000)
+/**
+ * `BENCH_WRITES_ONLY`: comma-separated scenarios to run: create, lock (the two baseline diagnostics of
+ * the event lock; with create), decide, replay, propose, amend, merge, merge-one. Default: all.
+ */
+const only = new Set(
+  (process.env.BENCH_WRITES_ONLY ?? "create,lock,decide,replay,propose,amend,merge,merge-one").split(",").map((s) =>
+    s.trim()
+  )
+)
 const HIGH = "1000000000"
-const limitsEnv = { ...unlimitedBudget, CATALOG_QUOTA_CLAIMS: HIGH, CATALOG_QUOTA_DECISIONS: HIGH }
+const limitsEnv = {
+  ...unlimitedBudget,
+  CATALOG_QUOTA_CLAIMS: HIGH,
+  CATALOG_QUOTA_DECISIONS: HIGH,
+  CATALOG_QUOTA_PROPOSALS: HIGH
+}
 
 /** What the event-lock sampler saw in a measured run (pg_locks and pg_stat_activity every 50 ms). */
 interface LockSample {
@@ -199,12 +215,17 @@ export const writes = async (): Promise<string> => {
       authorization: `Bearer ${keyFor(moderator, "moderation")}`,
       "content-type": "application/json"
     }
+    const proposerHeaders = {
+      authorization: `Bearer ${keyFor(claimant, "catalog:write")}`,
+      "content-type": "application/json"
+    }
 
     const live = await pg.query<{ id: string }>("SELECT id::text AS id FROM works WHERE live ORDER BY id")
     const ids = live.rows.map((r) => r.id)
     /**
-     * Empties the claim tables once the previous scenario's last requests are done: the server runs
-     * a write to completion after its client hung up (autocannon closes its connections at the end).
+     * Empties the claim and proposal tables once the previous scenario's last requests are done: the
+     * server runs a write to completion after its client hung up (autocannon closes its connections at
+     * the end).
      */
     const reset = async () => {
       const deadline = Date.now() + 30_000
@@ -217,7 +238,10 @@ export const writes = async (): Promise<string> => {
         if (rows[0]!.n === 0 || Date.now() > deadline) break
         await new Promise((r) => setTimeout(r, 100))
       }
-      await pg.query("TRUNCATE claims, claim_events, catalog_idempotency, catalog_quota_usage")
+      await pg.query(
+        "TRUNCATE claims, claim_events, proposals, proposal_amendments, revisions, catalog_idempotency, " +
+          "catalog_quota_usage"
+      )
     }
 
     // --- The claim-event lock, sampled during each measured run ----------------------------------
@@ -293,6 +317,7 @@ export const writes = async (): Promise<string> => {
 
     // --- Scenarios ------------------------------------------------------------------------------
     const exhausted: Array<string> = []
+    const proposalsRanOut: Array<string> = []
 
     /** POST /v2/claims for the next live work, with a fresh Idempotency-Key. */
     const create = (name: string, side: { origin: string; cpu: Target["cpu"] }): Promise<Row> => {
@@ -419,6 +444,129 @@ export const writes = async (): Promise<string> => {
       return { ...row, note: `${replayed} replayed answers, ${fresh} not replayed (warm-up and measured)` }
     }
 
+    /** POST /v2/proposals on the next live work, setting its `length_minutes`, with a fresh Idempotency-Key. */
+    const propose = (name: string, side: { origin: string; cpu: Target["cpu"] }): Promise<Row> => {
+      let next = 0
+      const request: autocannon.Request = {
+        method: "POST",
+        path: "/v2/proposals",
+        setupRequest: (req) => {
+          const i = next++
+          req.headers = { ...req.headers, "idempotency-key": `propose-${tag}-${i}` }
+          req.body = `{"entity_type":"catalog.work","entity_id":"${ids[i % ids.length]}",` +
+            `"patch":{"catalog.work.length_minutes":${(i % 1000) + 1}}}`
+          return req
+        }
+      }
+      return run(name, {
+        url: `${side.origin}/v2/proposals`,
+        headers: proposerHeaders,
+        requests: [request],
+        prepare: async (phase) => {
+          if (phase === "warmup") await reset()
+        },
+        ...(side.cpu === undefined ? {} : { cpu: side.cpu })
+      })
+    }
+
+    /**
+     * `count` open proposals seeded in SQL (version 1, so each one's ETag is `"proposal-<id>-1"`), each
+     * setting `catalog.work.length_minutes`: proposal i on the live works in id order, round-robin
+     * (i modulo the live works), or all on `work`. Each value is one more than the work's value now plus
+     * the proposals before it on that work, so each merge in turn changes the value (its revision has a
+     * diff). Answers the proposal ids in order.
+     */
+    const seedProposals = async (count: number, work?: string): Promise<Array<string>> => {
+      const { rows } = await pg.query<{ id: string }>(
+        `WITH w AS (
+           SELECT id, coalesce(length_minutes, 0) AS minutes, row_number() OVER (ORDER BY id) - 1 AS n
+           FROM works WHERE live AND ($2::bigint IS NULL OR id = $2::bigint)),
+         t AS (SELECT count(*) AS total FROM w),
+         g AS (
+           SELECT g.i, w.id, jsonb_build_object('catalog.work.length_minutes', (w.minutes + 1 + g.i / t.total) % 1000000)
+             AS patch
+           FROM generate_series(0, $1::bigint - 1) AS g (i) CROSS JOIN t JOIN w ON w.n = g.i % t.total)
+         INSERT INTO proposals (entity_type, entity_id, site, proposer_uid, patch, effective)
+         SELECT 'catalog.work', g.id, 'bench', $3, g.patch, g.patch FROM g ORDER BY g.i
+         RETURNING id::text AS id`,
+        [count, work ?? null, String(claimant)]
+      )
+      await pg.query("ANALYZE proposals")
+      return rows.map((r) => r.id).sort((a, b) => Number(a) - Number(b))
+    }
+
+    /**
+     * A POST on the next open proposal of a pool seeded before the warm-up and again before the measured
+     * run (sized like the identity suite's code pools: the warm-up's from `BENCH_WRITES_PROPOSAL_RATE`,
+     * the measured one from 3x the warm-up's rate, or from twice the guess when the warm-up's ran out),
+     * with its ETag and a fresh Idempotency-Key. A measured run that used up its pool is reported.
+     */
+    const onProposals = (
+      name: string,
+      side: { origin: string; cpu: Target["cpu"] },
+      options: {
+        readonly path: (id: string) => string
+        readonly headers: Record<string, string>
+        readonly body: (i: number) => string
+        /** All proposals on this work (default: round-robin over the live works). */
+        readonly work?: string
+      }
+    ): Promise<Row> => {
+      let next = 0
+      let round = 0
+      let measured = false
+      let pool: Array<string> = []
+      const request: autocannon.Request = {
+        method: "POST",
+        path: options.path("0"),
+        setupRequest: (req) => {
+          const i = next++
+          if (i === pool.length && measured) proposalsRanOut.push(name)
+          const id = pool[i % pool.length]!
+          req.path = options.path(id)
+          req.headers = {
+            ...req.headers,
+            "if-match": `"proposal-${id}-1"`,
+            "idempotency-key": `proposal-${tag}-${round}-${i}`
+          }
+          req.body = options.body(i)
+          return req
+        }
+      }
+      return run(name, {
+        url: `${side.origin}${options.path("0")}`,
+        headers: options.headers,
+        requests: [request],
+        prepare: async (phase, warmup) => {
+          if (phase === "warmup") await reset()
+          const rate = phase === "warmup" || warmup === undefined
+            ? proposalRate
+            : Math.max((warmup.requests - warmup.non2xx) / settings.warmup, next > pool.length ? 2 * proposalRate : 100)
+          const count = phase === "warmup" ? 1.5 * rate * settings.warmup : 3 * rate * settings.duration
+          pool = await seedProposals(Math.ceil(count) + 2 * settings.connections, options.work)
+          next = 0
+          round++
+          measured = phase === "measured"
+        },
+        ...(side.cpu === undefined ? {} : { cpu: side.cpu })
+      })
+    }
+
+    const amend = (name: string, side: { origin: string; cpu: Target["cpu"] }) =>
+      onProposals(name, side, {
+        path: (id) => `/v2/proposals/${id}/amendments`,
+        headers: proposerHeaders,
+        body: (i) => `{"set":{"catalog.work.length_minutes":${(i % 1000) + 1}}}`
+      })
+
+    const merge = (name: string, side: { origin: string; cpu: Target["cpu"] }, work?: string) =>
+      onProposals(name, side, {
+        path: (id) => `/v2/moderation/proposals/${id}/decisions`,
+        headers: moderatorHeaders,
+        body: () => "{\"decision\":\"merge\"}",
+        ...(work === undefined ? {} : { work })
+      })
+
     const createTarget = (r: Row, base: Row): Row => {
       const ratio = r.rps / base.rps
       return {
@@ -464,11 +612,43 @@ export const writes = async (): Promise<string> => {
       const sReplay = await replay("shiori: idempotent replay of a creation", ours)
       rows.push(bReplay, { ...sReplay, ratio: ratioOf(sReplay, bReplay) })
     }
+    /** Our row against the baseline's: at least 0.5x its req/s (and p99 under `p99` ms), no failures. */
+    const targeted = (r: Row, base: Row, p99?: number): Row => {
+      const ratio = r.rps / base.rps
+      return {
+        ...r,
+        ratio: `${ratio.toFixed(2)}x`,
+        target: `>= 0.5x${p99 === undefined ? "" : `, p99 < ${p99} ms`}`,
+        met: r.requests > 0 && ratio >= 0.5 && (p99 === undefined || r.p99 < p99) && r.non2xx === 0 &&
+          r.errors === 0 && !proposalsRanOut.includes(r.name)
+      }
+    }
+    let mergeRow: { readonly ours: Row; readonly base: Row } | undefined
+    if (only.has("propose")) {
+      const base = await propose("baseline: create proposal", baseline)
+      rows.push(base, targeted(await propose("shiori: create proposal", ours), base))
+    }
+    if (only.has("amend")) {
+      const base = await amend("baseline: amend proposal", baseline)
+      rows.push(base, targeted(await amend("shiori: amend proposal", ours), base))
+    }
+    if (only.has("merge")) {
+      const base = await merge("baseline: merge proposal (a distinct work each)", baseline)
+      const row = targeted(await merge("shiori: merge proposal (a distinct work each)", ours), base, 100)
+      rows.push(base, row)
+      mergeRow = { ours: row, base }
+    }
+    if (only.has("merge-one")) {
+      // Every merge on one work: each waits for the work's row lock, so this measures how merges on one
+      // entity queue behind each other, not the merge path.
+      const base = await merge("baseline: merge proposal, all on one work", baseline, ids[0])
+      rows.push(base, targeted(await merge("shiori: merge proposal, all on one work", ours, ids[0]), base))
+    }
     const rss = server.rssMb()
     await reset()
 
     return [
-      `## Catalog writes (claims) on ${works.toLocaleString("en")} works`,
+      `## Catalog writes (claims, edit proposals) on ${works.toLocaleString("en")} works`,
       report(rows),
       ...(createRatio === undefined ? [] : [
         `**shiori create: ${createRatio.ratio} the baseline's req/s, p99 ${createRatio.p99} ms vs ${
@@ -476,6 +656,11 @@ export const writes = async (): Promise<string> => {
         } ms** ` +
         `(target >= 0.5x and p99 < 50 ms at ${settings.connections} connections: ` +
         `${createRatio.met === true ? "met" : "**not met**"}).`
+      ]),
+      ...(mergeRow === undefined ? [] : [
+        `**shiori merge: ${mergeRow.ours.ratio} the baseline's req/s, p99 ${mergeRow.ours.p99} ms vs ${mergeRow.base.p99} ms** ` +
+        `(target >= 0.5x and p99 < 100 ms at ${settings.connections} connections: ` +
+        `${mergeRow.ours.met === true ? "met" : "**not met**"}).`
       ]),
       `Limits raised out of the way for the run: ${
         Object.entries(limitsEnv).map(([k, v]) => `\`${k}=${v}\``).join(", ")
@@ -486,6 +671,11 @@ export const writes = async (): Promise<string> => {
       `held samples in which the holder was idle in transaction (its statement done, waiting for its client's next one); ` +
       `the mean number of backends waiting for another transaction's row, and of those on the site's quota row.`,
       ...rows.filter((r) => r.note !== undefined).map((r) => `${r.name}: ${r.note}.`),
+      ...(proposalsRanOut.length === 0 ? [] : [
+        `**Ran out of open proposals** (requests after that were sent with a used proposal's ETag and refused): ${
+          [...new Set(proposalsRanOut)].join(", ")
+        }; raise \`BENCH_WRITES_PROPOSAL_RATE\`.`
+      ]),
       ...(exhausted.length === 0 ? [] : [
         `**Ran out of works** (requests after that were refused as already claimed): ${
           [...new Set(exhausted)].join(", ")
