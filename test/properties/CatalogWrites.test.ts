@@ -10,6 +10,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { CatalogApi } from "../../schema/Api/CatalogApi.js"
+import { fieldOf } from "../../schema/Catalog/Fields.js"
 import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
 import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
 import { serverLayerOptions } from "../support/TestServers.js"
@@ -66,6 +67,53 @@ const setups: Record<string, (f: ClaimsFixtureShape) => Effect.Effect<RouteSetup
     Effect.succeed({ headers: bearer(f.siteUser.key), params: f.works.map((work_id) => ({ work_id })) }),
   "claims.releaseClaim": (f) =>
     Effect.succeed({ headers: bearer(f.siteUser.key), params: f.works.map((work_id) => ({ work_id })) }),
+  "proposals.createProposal": (f) =>
+    Effect.gen(function*() {
+      const key = yield* proposerKey(f)
+      const moderator = yield* moderatorKey(f)
+      return {
+        headers: bearer(key),
+        fields: f.works.map((entity_id) => ({ entity_type: "catalog.work", entity_id })),
+        valid: [
+          { entity_type: "catalog.work", entity_id: f.works[1], patch: yield* workPatch(f, moderator, f.works[1]!) },
+          { entity_type: "catalog.work", entity_id: f.works[2], patch: { "catalog.work.display_name": "A new name" } }
+        ]
+      }
+    }),
+  "proposals.amendProposal": (f) =>
+    Effect.gen(function*() {
+      const key = yield* proposerKey(f)
+      const moderator = yield* moderatorKey(f)
+      const open = yield* openProposals(f, key, 5)
+      return {
+        // `If-Match` is required: `*` lets an amendment through to its checks.
+        headers: { ...bearer(key), "if-match": "*" },
+        params: open.map(({ id }) => ({ id })),
+        valid: [
+          { set: yield* workPatch(f, moderator, f.works[0]!) },
+          { unset: ["catalog.work.length_minutes"], note: "Not this." }
+        ]
+      }
+    }),
+  "proposals.withdrawProposal": (f) =>
+    Effect.gen(function*() {
+      const key = yield* proposerKey(f)
+      const open = yield* openProposals(f, key, 5)
+      return { headers: bearer(key), params: open.map(({ id }) => ({ id })) }
+    }),
+  "proposalModeration.decideProposal": (f) =>
+    Effect.gen(function*() {
+      const key = yield* proposerKey(f)
+      const open = yield* openProposals(f, key, 5)
+      const common = {
+        params: open.map(({ id }) => ({ id })),
+        valid: [{ decision: "merge" }, { decision: "decline", note: "Not a change we keep." }]
+      }
+      return [
+        { ...common, headers: { ...bearer(yield* moderatorKey(f)), "if-match": "*" } },
+        { ...common, headers: { ...bearer(yield* moderatorKey(f)), "if-match": "\"0\"" } }
+      ]
+    }),
   "moderation.decideClaim": (f) =>
     Effect.gen(function*() {
       const pending = yield* Effect.forEach([1, 2, 3, 4, 5], (n) => pendingClaim(f, n))
@@ -86,6 +134,30 @@ const setups: Record<string, (f: ClaimsFixtureShape) => Effect.Effect<RouteSetup
       ]
     })
 }
+
+/** A key of `site_a`'s user with the proposal scopes (docs/writing.md, "Edit proposals"). */
+const proposerKey = (f: ClaimsFixtureShape) => f.makeKey("site_a", ["catalog:read", "catalog:write"], f.siteUser.id)
+const moderatorKey = (f: ClaimsFixtureShape) =>
+  f.makeKey("mod_site", ["catalog:read", "catalog:write", "moderation"], f.moderator.id)
+
+/** Open proposals of `site_a` on the fixture's works, with their ETags. */
+const openProposals = (f: ClaimsFixtureShape, key: string, n: number) =>
+  Effect.forEach(f.works.slice(0, n), (work, i) =>
+    Effect.gen(function*() {
+      const created = yield* f.call("POST", "/v2/proposals", {
+        key,
+        body: { entity_type: "catalog.work", entity_id: work, patch: { "catalog.work.length_minutes": 100 + i } }
+      })
+      if (created.status !== 201) return yield* Effect.die(new Error(`set-up proposal: ${created.status}`))
+      return { id: created.body.id as string, etag: created.headers.get("etag")! }
+    }))
+
+/** A live work's current values, as a patch (every writable key). */
+const workPatch = (f: ClaimsFixtureShape, key: string, work: string) =>
+  Effect.map(f.call("GET", `/v2/moderation/snapshots/work/${work}`, { key }), (res) =>
+    Object.fromEntries(
+      Object.entries(res.body as Record<string, unknown>).filter(([k]) => fieldOf(k)?.writable === true)
+    ))
 
 /** Answers that stopped before the body mattered: the credential, or a rate limit. */
 const GATES = new Set<number>([401, 429])
@@ -128,7 +200,11 @@ describe("catalog write routes take generated and hostile bodies (docs/api-contr
     ClaimsFixtureLive({
       works: 20,
       // Generated writes must not spend the day's quotas: a 429 would then answer everything after it.
-      config: { CATALOG_QUOTA_CLAIMS: "100000000", CATALOG_QUOTA_DECISIONS: "100000000" }
+      config: {
+        CATALOG_QUOTA_CLAIMS: "100000000",
+        CATALOG_QUOTA_DECISIONS: "100000000",
+        CATALOG_QUOTA_PROPOSALS: "100000000"
+      }
     }),
     serverLayerOptions("300 seconds")
   )((it) => {

@@ -254,6 +254,13 @@ export class Proposals extends Context.Service<Proposals>()("catalog/Proposals",
         const row = yield* lockedOwn(principal, id)
         yield* checkIfMatch(rule, ifMatch, proposalEtag(row))
         if (row.state !== "open") return yield* invalidTransition(row.state, "amended")
+        if (Object.keys(body.set ?? {}).length === 0 && (body.unset ?? []).length === 0 && !body.note) {
+          return yield* validation([{
+            reason: "REQUIRED",
+            detail: "`/set` is required: an amendment sets or unsets keys, or at least carries a `note`.",
+            pointer: "/set"
+          }], "The amendment changes nothing and says nothing.")
+        }
         const checked = checkAmendment(row.entity_type, body)
         if (checked.errors.length > 0) return yield* validation(checked.errors, "The amendment has invalid entries.")
         const missing = yield* fields.references(row.entity_type, row.entity_id, checked.values, "set")
