@@ -449,7 +449,10 @@ describe("proposal rules (docs/writing.md, \"Edit proposals\")", () => {
             reason: "TOO_LONG",
             pointer: "/note",
             params: { max_length: 2000 }
-          }]]
+          }]],
+          // An amendment that neither changes the patch nor says anything.
+          [{}, [{ reason: "REQUIRED", pointer: "/set" }]],
+          [{ set: {}, unset: [] }, [{ reason: "REQUIRED", pointer: "/set" }]]
         ]
         for (const [body, errors] of refusals) {
           expectErrors(yield* amend(f, keys.site, p.id, p.etag, body), errors)
