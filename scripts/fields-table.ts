@@ -56,7 +56,12 @@ export const summarize = (schema: JsonSchema, defs: JsonSchema = schema.$defs ??
       return `array${count === "" ? "" : `(${count})`} of ${items.includes(" | ") ? `(${items})` : items}`
     }
     case "object": {
-      if (schema.properties === undefined) return "object"
+      if (schema.properties === undefined) {
+        // A map: its keys' pattern and its values' shape.
+        if (schema.additionalProperties === undefined || schema.additionalProperties === true) return "object"
+        const keys = schema.propertyNames === undefined ? "string" : summarize(schema.propertyNames, defs)
+        return `map of ${keys} -> ${summarize(schema.additionalProperties, defs)}`
+      }
       const required = new Set<string>(schema.required ?? [])
       const members = Object.entries(schema.properties as Record<string, JsonSchema>).map(([name, member]) =>
         `${name}${required.has(name) ? "" : "?"}${
