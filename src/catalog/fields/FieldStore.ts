@@ -111,8 +111,9 @@ const aliases = (object: string): Storage => ({
           coalesce((SELECT max(position) + 1 FROM entity_aliases WHERE entity_type = ${object}
             AND entity_id = ${id}::bigint), 0) + x.n - 1,
           x.lang, x.value, x.alias_kind, x.is_machine
-        FROM jsonb_to_recordset(${JSON.stringify(value)}::jsonb)
-          WITH ORDINALITY AS x (lang text, value text, alias_kind text, is_machine boolean, n bigint)`
+        FROM ROWS FROM (jsonb_to_recordset(${JSON.stringify(value)}::jsonb)
+          AS (lang text, value text, alias_kind text, is_machine boolean))
+          WITH ORDINALITY AS x (lang, value, alias_kind, is_machine, n)`
     })
 })
 const intros = (object: string): Storage => ({
@@ -125,8 +126,9 @@ const intros = (object: string): Storage => ({
       yield* sql`
         INSERT INTO entity_intros (entity_type, entity_id, position, lang, value, is_machine, source)
         SELECT ${object}, ${id}::bigint, x.n - 1, x.lang, x.value, x.is_machine, x.source
-        FROM jsonb_to_recordset(${JSON.stringify(value)}::jsonb)
-          WITH ORDINALITY AS x (lang text, value text, is_machine boolean, source text, n bigint)`
+        FROM ROWS FROM (jsonb_to_recordset(${JSON.stringify(value)}::jsonb)
+          AS (lang text, value text, is_machine boolean, source text))
+          WITH ORDINALITY AS x (lang, value, is_machine, source, n)`
     })
 })
 const links = (object: string): Storage => ({
@@ -139,8 +141,9 @@ const links = (object: string): Storage => ({
       yield* sql`
         INSERT INTO entity_links (entity_type, entity_id, position, site, url, label, lang)
         SELECT ${object}, ${id}::bigint, x.n - 1, x.site, x.url, x.label, x.lang
-        FROM jsonb_to_recordset(${JSON.stringify(value)}::jsonb)
-          WITH ORDINALITY AS x (site text, url text, label text, lang text, n bigint)`
+        FROM ROWS FROM (jsonb_to_recordset(${JSON.stringify(value)}::jsonb)
+          AS (site text, url text, label text, lang text))
+          WITH ORDINALITY AS x (site, url, label, lang, n)`
     })
 })
 
@@ -207,11 +210,12 @@ const tags: Storage = {
       yield* count(-1)
       yield* sql`DELETE FROM work_tags WHERE work_id = ${id}::bigint`
       if (value.length === 0) return
+      // The scores go as text: a number array whose items are integers and fractions has no one type.
       yield* sql`
         INSERT INTO work_tags (work_id, tag_id, spoiler, score)
-        SELECT ${id}::bigint, x.tag_id::bigint, x.spoiler, x.score
+        SELECT ${id}::bigint, x.tag_id::bigint, x.spoiler, x.score::real
         FROM unnest(${value.map((v) => v.tag.id)}::text[], ${value.map((v) => v.spoiler)}::text[],
-          ${value.map((v) => v.score)}::real[]) AS x (tag_id, spoiler, score)`
+          ${value.map((v) => String(v.score))}::text[]) AS x (tag_id, spoiler, score)`
       yield* count(1)
     }),
   references: ({ sql }, value: ReadonlyArray<TagEntry>, base) =>
