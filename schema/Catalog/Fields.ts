@@ -103,8 +103,12 @@ const MAX_ITEMS = 500
 const listOf = <S extends Schema.Codec<any, any, never, never>>(item: S) =>
   Schema.Array(item).check(Schema.isMaxLength(MAX_ITEMS))
 
-/** A tag score: stored as `real`, so at most two decimals, which it keeps exactly. */
-const twoDecimals = Schema.makeFilter((n: number) => Math.abs(n * 100 - Math.round(n * 100)) < 1e-7, {
+/**
+ * A tag score: stored as `real`, so at most two decimals, which it keeps exactly: the number must be
+ * the one its hundredths name. (Near enough is not enough: `1.0000000001` would read back as `1`, and
+ * `1e-300` does not fit the column at all.)
+ */
+const twoDecimals = Schema.makeFilter((n: number) => Math.round(n * 100) / 100 === n, {
   expected: "a number with at most two decimals",
   message: "must have at most two decimals"
 })
