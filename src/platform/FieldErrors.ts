@@ -178,6 +178,11 @@ export const collectFieldErrors = (
       ? "/" + path.map((p) => String(p).replaceAll("~", "~0").replaceAll("/", "~1")).join("/")
       : String(path[0] ?? "")
     if (location !== "pointer" && name === "") return
+    // Two checks of one value that fail alike (a hash's pattern and its length) are one entry.
+    const same = (e: FieldError) =>
+      e.reason === reason && (e as Record<string, unknown>)[location] === name &&
+      JSON.stringify(e.params) === JSON.stringify(params)
+    if (out.errors.some(same)) return
     out.errors.push({
       reason,
       detail: `\`${name}\` ${says ?? describe(reason, params)}.`,

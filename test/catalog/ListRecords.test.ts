@@ -91,8 +91,19 @@ describe("catalog lists", () => {
         const query: Record<string, string> = { "/v2/catalog/calendar": "?window=undated" }
         const checked: Array<string> = []
         // Claim lists need a user's credential and claims to show; test/claims/Claims.test.ts checks their items.
-        const claimLists = ["/v2/claims", "/v2/moderation/claims", "/v2/catalog/claim-events"]
-        for (const { itemObject, path } of lists.filter((l) => !claimLists.includes(l.path))) {
+        // Proposal, amendment and revision lists need a user's credential and merged proposals to show;
+        // test/proposals/ProposalRules.test.ts checks their items.
+        const writeLists = [
+          "/v2/claims",
+          "/v2/moderation/claims",
+          "/v2/catalog/claim-events",
+          "/v2/proposals",
+          "/v2/moderation/proposals",
+          "/v2/proposals/{id}/amendments",
+          "/v2/catalog/{collection}/{id}/revisions"
+        ]
+        expect(lists.map((l) => l.path)).toEqual(expect.arrayContaining(writeLists))
+        for (const { itemObject, path } of lists.filter((l) => !writeLists.includes(l.path))) {
           const url = path.replace(/^(.*)\/\{id\}/, (parent: string) => {
             const id = ids[parent]
             expect(id, `an id for ${path}`).toBeDefined()
