@@ -40,6 +40,9 @@
  * Effect, no schemas, no middleware, no rate limiter, no error model beyond a status code. The
  * credential is looked up once per API key and kept in memory (ours caches it too).
  *
+ * Diagnostic `QUOTA=off`: no site quota row is counted (the answer alone is stored), to show what the
+ * one row per site and kind that every write of a site updates before COMMIT costs.
+ *
  * Diagnostics (creation only), `EVENT_LOCK`:
  * - `0`: the same without `claim_event_lock()` (what the lock costs; event ids then commit out of
  *   order);
@@ -55,6 +58,8 @@ import { AdvisoryLockClass } from "../../src/platform/AdvisoryLocks.js"
 
 const port = Number(process.env.PORT)
 const lockMode = process.env.EVENT_LOCK === "0" ? "off" : process.env.EVENT_LOCK === "long" ? "long" : "on"
+/** QUOTA=off (a diagnostic): no quota row is counted; the answer alone is stored. */
+const quotaOff = process.env.QUOTA === "off"
 /** The daily quota per site and kind: set as high as the server's (`CATALOG_QUOTA_*`). */
 const quotaLimit = Number(process.env.QUOTA_LIMIT ?? 1e9)
 const pool = new Pg.Pool({
@@ -350,6 +355,17 @@ const runWrite = async (
       if (lockMode === "long") {
         const used = await query(client, sqlQuota, [principal.site, quota, quotaLimit])
         if (used.rows.length === 0) throw new Refused(429, "QUOTA_EXCEEDED")
+        if (key !== undefined) {
+          await query(client, sqlStore, [
+            principal.owner,
+            key,
+            fingerprint,
+            answer.status,
+            JSON.stringify(answer.headers),
+            answer.body
+          ])
+        }
+      } else if (quotaOff) {
         if (key !== undefined) {
           await query(client, sqlStore, [
             principal.owner,

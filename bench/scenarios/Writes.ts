@@ -49,12 +49,13 @@ const replayKeys = Number(process.env.BENCH_WRITES_REPLAY_KEYS ?? 256)
 const proposalRate = Number(process.env.BENCH_WRITES_PROPOSAL_RATE ?? 1000)
 /**
  * `BENCH_WRITES_ONLY`: comma-separated scenarios to run: create, lock (the two baseline diagnostics of
- * the event lock; with create), decide, replay, propose, amend, merge, merge-one. Default: all.
+ * the event lock; with create), decide, replay, propose, amend, merge, quota (the baseline merge
+ * without the quota row; with merge), merge-one. Default: all.
  */
 const only = new Set(
-  (process.env.BENCH_WRITES_ONLY ?? "create,lock,decide,replay,propose,amend,merge,merge-one").split(",").map((s) =>
-    s.trim()
-  )
+  (process.env.BENCH_WRITES_ONLY ?? "create,lock,decide,replay,propose,amend,merge,quota,merge-one").split(",").map((
+    s
+  ) => s.trim())
 )
 const HIGH = "1000000000"
 const limitsEnv = {
@@ -637,6 +638,14 @@ export const writes = async (): Promise<string> => {
       const row = targeted(await merge("shiori: merge proposal (a distinct work each)", ours), base, 100)
       rows.push(base, row)
       mergeRow = { ours: row, base }
+      if (only.has("quota")) {
+        // Where the time goes: the baseline without the site's quota row, which every write of a site
+        // updates and holds until its COMMIT (bench/baseline/ClaimWrites.ts, QUOTA=off).
+        const variant = await startBaseline({ QUOTA: "off", APPLICATION_NAME: "bench-baseline-noquota" })
+        const diagnostic = await merge("diagnostic: baseline merge without the quota row", variant)
+        rows.push({ ...diagnostic, ratio: ratioOf(diagnostic, base) })
+        await variant.proc.stop()
+      }
     }
     if (only.has("merge-one")) {
       // Every merge on one work: each waits for the work's row lock, so this measures how merges on one
