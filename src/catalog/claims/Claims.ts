@@ -37,7 +37,7 @@ import {
   ValidationFailed
 } from "../../../schema/Problem.js"
 import { UserStanding } from "../../platform/IdentityPort.js"
-import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
+import { Cursors, filterDigest } from "../pagination/Cursor.js"
 import { checkIfMatch, checkTenant, jsonAnswer } from "../writes/Writes.js"
 import { type Appended, ClaimsRepo, type LockedClaim, type RecordRow, type Viewer } from "./ClaimsRepo.js"
 import { decodeWorkFields, type MintFields } from "./WorkFields.js"
@@ -462,17 +462,6 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
         return { record: toRecord(row, "bearer"), etag: claimEtag(row.work_id, row.last_event_id) }
       })
 
-    const decodeAfter = (cursor: string | undefined, sort: string, filters: Record<string, unknown>) =>
-      cursor === undefined
-        ? Effect.succeed(undefined)
-        : Effect.flatMap(
-          cursors.decode(cursor, { sort, filters: filterDigest(filters) }),
-          (position) =>
-            /^[0-9]{1,20}$/.test(position.id)
-              ? Effect.succeed(position.id)
-              : Effect.fail(new InvalidCursor({ detail: "The cursor does not hold a position." }))
-        )
-
     /**
      * A page of claim records keyed by one id column (`key`): the cursor names the last row's key
      * and is bound to `filters`; `fetch` gets the key to start after and `limit + 1`.
@@ -485,20 +474,10 @@ export class Claims extends Context.Service<Claims>()("catalog/Claims", {
       readonly face: "bearer" | "queue"
       readonly fetch: (after: string | undefined, rows: number) => Effect.Effect<ReadonlyArray<RecordRow>, E>
     }) =>
-      Effect.gen(function*() {
-        const limit = options.params.limit ?? DEFAULT_LIMIT
-        const after = yield* decodeAfter(options.params.cursor, options.sort, options.filters)
-        const page = pageOf(
-          yield* options.fetch(after, limit + 1),
-          limit,
-          (row) => ({ sort: options.sort, key: [], id: options.key(row) }),
-          (p) => cursors.encode(p, filterDigest(options.filters))
-        )
-        return {
-          object: "list" as const,
-          items: page.items.map((row) => toRecord(row, options.face)),
-          ...(page.next_cursor === undefined ? {} : { next_cursor: page.next_cursor })
-        }
+      cursors.keyedPage({
+        ...options,
+        defaultLimit: DEFAULT_LIMIT,
+        item: (row: RecordRow) => toRecord(row, options.face)
       })
 
     const list = (

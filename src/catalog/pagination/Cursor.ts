@@ -85,7 +85,43 @@ export class Cursors extends Context.Service<Cursors>()("catalog/Cursors", {
         return Effect.succeed<Position>({ sort, key, id })
       })
 
-    return { encode, decode } as const
+    /**
+     * A page of a list ordered by one numeric key (an id, a `seq`): the cursor holds the last row's
+     * key and is bound to `filters`; `fetch` gets the key to continue from (none on the first page)
+     * and `limit + 1` rows to ask for. Answers the list envelope around `item` of each row.
+     */
+    const keyedPage = <Row, Item, E>(options: {
+      readonly sort: string
+      readonly filters: Record<string, unknown>
+      readonly params: { readonly limit?: number | undefined; readonly cursor?: string | undefined }
+      readonly defaultLimit: number
+      readonly key: (row: Row) => string
+      readonly item: (row: Row) => Item
+      readonly fetch: (after: string | undefined, rows: number) => Effect.Effect<ReadonlyArray<Row>, E>
+    }) =>
+      Effect.gen(function*() {
+        const digest = filterDigest(options.filters)
+        const limit = options.params.limit ?? options.defaultLimit
+        const after = options.params.cursor === undefined
+          ? undefined
+          : (yield* decode(options.params.cursor, { sort: options.sort, filters: digest })).id
+        if (after !== undefined && !/^[0-9]{1,20}$/.test(after)) {
+          return yield* new InvalidCursor({ detail: "The cursor does not hold a position." })
+        }
+        const page = pageOf(
+          yield* options.fetch(after, limit + 1),
+          limit,
+          (row) => ({ sort: options.sort, key: [], id: options.key(row) }),
+          (position) => encode(position, digest)
+        )
+        return {
+          object: "list" as const,
+          items: page.items.map(options.item),
+          ...(page.next_cursor === undefined ? {} : { next_cursor: page.next_cursor })
+        }
+      })
+
+    return { encode, decode, keyedPage } as const
   })
 }) {
   static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide([AppSecret.layer]))

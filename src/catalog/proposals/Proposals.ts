@@ -40,14 +40,13 @@ import { DEFAULT_LIMIT } from "../../../schema/Catalog/Query.js"
 import {
   EntityMerged,
   type FieldError,
-  InvalidCursor,
   InvalidStateTransition,
   NotFound,
   UserIdentityRequired,
   ValidationFailed
 } from "../../../schema/Problem.js"
 import { decodeFields, EntityFields, type Located, pointerToken } from "../fields/EntityFields.js"
-import { Cursors, filterDigest, pageOf } from "../pagination/Cursor.js"
+import { Cursors } from "../pagination/Cursor.js"
 import { bigintId } from "../shared/Lanes.js"
 import { checkIfMatch, checkTenant, jsonAnswer } from "../writes/Writes.js"
 import { type AmendmentRow, type ProposalRow, ProposalsRepo, type RevisionRow } from "./ProposalsRepo.js"
@@ -374,43 +373,10 @@ export class Proposals extends Context.Service<Proposals>()("catalog/Proposals",
     // Reads
     // -------------------------------------------------------------------------------------------
 
-    /** The position a cursor holds (an id), bound to `filters`. */
-    const decodeAfter = (cursor: string | undefined, sort: string, filters: Record<string, unknown>) =>
-      cursor === undefined
-        ? Effect.succeed(undefined)
-        : Effect.flatMap(
-          cursors.decode(cursor, { sort, filters: filterDigest(filters) }),
-          (position) =>
-            /^[0-9]{1,20}$/.test(position.id)
-              ? Effect.succeed(position.id)
-              : Effect.fail(new InvalidCursor({ detail: "The cursor does not hold a position." }))
-        )
-
-    /** A page of rows keyed by a numeric column (`key`), the cursor bound to `filters`. */
-    const page = <Row, Item, E>(options: {
-      readonly sort: string
-      readonly filters: Record<string, unknown>
-      readonly params: PagingParams
-      readonly key: (row: Row) => string
-      readonly item: (row: Row) => Item
-      readonly fetch: (after: string | undefined, rows: number) => Effect.Effect<ReadonlyArray<Row>, E>
-    }) =>
-      Effect.gen(function*() {
-        const limit = options.params.limit ?? DEFAULT_LIMIT
-        const after = yield* decodeAfter(options.params.cursor, options.sort, options.filters)
-        const rows = yield* options.fetch(after, limit + 1)
-        const result = pageOf(
-          rows,
-          limit,
-          (row) => ({ sort: options.sort, key: [], id: options.key(row) }),
-          (p) => cursors.encode(p, filterDigest(options.filters))
-        )
-        return {
-          object: "list" as const,
-          items: result.items.map(options.item),
-          ...(result.next_cursor === undefined ? {} : { next_cursor: result.next_cursor })
-        }
-      })
+    /** A page keyed by a numeric column, with the default page size. */
+    const page = <Row, Item, E>(
+      options: Omit<Parameters<typeof cursors.keyedPage<Row, Item, E>>[0], "defaultLimit">
+    ) => cursors.keyedPage({ ...options, defaultLimit: DEFAULT_LIMIT })
 
     const list = (principal: PrincipalShape, params: ListProposalsParams) => {
       const filters = {
