@@ -19,34 +19,13 @@ import {
   Snapshot
 } from "../Catalog/Claim.js"
 import { Id } from "../Catalog/Common.js"
-import { CursorParam, Limit } from "../Catalog/Query.js"
 import { AlreadyExists, InvalidCursor, InvalidStateTransition, LimitTooLarge, NotFound, problem } from "../Problem.js"
 import { Authorization, WriteAuthorization } from "./Security.js"
-import { declare, type RouteRule } from "./Writes.js"
-
-/** Every failing path parameter is reported (a path has no room for unknown ones). */
-const strict = { errors: "all", onExcessProperty: "error" } as const
-
-/**
- * Every failing query parameter is reported; unknown ones are ignored, as on every route
- * (docs/api-contract.md, "Records and lists").
- */
-const lenientQuery = { errors: "all" } as const
-
-/**
- * Every failing field of a claim body is reported, and a member the body's schema does not name is
- * refused (422 `UNKNOWN_VALUE` at its pointer), as the document's `additionalProperties: false` says.
- */
-const strictBody = { errors: "all", onExcessProperty: "error" } as const
+import { declare, lenientQuery, paging, type RouteRule, strictBody, strictParams } from "./Writes.js"
 
 export const ClaimPath = Schema.Struct({
   work_id: Id.annotate({ description: "The catalog work id." })
 })
-
-const paging = {
-  limit: Schema.optional(Limit),
-  cursor: Schema.optional(CursorParam)
-}
 
 export const ListClaimsParams = Schema.Struct({
   ...paging,
@@ -207,7 +186,7 @@ export class ClaimsApi extends HttpApiGroup.make("claims")
     )
   )
   .middleware(WriteAuthorization)
-  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.ParamsParseOptions, strictParams)
   .annotate(HttpApi.QueryParseOptions, lenientQuery)
   .annotate(HttpApi.PayloadParseOptions, strictBody)
   .annotate(OpenApi.Title, "Claims")
@@ -283,7 +262,7 @@ export class ModerationApi extends HttpApiGroup.make("moderation")
     )
   )
   .middleware(WriteAuthorization)
-  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.ParamsParseOptions, strictParams)
   .annotate(HttpApi.QueryParseOptions, lenientQuery)
   .annotate(HttpApi.PayloadParseOptions, strictBody)
   .annotate(OpenApi.Title, "Moderation")

@@ -21,7 +21,6 @@ import {
   ProposalState,
   Revision
 } from "../Catalog/Proposal.js"
-import { CursorParam, Limit } from "../Catalog/Query.js"
 import {
   EntityMerged,
   InvalidCursor,
@@ -32,18 +31,9 @@ import {
   ValidationFailed
 } from "../Problem.js"
 import { Authorization, WriteAuthorization } from "./Security.js"
-import { declare, type RouteRule } from "./Writes.js"
-
-/** Every failing path parameter is reported (a path has no room for unknown ones). */
-const strict = { errors: "all", onExcessProperty: "error" } as const
-/** Every failing query parameter is reported; unknown ones are ignored, as on every route. */
-const lenientQuery = { errors: "all" } as const
-/** Every failing body member is reported, and one the body's schema does not name is refused. */
-const strictBody = { errors: "all", onExcessProperty: "error" } as const
+import { declare, lenientQuery, paging, type RouteRule, strictBody, strictParams } from "./Writes.js"
 
 export const ProposalPath = Schema.Struct({ id: Id.annotate({ description: "The proposal id." }) })
-
-const paging = { limit: Schema.optional(Limit), cursor: Schema.optional(CursorParam) }
 
 export const ListProposalsParams = Schema.Struct({
   ...paging,
@@ -218,7 +208,7 @@ export class ProposalsApi extends HttpApiGroup.make("proposals")
     )
   )
   .middleware(WriteAuthorization)
-  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.ParamsParseOptions, strictParams)
   .annotate(HttpApi.QueryParseOptions, lenientQuery)
   .annotate(HttpApi.PayloadParseOptions, strictBody)
   .annotate(OpenApi.Title, "Proposals")
@@ -286,7 +276,7 @@ export class ProposalModerationApi extends HttpApiGroup.make("proposalModeration
     )
   )
   .middleware(WriteAuthorization)
-  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.ParamsParseOptions, strictParams)
   .annotate(HttpApi.QueryParseOptions, lenientQuery)
   .annotate(HttpApi.PayloadParseOptions, strictBody)
   .annotate(OpenApi.Title, "Proposal moderation")
@@ -330,7 +320,7 @@ export class RevisionsApi extends HttpApiGroup.make("revisions")
       .annotate(OpenApi.Description, "A merged edit with its FieldDiffs.")
   )
   .middleware(Authorization)
-  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.ParamsParseOptions, strictParams)
   .annotate(HttpApi.QueryParseOptions, lenientQuery)
   .annotate(RequiredScope, "catalog:read")
   .annotate(OpenApi.Title, "Revisions")

@@ -9,6 +9,7 @@ import type { HttpMethod } from "effect/http"
 import type { HttpApiEndpoint } from "effect/http-api"
 import type { Scope } from "../Annotations.js"
 import { RequiredScope } from "../Annotations.js"
+import { CursorParam, Limit } from "../Catalog/Query.js"
 import {
   IdempotencyKeyReused,
   IdempotencyRequestInProgress,
@@ -21,6 +22,27 @@ import {
   UserIdentityRequired
 } from "../Problem.js"
 import { isStorable } from "../Text.js"
+
+/** Every failing path parameter of a write group's route is reported (a path has no room for unknown ones). */
+export const strictParams = { errors: "all", onExcessProperty: "error" } as const
+
+/**
+ * Every failing query parameter is reported; unknown ones are ignored, as on every route
+ * (docs/api-contract.md, "Records and lists").
+ */
+export const lenientQuery = { errors: "all" } as const
+
+/**
+ * Every failing field of a body is reported, and a member the body's schema does not name is refused
+ * (422 `UNKNOWN_VALUE` at its pointer), as the document's `additionalProperties: false` says.
+ */
+export const strictBody = { errors: "all", onExcessProperty: "error" } as const
+
+/** `limit` and `cursor` of a cursor-paged list. */
+export const paging = {
+  limit: Schema.optional(Limit),
+  cursor: Schema.optional(CursorParam)
+}
 
 /** Management roles, nesting: a role satisfies every role before it. */
 export const ManagementRoles = ["moderator", "admin", "ren"] as const
