@@ -4,7 +4,7 @@
 import { Schema } from "effect"
 import { CoverId, ListOf, WorkId } from "./Common.js"
 
-export const VoteValue = Schema.Literal("up").annotate({
+export const VoteValue = Schema.Literals(["up"]).annotate({
   description: "The vote (closed): only `up`; a vote is taken back with `DELETE`."
 })
 export type VoteValue = typeof VoteValue.Type
