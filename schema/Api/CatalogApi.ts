@@ -8,6 +8,7 @@ import { CalendarApi } from "./CalendarApi.js"
 import { CharactersApi } from "./CharactersApi.js"
 import { ClaimEventsApi, ClaimsApi, ModerationApi } from "./ClaimsApi.js"
 import { CompaniesApi } from "./CompaniesApi.js"
+import { CoverVotesApi } from "./CoverVotesApi.js"
 import { CredentialApi } from "./CredentialApi.js"
 import { CreditNamesApi } from "./CreditNamesApi.js"
 import { EnginesApi } from "./EnginesApi.js"
@@ -43,6 +44,7 @@ export class CatalogApi extends HttpApi.make("catalog")
   .add(ProposalsApi)
   .add(ProposalModerationApi)
   .add(RevisionsApi)
+  .add(CoverVotesApi)
   // Last, so it wraps every other middleware: failures any operation can meet (bad parameters, a bad
   // body, a defect, the database away) are its errors, so every operation lists them.
   .middleware(ProblemResponses)
@@ -50,7 +52,7 @@ export class CatalogApi extends HttpApi.make("catalog")
   .annotate(OpenApi.Version, "2.0.0")
   .annotate(
     OpenApi.Description,
-    "Reads over a visual-novel catalog, a change feed for mirrors, claims, edit proposals and moderation. " +
+    "Reads over a visual-novel catalog, a change feed for mirrors, claims, edit proposals, cover votes and moderation. " +
       "Every 4xx/5xx is an RFC 9457 problem document (`application/problem+json`) whose `code` comes from a closed " +
       "registry; every response carries `X-Request-ID`. Any path under `/v1/` answers 410 `GONE`."
   )

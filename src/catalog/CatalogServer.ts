@@ -32,6 +32,7 @@ import { ReadCache } from "./shared/ReadCache.js"
 import { ReplayLive } from "./shared/Replay.js"
 import { HttpStatsLive } from "./stats/Http.js"
 import { HttpTagsLive } from "./tags/Http.js"
+import { HttpCoverVotesLive } from "./votes/Http.js"
 import { HttpWorksLive } from "./works/Http.js"
 import { Writes } from "./writes/Writes.js"
 
@@ -65,7 +66,8 @@ export const CatalogApiLive = HttpApiBuilder.layer(CatalogApiDocumented, { opena
     HttpCreditNamesLive,
     HttpPersonsLive,
     HttpClaimGroupsLive,
-    HttpProposalGroupsLive
+    HttpProposalGroupsLive,
+    HttpCoverVotesLive
   ]),
   Layer.provide(Layer.mergeAll(ReplayLive(catalogRoutes), Writes.layer, PgSearchIndexLive)),
   // The endpoint middleware: the credential checks, and the problem responses around them.

@@ -20,6 +20,7 @@ import { RequiredScope, type Scope, Scopes } from "../../schema/Annotations.js"
 import { WriteAuthorization } from "../../schema/Api/Security.js"
 import { ManagementRoles, type RouteRule, RouteRules } from "../../schema/Api/Writes.js"
 import { ClaimDecisionRecord, ClaimRecord, ListClaimRecord, Snapshot } from "../../schema/Catalog/Claim.js"
+import { CoverVote, ListCoverVote } from "../../schema/Catalog/CoverVote.js"
 import { Amendment, ListAmendment, ListProposal, Proposal } from "../../schema/Catalog/Proposal.js"
 import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
 import { catalogRoutes } from "../../src/catalog/CatalogServer.js"
@@ -218,8 +219,11 @@ const expectedFor = (r: Ruled, c: CredentialKind): Expected => {
 // Requests
 // -------------------------------------------------------------------------------------------------
 
-/** What a route acts on: a claim (named by its work's id) or an edit proposal (named by its id). */
-type Resource = "claim" | "proposal"
+/**
+ * What a route acts on: a claim (named by its work's id), an edit proposal (named by its id) or a
+ * cover of a work (named `work:cover`, docs/writing.md, "Cover votes").
+ */
+type Resource = "claim" | "proposal" | "cover"
 
 /**
  * The resource of each ruled route, by the prefix of its path (the prefix itself or a path under it).
@@ -231,7 +235,9 @@ const resources: ReadonlyArray<readonly [prefix: string, resource: Resource]> = 
   // The snapshot of the claimed work.
   ["/v2/moderation/snapshots", "claim"],
   ["/v2/proposals", "proposal"],
-  ["/v2/moderation/proposals", "proposal"]
+  ["/v2/moderation/proposals", "proposal"],
+  // The cover votes (`/v2/catalog/works/{id}/covers/{cover_id}/vote`, `.../cover-votes`).
+  ["/v2/catalog/works", "cover"]
 ]
 
 const resourceOf = (r: Ruled): Resource => {
@@ -280,10 +286,27 @@ const prepareProposal = (f: ClaimsFixtureShape) =>
     return { id: String(res.body.id), etag: res.headers.get("etag")! }
   })
 
+let coversUsed = 0
+/**
+ * A cover of a served sfw work as `work:cover`, one not handed out before; the `last` one (highest
+ * id) is kept for the shared resource.
+ */
+const prepareCover = (last = false) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ work: string; cover: string }>`
+      SELECT c.work_id::text AS work, c.id::text AS cover FROM covers c JOIN works w ON w.id = c.work_id
+      WHERE w.live AND NOT w.nsfw
+      ORDER BY c.id ${last ? sql`DESC` : sql`ASC`} LIMIT 1 OFFSET ${last ? 0 : coversUsed++}`.pipe(Effect.orDie)
+    if (rows[0] === undefined) return yield* Effect.die(new Error("the fixture ran out of covers"))
+    return `${rows[0].work}:${rows[0].cover}`
+  })
+
 /** A fresh resource of each kind, named as the route's path names it. */
 const prepare: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<string, never, FixtureServices>> = {
   claim: prepareClaim,
-  proposal: (f) => Effect.map(prepareProposal(f), (p) => p.id)
+  proposal: (f) => Effect.map(prepareProposal(f), (p) => p.id),
+  cover: () => prepareCover()
 }
 
 /** The shared claim: the work's id. */
@@ -303,7 +326,8 @@ const sharedResource: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<
       : Effect.map(
         Effect.tap(prepareProposal(f), (p) => Effect.sync(() => sharedProposal = p)),
         (p) => p.id
-      )
+      ),
+  cover: () => prepareCover(true)
 }
 
 /** Path parameters, by resource and name, from the prepared resource. */
@@ -315,6 +339,10 @@ const pathParams: Record<Resource, Record<string, (id: string) => string>> = {
   },
   proposal: {
     id: (proposal) => proposal
+  },
+  cover: {
+    id: (named) => named.split(":")[0]!,
+    cover_id: (named) => named.split(":")[1]!
   }
 }
 
@@ -331,7 +359,8 @@ const bodies: Record<string, (f: ClaimsFixtureShape) => unknown> = {
   decideClaim: () => ({ decision: "ban", note: "matrix" }),
   createProposal: proposalBody,
   amendProposal: () => ({ set: { "catalog.work.length_minutes": 20 } }),
-  decideProposal: () => ({ decision: "decline", note: "matrix" })
+  decideProposal: () => ({ decision: "decline", note: "matrix" }),
+  putCoverVote: () => ({ vote: "up" })
 }
 
 const bodyFor = (r: Ruled, f: ClaimsFixtureShape): unknown => {
@@ -371,7 +400,11 @@ const successSchemas: Record<string, Schema.Codec<any, any>> = {
   withdrawProposal: Proposal,
   proposalQueue: ListProposal,
   moderationProposal: Proposal,
-  decideProposal: Proposal
+  decideProposal: Proposal,
+  putCoverVote: CoverVote,
+  // 204: no body.
+  deleteCoverVote: Schema.Null,
+  listCoverVotes: ListCoverVote
 }
 
 /**
@@ -503,6 +536,15 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
           expect(amendments.body.items).toEqual([])
         })
     )
+
+    it.effect("a refused request wrote nothing: the shared cover has no votes", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const cover = (yield* prepareCover(true)).split(":")[1]!
+        const [row] = yield* sql<{ votes: number }>`
+          SELECT count(*)::int AS votes FROM cover_votes WHERE cover_id = ${cover}::bigint`.pipe(Effect.orDie)
+        expect(row!.votes).toBe(0)
+      }))
 
     it.effect("a site-less client's token creating a claim is 403 TENANT_MISMATCH before any write: nothing stored", () =>
       Effect.gen(function*() {

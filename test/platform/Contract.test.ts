@@ -299,6 +299,28 @@ const proposers = (c: CatalogContext) =>
     ? Effect.succeed(proposalKeysMade)
     : Effect.tap(proposalKeys(c.f), (keys) => Effect.sync(() => proposalKeysMade = keys))
 
+let voterKeyMade: string | undefined
+/** `siteUser`'s key with the vote scopes (docs/writing.md, "Cover votes"), made once. */
+const voterKey = (c: CatalogContext) =>
+  voterKeyMade !== undefined
+    ? Effect.succeed(voterKeyMade)
+    : Effect.tap(
+      c.f.makeKey("site_a", ["catalog:read", "votes:write"], c.f.siteUser.id),
+      (key) => Effect.sync(() => voterKeyMade = key)
+    )
+
+/** A cover of a served sfw work, and another such work (whose covers the first's is not one of). */
+const votedCover = (c: CatalogContext) =>
+  Effect.gen(function*() {
+    const rows = yield* c.sql<{ work: string; cover: string }>`
+      SELECT c.work_id::text AS work, c.id::text AS cover FROM covers c JOIN works w ON w.id = c.work_id
+      WHERE w.live AND NOT w.nsfw ORDER BY c.id LIMIT 1`.pipe(Effect.orDie)
+    const row = rows[0]
+    if (row === undefined) throw new Error("set-up: no cover of a served work")
+    const other = c.f.works.find((w) => w !== row.work)!
+    return { work: row.work, cover: row.cover, other }
+  })
+
 /** The patch of the proposals made here: a writable key of `catalog.work`. */
 const lengthPatch = (minutes: number) => ({ "catalog.work.length_minutes": minutes })
 
@@ -787,7 +809,45 @@ const catalogProbes: Record<string, (c: CatalogContext) => Probes<never>> = {
       getAs(c.read, `/v2/revisions/${proposal.revision}`),
       getAs(c.read, `/v2/revisions/${UNKNOWN_ID}`, 404),
       getAs(c.read, "/v2/revisions/abc", 400)
-    ])
+    ]),
+  // Cover votes (docs/writing.md, "Cover votes").
+  "coverVotes.putCoverVote": (c) =>
+    Effect.gen(function*() {
+      const { cover, other, work } = yield* votedCover(c)
+      const key = yield* voterKey(c)
+      const path = `/v2/catalog/works/${work}/covers/${cover}/vote`
+      return [
+        writeAs(key, "PUT", path, { vote: "up" }),
+        // Idempotent by nature: the same answer again.
+        writeAs(key, "PUT", path, { vote: "up" }),
+        writeAs(key, "PUT", path, { vote: "down" }, 422),
+        writeAs(key, "PUT", `/v2/catalog/works/${UNKNOWN_ID}/covers/${cover}/vote`, { vote: "up" }, 404),
+        writeAs(key, "PUT", `/v2/catalog/works/${other}/covers/${cover}/vote`, { vote: "up" }, 404),
+        writeAs(c.f.keys.noUser, "PUT", path, { vote: "up" }, 403)
+      ]
+    }),
+  "coverVotes.deleteCoverVote": (c) =>
+    Effect.gen(function*() {
+      const { cover, work } = yield* votedCover(c)
+      const key = yield* voterKey(c)
+      const path = `/v2/catalog/works/${work}/covers/${cover}/vote`
+      return [
+        writeAs(key, "DELETE", path, undefined),
+        // No vote to take back: fine.
+        writeAs(key, "DELETE", path, undefined),
+        writeAs(key, "DELETE", `/v2/catalog/works/${UNKNOWN_ID}/covers/${cover}/vote`, undefined, 404)
+      ]
+    }),
+  "coverVotes.listCoverVotes": (c) =>
+    Effect.gen(function*() {
+      const { work } = yield* votedCover(c)
+      const key = yield* voterKey(c)
+      return [
+        getAs(key, `/v2/catalog/works/${work}/cover-votes`),
+        getAs(key, `/v2/catalog/works/${UNKNOWN_ID}/cover-votes`, 404),
+        getAs(c.f.keys.noUser, `/v2/catalog/works/${work}/cover-votes`, 403)
+      ]
+    })
 }
 
 // ---------------------------------------------------------------------------------------------

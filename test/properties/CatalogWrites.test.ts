@@ -114,6 +114,16 @@ const setups: Record<string, (f: ClaimsFixtureShape) => Effect.Effect<RouteSetup
         { ...common, headers: { ...bearer(yield* moderatorKey(f)), "if-match": "\"0\"" } }
       ]
     }),
+  "coverVotes.putCoverVote": (f) =>
+    Effect.gen(function*() {
+      const params = yield* coverParams(f)
+      return { headers: bearer(yield* voterKey(f)), params, valid: [{ vote: "up" }] }
+    }),
+  "coverVotes.deleteCoverVote": (f) =>
+    Effect.gen(function*() {
+      const params = yield* coverParams(f)
+      return { headers: bearer(yield* voterKey(f)), params }
+    }),
   "moderation.decideClaim": (f) =>
     Effect.gen(function*() {
       const pending = yield* Effect.forEach([1, 2, 3, 4, 5], (n) => pendingClaim(f, n))
@@ -134,6 +144,21 @@ const setups: Record<string, (f: ClaimsFixtureShape) => Effect.Effect<RouteSetup
       ]
     })
 }
+
+/** A key of `site_a`'s user with the vote scopes (docs/writing.md, "Cover votes"). */
+const voterKey = (f: ClaimsFixtureShape) => f.makeKey("site_a", ["catalog:read", "votes:write"], f.siteUser.id)
+
+/** The fixture's works' covers as path parameters of the vote routes, read through `include=covers`. */
+const coverParams = (f: ClaimsFixtureShape) =>
+  Effect.gen(function*() {
+    const params: Array<{ id: string; cover_id: string }> = []
+    for (const work of f.works.slice(0, 10)) {
+      const res = yield* f.call("GET", `/v2/catalog/works/${work}?include=covers`, { key: f.siteUser.key })
+      if (res.status !== 200) return yield* Effect.die(new Error(`set-up read: ${res.status}`))
+      for (const cover of res.body.covers ?? []) params.push({ id: work, cover_id: cover.id })
+    }
+    return params
+  })
 
 /** A key of `site_a`'s user with the proposal scopes (docs/writing.md, "Edit proposals"). */
 const proposerKey = (f: ClaimsFixtureShape) => f.makeKey("site_a", ["catalog:read", "catalog:write"], f.siteUser.id)
