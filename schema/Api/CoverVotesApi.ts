@@ -9,14 +9,7 @@ import { CoverId, WorkId } from "../Catalog/Common.js"
 import { CoverVote, CoverVoteInputBody, ListCoverVote } from "../Catalog/CoverVote.js"
 import { EntityMerged, NotFound, problem } from "../Problem.js"
 import { WriteAuthorization } from "./Security.js"
-import { declare, type RouteRule } from "./Writes.js"
-
-/** Every failing path parameter is reported (a path has no room for unknown ones). */
-const strict = { errors: "all", onExcessProperty: "error" } as const
-/** Every failing query parameter is reported; unknown ones are ignored, as on every route. */
-const lenientQuery = { errors: "all" } as const
-/** Every failing body member is reported, and one the body's schema does not name is refused. */
-const strictBody = { errors: "all", onExcessProperty: "error" } as const
+import { declare, lenientQuery, type RouteRule, strictBody, strictParams } from "./Writes.js"
 
 export const CoverVotePath = Schema.Struct({
   id: WorkId.annotate({ description: "The work id." }),
@@ -98,7 +91,7 @@ export class CoverVotesApi extends HttpApiGroup.make("coverVotes")
     )
   )
   .middleware(WriteAuthorization)
-  .annotate(HttpApi.ParamsParseOptions, strict)
+  .annotate(HttpApi.ParamsParseOptions, strictParams)
   .annotate(HttpApi.QueryParseOptions, lenientQuery)
   .annotate(HttpApi.PayloadParseOptions, strictBody)
   .annotate(OpenApi.Title, "Cover votes")
