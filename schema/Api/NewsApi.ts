@@ -10,7 +10,7 @@ import { Id } from "../Catalog/Common.js"
 import { CreateNewsInputBody, ListNewsItem, NewsItem, NewsLane, NewsSourceName } from "../Catalog/News.js"
 import { CursorParam, Limit } from "../Catalog/Query.js"
 import { AlreadyExists, EntityMerged, InvalidCursor, LimitTooLarge, NotFound, problem } from "../Problem.js"
-import { Authorization, WriteAuthorization } from "./Security.js"
+import { Authorization, SiteWriteAuthorization } from "./Security.js"
 import { declare, type RouteRule } from "./Writes.js"
 
 /** Every failing path parameter is reported (a path has no room for unknown ones). */
@@ -67,7 +67,7 @@ export class NewsWriteApi extends HttpApiGroup.make("newsWrite")
           )
     )
   )
-  .middleware(WriteAuthorization)
+  .middleware(SiteWriteAuthorization)
   .annotate(HttpApi.PayloadParseOptions, strictBody)
   .annotate(OpenApi.Title, "News (posting)")
   .annotate(OpenApi.Description, "A site's bot or a user of the site posts news under the site's news sources.")
