@@ -14,6 +14,7 @@ import { CreditNamesApi } from "./CreditNamesApi.js"
 import { EnginesApi } from "./EnginesApi.js"
 import { HealthApi } from "./HealthApi.js"
 import { MirrorApi } from "./MirrorApi.js"
+import { NewsApi, NewsWriteApi } from "./NewsApi.js"
 import { PersonsApi } from "./PersonsApi.js"
 import { problemOpenApiTransform } from "./ProblemOpenApi.js"
 import { ProblemsApi } from "./ProblemsApi.js"
@@ -45,6 +46,8 @@ export class CatalogApi extends HttpApi.make("catalog")
   .add(ProposalModerationApi)
   .add(RevisionsApi)
   .add(CoverVotesApi)
+  .add(NewsWriteApi)
+  .add(NewsApi)
   // Last, so it wraps every other middleware: failures any operation can meet (bad parameters, a bad
   // body, a defect, the database away) are its errors, so every operation lists them.
   .middleware(ProblemResponses)
@@ -52,7 +55,8 @@ export class CatalogApi extends HttpApi.make("catalog")
   .annotate(OpenApi.Version, "2.0.0")
   .annotate(
     OpenApi.Description,
-    "Reads over a visual-novel catalog, a change feed for mirrors, claims, edit proposals, cover votes and moderation. " +
+    "Reads over a visual-novel catalog, a change feed for mirrors, claims, edit proposals, cover votes, news and " +
+      "moderation. " +
       "Every 4xx/5xx is an RFC 9457 problem document (`application/problem+json`) whose `code` comes from a closed " +
       "registry; every response carries `X-Request-ID`. Any path under `/v1/` answers 410 `GONE`."
   )

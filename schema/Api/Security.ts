@@ -88,3 +88,20 @@ export class WriteAuthorization extends HttpApiMiddleware.Service<WriteAuthoriza
   ],
   security: { bearer }
 }) {}
+
+/**
+ * The credential middleware for routes whose rule acts for a site, not a person (`user: false`, no
+ * role: a site's bot may post news): it checks the rule like `WriteAuthorization` but can never answer
+ * `USER_IDENTITY_REQUIRED` or `PERMISSION_REQUIRED`, so the routes it guards do not list them.
+ */
+export class SiteWriteAuthorization extends HttpApiMiddleware.Service<SiteWriteAuthorization, {
+  provides: Principal
+}>()("catalog/SiteWriteAuthorization", {
+  error: [
+    problem(MissingCredential),
+    problem(InvalidCredential),
+    problem(ScopeRequired),
+    problem(RateLimited)
+  ],
+  security: { bearer }
+}) {}

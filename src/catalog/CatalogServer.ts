@@ -13,7 +13,12 @@ import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListe
 import { problemMiddleware, problemResponsesLayer, startingProblem } from "../platform/ProblemMiddleware.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { ExactSlashes, RouteTable } from "../platform/RouteTable.js"
-import { AuthorizationLive, Credentials, WriteAuthorizationLive } from "./auth/Authorization.js"
+import {
+  AuthorizationLive,
+  Credentials,
+  SiteWriteAuthorizationLive,
+  WriteAuthorizationLive
+} from "./auth/Authorization.js"
 import { HttpCredentialsLive } from "./auth/Http.js"
 import { HttpCalendarLive } from "./calendar/Http.js"
 import { HttpCharactersLive } from "./characters/Http.js"
@@ -23,6 +28,7 @@ import { HttpCreditNamesLive } from "./credits/Http.js"
 import { HttpEnginesLive } from "./engines/Http.js"
 import { RequestBudget } from "./limits/RequestBudget.js"
 import { HttpMirrorLive } from "./mirror/Http.js"
+import { HttpNewsGroupsLive } from "./news/Http.js"
 import { HttpPersonsLive } from "./persons/Http.js"
 import { HttpProblemsLive } from "./problems/Http.js"
 import { HttpProposalGroupsLive } from "./proposals/Http.js"
@@ -67,12 +73,18 @@ export const CatalogApiLive = HttpApiBuilder.layer(CatalogApiDocumented, { opena
     HttpPersonsLive,
     HttpClaimGroupsLive,
     HttpProposalGroupsLive,
-    HttpCoverVotesLive
+    HttpCoverVotesLive,
+    HttpNewsGroupsLive
   ]),
   Layer.provide(Layer.mergeAll(ReplayLive(catalogRoutes), Writes.layer, PgSearchIndexLive)),
   // The endpoint middleware: the credential checks, and the problem responses around them.
   Layer.provideMerge(
-    Layer.mergeAll(AuthorizationLive(catalogRoutes), WriteAuthorizationLive(catalogRoutes), problemResponsesLayer)
+    Layer.mergeAll(
+      AuthorizationLive(catalogRoutes),
+      WriteAuthorizationLive(catalogRoutes),
+      SiteWriteAuthorizationLive(catalogRoutes),
+      problemResponsesLayer
+    )
   ),
   Layer.provideMerge(
     Layer.mergeAll(Credentials.layer, ReadCache.layer, RequestBudget.layer)

@@ -15,6 +15,7 @@ import { claimCommand, claimsCommand } from "./ClaimCommands.js"
 import { creatorCommand } from "./CreatorCommands.js"
 import { clientCommand, keysCommand, roleCommand, userCommand } from "./IdentityCommands.js"
 import { mergeCommand } from "./MergeCommand.js"
+import { newsSourceCommand } from "./NewsSourceCommands.js"
 import { emit } from "./Output.js"
 import { seedCommand } from "./SeedCommand.js"
 
@@ -44,7 +45,8 @@ const cli = Command.make("shiori").pipe(
     creatorCommand,
     mergeCommand,
     claimsCommand,
-    claimCommand
+    claimCommand,
+    newsSourceCommand
   ])
 )
 

@@ -94,6 +94,7 @@ describe("catalog lists", () => {
         // Proposal, amendment and revision lists need a user's credential and merged proposals to show;
         // test/proposals/ProposalRules.test.ts checks their items. A work's cover votes need a user's
         // credential and votes to show; test/votes/CoverVotes.test.ts checks their items.
+        // News lists need news items, which only a site's post makes; test/news/News.test.ts checks their items.
         const writeLists = [
           "/v2/claims",
           "/v2/moderation/claims",
@@ -102,7 +103,9 @@ describe("catalog lists", () => {
           "/v2/moderation/proposals",
           "/v2/proposals/{id}/amendments",
           "/v2/catalog/{collection}/{id}/revisions",
-          "/v2/catalog/works/{id}/cover-votes"
+          "/v2/catalog/works/{id}/cover-votes",
+          "/v2/news",
+          "/v2/catalog/works/{id}/news"
         ]
         expect(lists.map((l) => l.path)).toEqual(expect.arrayContaining(writeLists))
         for (const { itemObject, path } of lists.filter((l) => !writeLists.includes(l.path))) {

@@ -17,10 +17,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { RequiredScope, type Scope, Scopes } from "../../schema/Annotations.js"
-import { WriteAuthorization } from "../../schema/Api/Security.js"
+import { SiteWriteAuthorization, WriteAuthorization } from "../../schema/Api/Security.js"
 import { ManagementRoles, type RouteRule, RouteRules } from "../../schema/Api/Writes.js"
 import { ClaimDecisionRecord, ClaimRecord, ListClaimRecord, Snapshot } from "../../schema/Catalog/Claim.js"
 import { CoverVote, ListCoverVote } from "../../schema/Catalog/CoverVote.js"
+import { NewsItem } from "../../schema/Catalog/News.js"
 import { Amendment, ListAmendment, ListProposal, Proposal } from "../../schema/Catalog/Proposal.js"
 import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
 import { catalogRoutes } from "../../src/catalog/CatalogServer.js"
@@ -220,10 +221,11 @@ const expectedFor = (r: Ruled, c: CredentialKind): Expected => {
 // -------------------------------------------------------------------------------------------------
 
 /**
- * What a route acts on: a claim (named by its work's id), an edit proposal (named by its id) or a
- * cover of a work (named `work:cover`, docs/writing.md, "Cover votes").
+ * What a route acts on: a claim (named by its work's id), an edit proposal (named by its id), a
+ * cover of a work (named `work:cover`, docs/writing.md, "Cover votes"), or news (posted under a news
+ * source of the credential's site: docs/writing.md, "News").
  */
-type Resource = "claim" | "proposal" | "cover"
+type Resource = "claim" | "proposal" | "cover" | "news"
 
 /**
  * The resource of each ruled route, by the prefix of its path (the prefix itself or a path under it).
@@ -237,7 +239,8 @@ const resources: ReadonlyArray<readonly [prefix: string, resource: Resource]> = 
   ["/v2/proposals", "proposal"],
   ["/v2/moderation/proposals", "proposal"],
   // The cover votes (`/v2/catalog/works/{id}/covers/{cover_id}/vote`, `.../cover-votes`).
-  ["/v2/catalog/works", "cover"]
+  ["/v2/catalog/works", "cover"],
+  ["/v2/news", "news"]
 ]
 
 const resourceOf = (r: Ruled): Resource => {
@@ -302,11 +305,31 @@ const prepareCover = (last = false) =>
     return `${rows[0].work}:${rows[0].cover}`
   })
 
+/** The news source bound to `site` (made by `prepareNews`). */
+const newsSourceOf = (site: string) => `matrix_${site === "" ? "none" : site}`
+
+/** A news source bound to each site of the matrix's credentials; news routes name nothing in their path. */
+const prepareNews = () =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    for (const site of new Set(credentials.map((c) => c.site).filter((site) => site !== ""))) {
+      yield* sql`
+        INSERT INTO news_sources (source, site) VALUES (${newsSourceOf(site)}, ${site})
+        ON CONFLICT (source) DO NOTHING`.pipe(Effect.orDie)
+    }
+    return ""
+  })
+
+let newsPosts = 0
+/** News posts that got through authorization. */
+let newsPosted = 0
+
 /** A fresh resource of each kind, named as the route's path names it. */
 const prepare: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<string, never, FixtureServices>> = {
   claim: prepareClaim,
   proposal: (f) => Effect.map(prepareProposal(f), (p) => p.id),
-  cover: () => prepareCover()
+  cover: () => prepareCover(),
+  news: prepareNews
 }
 
 /** The shared claim: the work's id. */
@@ -327,7 +350,8 @@ const sharedResource: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<
         Effect.tap(prepareProposal(f), (p) => Effect.sync(() => sharedProposal = p)),
         (p) => p.id
       ),
-  cover: () => prepareCover(true)
+  cover: () => prepareCover(true),
+  news: prepareNews
 }
 
 /** Path parameters, by resource and name, from the prepared resource. */
@@ -343,7 +367,8 @@ const pathParams: Record<Resource, Record<string, (id: string) => string>> = {
   cover: {
     id: (named) => named.split(":")[0]!,
     cover_id: (named) => named.split(":")[1]!
-  }
+  },
+  news: {}
 }
 
 const pathFor = (r: Ruled, resource: Resource, id: string) =>
@@ -353,19 +378,28 @@ const pathFor = (r: Ruled, resource: Resource, id: string) =>
     return encodeURIComponent(fill(id))
   })
 
-/** A minimal valid body, by endpoint name (a create consumes a work: a fresh one each time). */
-const bodies: Record<string, (f: ClaimsFixtureShape) => unknown> = {
+/**
+ * A minimal valid body, by endpoint name (a create consumes a work: a fresh one each time), for a
+ * credential of `site`.
+ */
+const bodies: Record<string, (f: ClaimsFixtureShape, site: string) => unknown> = {
   createClaim: (f) => ({ work_id: freshWork(f) }),
   decideClaim: () => ({ decision: "ban", note: "matrix" }),
   createProposal: proposalBody,
   amendProposal: () => ({ set: { "catalog.work.length_minutes": 20 } }),
   decideProposal: () => ({ decision: "decline", note: "matrix" }),
-  putCoverVote: () => ({ vote: "up" })
+  putCoverVote: () => ({ vote: "up" }),
+  createNews: (_, site) => ({
+    source: newsSourceOf(site),
+    title: "Matrix",
+    summary: "s",
+    source_url: `https://news.example.test/matrix/${++newsPosts}`
+  })
 }
 
-const bodyFor = (r: Ruled, f: ClaimsFixtureShape): unknown => {
+const bodyFor = (r: Ruled, f: ClaimsFixtureShape, site: string): unknown => {
   const make = bodies[r.name]
-  if (make !== undefined) return make(f)
+  if (make !== undefined) return make(f, site)
   if (r.route.method !== "GET" && r.route.method !== "DELETE" && r.route.endpoint.payload.size > 0) {
     throw new Error(`${label(r)}: the matrix has no minimal body for this route; add one to \`bodies\``)
   }
@@ -404,7 +438,8 @@ const successSchemas: Record<string, Schema.Codec<any, any>> = {
   putCoverVote: CoverVote,
   // 204: no body.
   deleteCoverVote: Schema.Null,
-  listCoverVotes: ListCoverVote
+  listCoverVotes: ListCoverVote,
+  createNews: NewsItem
 }
 
 /**
@@ -446,11 +481,12 @@ const documentedCodes = (spec: any, response: any): Set<string> => {
 }
 
 describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled route x every kind of credential", () => {
-  it("the route table declares ruled routes, each with a scope, and every WriteAuthorization route has a rule", () => {
+  it("the route table declares ruled routes, each with a scope, and every WriteAuthorization or SiteWriteAuthorization route has a rule", () => {
     expect(ruled.length).toBeGreaterThan(0)
     for (const route of catalogRoutes.routes) {
       // A group's middleware is applied to each of its endpoints.
-      if (!route.endpoint.middlewares.has(WriteAuthorization)) continue
+      const middlewares = route.endpoint.middlewares as ReadonlySet<unknown>
+      if (!middlewares.has(WriteAuthorization) && !middlewares.has(SiteWriteAuthorization)) continue
       expect(Option.isSome(Context.getOption(route.annotations, RouteRules)), `${route.method} ${route.path}`).toBe(
         true
       )
@@ -474,7 +510,7 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
             const headers: Record<string, string> = {}
             if (r.rule.ifMatch !== undefined) headers["if-match"] = yield* etagOf(f, resource, id)
             if (r.rule.idempotent) headers["idempotency-key"] = `matrix-${++cells}-${Date.now()}`
-            const body = bodyFor(r, f)
+            const body = bodyFor(r, f, c.site)
             const res = yield* f.call(r.route.method, pathFor(r, resource, id), {
               ...(key === undefined ? {} : { key }),
               ...(body === undefined ? {} : { body }),
@@ -495,6 +531,7 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
                   throw new Error(`${label(r)}: the matrix has no success schema; add one to \`successSchemas\``)
                 }
                 Schema.decodeUnknownSync(schema)(res.body)
+                if (r.name === "createNews") newsPosted++
               }
             } else {
               expectRefusal(res, expected)
@@ -544,6 +581,15 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
         const [row] = yield* sql<{ votes: number }>`
           SELECT count(*)::int AS votes FROM cover_votes WHERE cover_id = ${cover}::bigint`.pipe(Effect.orDie)
         expect(row!.votes).toBe(0)
+      }))
+
+    it.effect("a refused news post wrote nothing: the matrix's sources hold one item per post that got through", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        expect(newsPosted).toBeGreaterThan(0)
+        const [row] = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM news_items WHERE source LIKE 'matrix\\_%'`.pipe(Effect.orDie)
+        expect(row!.n).toBe(newsPosted)
       }))
 
     it.effect("a site-less client's token creating a claim is 403 TENANT_MISMATCH before any write: nothing stored", () =>

@@ -431,12 +431,12 @@ describe("daily site quotas (docs/writing.md, \"Limits\")", () => {
 })
 
 describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
-  it.effect("with no settings: burst 600, 20/s, leases of at most 1000, quotas 1000 claims, 10000 decisions, 5000 proposals, 100000 votes", () =>
+  it.effect("with no settings: burst 600, 20/s, leases of at most 1000, quotas 1000 claims, 10000 decisions, 5000 proposals, 100000 votes, 1000 news", () =>
     Effect.gen(function*() {
       const limits = yield* CatalogLimits
       expect(limits.requests).toEqual({ capacity: 600, refillPerSecond: 20 })
       expect(limits.leaseMax).toBe(1000)
-      expect(limits.quotas).toEqual({ claims: 1000, decisions: 10_000, proposals: 5000, votes: 100_000 })
+      expect(limits.quotas).toEqual({ claims: 1000, decisions: 10_000, proposals: 5000, votes: 100_000, news: 1000 })
       const budget = yield* RequestBudget
       const admitted = yield* budget.take("someone")
       expect(admitted.retryAfterSeconds).toBe(0)
@@ -452,14 +452,14 @@ describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
         )
       )
       expect(refused._tag).toBe("Failure")
-      // The proposals quota is read from `CATALOG_QUOTA_PROPOSALS`.
+      // The proposals quota is read from `CATALOG_QUOTA_PROPOSALS`, the news quota from `CATALOG_QUOTA_NEWS`.
       const set = yield* Effect.provide(CatalogLimits, CatalogLimits.layer, { local: true }).pipe(
         Effect.provideService(
           ConfigProvider.ConfigProvider,
-          ConfigProvider.fromUnknown({ CATALOG_QUOTA_PROPOSALS: "7" })
+          ConfigProvider.fromUnknown({ CATALOG_QUOTA_PROPOSALS: "7", CATALOG_QUOTA_NEWS: "9" })
         )
       )
-      expect(set.quotas).toEqual({ claims: 1000, decisions: 10_000, proposals: 7, votes: 100_000 })
+      expect(set.quotas).toEqual({ claims: 1000, decisions: 10_000, proposals: 7, votes: 100_000, news: 9 })
       // The votes quota is read from `CATALOG_QUOTA_VOTES`.
       const votes = yield* Effect.provide(CatalogLimits, CatalogLimits.layer, { local: true }).pipe(
         Effect.provideService(

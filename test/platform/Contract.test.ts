@@ -356,6 +356,33 @@ const mergedProposal = (c: CatalogContext) =>
     return { ...proposal, revision: String(merged.body.revision_id) }
   })
 
+let newsMade: { readonly source: string; readonly bot: string } | undefined
+/** A news source of site_a and a key of its bot (docs/writing.md, "News"), made once. */
+const newsPoster = (c: CatalogContext) =>
+  newsMade !== undefined ? Effect.succeed(newsMade) : Effect.gen(function*() {
+    yield* c.sql`INSERT INTO news_sources (source, site) VALUES ('contract_news', 'site_a')`.pipe(Effect.orDie)
+    const bot = yield* c.f.makeKey("site_a", ["catalog:read", "news:write"], null)
+    newsMade = { source: "contract_news", bot }
+    return newsMade
+  })
+
+let newsUrls = 0
+/** A news item of site_a linking `work`: its id. */
+const newsItem = (c: CatalogContext, work: string) =>
+  Effect.gen(function*() {
+    const { bot, source } = yield* newsPoster(c)
+    const res = yield* setUp(c, 201, "POST", "/v2/news", bot, {
+      body: {
+        source,
+        title: "Contract",
+        summary: "s",
+        source_url: `https://news.example.test/c/${++newsUrls}`,
+        work_ids: [work]
+      }
+    })
+    return String(res.body.id)
+  })
+
 const listed = (c: CatalogContext, path: string, extra: ReadonlyArray<Probe> = []): Probes<never> =>
   Effect.succeed([getAs(c.read, `${path}${path.includes("?") ? "&" : "?"}limit=5`), ...extra])
 
@@ -802,6 +829,58 @@ const catalogProbes: Record<string, (c: CatalogContext) => Probes<never>> = {
         getAs(c.read, `${path}?cursor=x`, 400),
         // Persons are not edited by proposals: not a collection of this path.
         getAs(c.read, `/v2/catalog/persons/1/revisions`, 400)
+      ]
+    }),
+  // News (docs/writing.md, "News").
+  "newsWrite.createNews": (c) =>
+    Effect.gen(function*() {
+      const { bot, source } = yield* newsPoster(c)
+      const body = { source, title: "Contract", summary: "s", source_url: "https://news.example.test/contract-create" }
+      const idempotent = { "idempotency-key": "contract-news-create" }
+      return [
+        writeAs(bot, "POST", "/v2/news", body, 201, idempotent),
+        writeAs(bot, "POST", "/v2/news", body, 201, idempotent),
+        writeAs(bot, "POST", "/v2/news", { ...body, title: "Another" }, 409, idempotent),
+        // The same article again.
+        writeAs(bot, "POST", "/v2/news", body, 409),
+        writeAs(bot, "POST", "/v2/news", {
+          ...body,
+          source_url: "https://news.example.test/c-x",
+          work_ids: [UNKNOWN_ID]
+        }, 422),
+        writeAs(bot, "POST", "/v2/news", { ...body, source: "no_such_source" }, 422),
+        writeAs(bot, "POST", "/v2/news", { ...body, extra: 1 }, 422),
+        writeAs(c.read, "POST", "/v2/news", body, 403)
+      ]
+    }),
+  "news.listNews": (c) =>
+    Effect.gen(function*() {
+      const work = c.f.works[0]!
+      yield* newsItem(c, work)
+      yield* newsItem(c, work)
+      const first = yield* fetchJson(c, "/v2/news?limit=1")
+      return [
+        getAs(c.read, "/v2/news?limit=5"),
+        getAs(c.read, `/v2/news?lane=news&source=contract_news&work_id=${work}`),
+        getAs(c.read, `/v2/news?limit=1&cursor=${encodeURIComponent(first.next_cursor)}`),
+        getAs(c.read, "/v2/news?limit=1000", 400),
+        getAs(c.read, "/v2/news?cursor=x", 400),
+        getAs(c.read, "/v2/news?lane=opinion", 400)
+      ]
+    }),
+  "news.getNews": (c) =>
+    Effect.flatMap(newsItem(c, c.f.works[0]!), (id) => record(c, `/v2/news/${id}`, `/v2/news/${UNKNOWN_ID}`)),
+  "news.listWorkNews": (c) =>
+    Effect.gen(function*() {
+      const work = c.f.works[0]!
+      yield* newsItem(c, work)
+      const merged = yield* mergedId(c, "works")
+      return [
+        getAs(c.read, `/v2/catalog/works/${work}/news?limit=5`),
+        getAs(c.read, `/v2/catalog/works/${work}/news?lane=column`),
+        getAs(c.read, `/v2/catalog/works/${UNKNOWN_ID}/news`, 404),
+        ...(merged === undefined ? [] : [getAs(c.read, `/v2/catalog/works/${merged}/news`, 404)]),
+        getAs(c.read, `/v2/catalog/works/${work}/news?limit=1000`, 400)
       ]
     }),
   "revisions.getRevision": (c) =>

@@ -9,6 +9,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { CatalogApi } from "../../schema/Api/CatalogApi.js"
 import { fieldOf } from "../../schema/Catalog/Fields.js"
 import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
@@ -47,7 +48,10 @@ const pendingClaim = (f: ClaimsFixtureShape, n: number) =>
  * credential that passes its rule (docs/writing.md, "Who may write"), works that exist, and bodies
  * the route accepts. A new write route gets an entry here.
  */
-const setups: Record<string, (f: ClaimsFixtureShape) => Effect.Effect<RouteSetup | ReadonlyArray<RouteSetup>>> = {
+const setups: Record<
+  string,
+  (f: ClaimsFixtureShape) => Effect.Effect<RouteSetup | ReadonlyArray<RouteSetup>, never, SqlClient.SqlClient>
+> = {
   "claims.createClaim": (f) =>
     Effect.gen(function*() {
       // A live work's fields in the minting shape (docs/writing.md, "Snapshots").
@@ -142,6 +146,34 @@ const setups: Record<string, (f: ClaimsFixtureShape) => Effect.Effect<RouteSetup
         { ...common, headers: { ...bearer(f.moderator.key), "if-match": "*" } },
         { ...common, headers: { ...bearer(f.moderator.key), "if-match": "\"0\"" } }
       ]
+    }),
+  // News (docs/writing.md, "News"): site_a's bot, under a source bound to site_a.
+  "newsWrite.createNews": (f) =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`INSERT INTO news_sources (source, site) VALUES ('property_news', 'site_a')`.pipe(Effect.orDie)
+      return {
+        headers: bearer(yield* f.makeKey("site_a", ["catalog:read", "news:write"], null)),
+        fields: [{ source: "property_news" }],
+        valid: [
+          {
+            source: "property_news",
+            title: "新作",
+            summary: "あ".repeat(200),
+            source_url: "https://news.example.test/p/1"
+          },
+          {
+            source: "property_news",
+            title: "Column",
+            summary: "s",
+            source_url: "https://news.example.test/p/2",
+            lane: "column",
+            published_at: "2025-06-01T18:30:00+09:00",
+            banner_hash: "ab".repeat(32),
+            work_ids: f.works.slice(0, 3)
+          }
+        ]
+      }
     })
 }
 
@@ -228,7 +260,8 @@ describe("catalog write routes take generated and hostile bodies (docs/api-contr
       config: {
         CATALOG_QUOTA_CLAIMS: "100000000",
         CATALOG_QUOTA_DECISIONS: "100000000",
-        CATALOG_QUOTA_PROPOSALS: "100000000"
+        CATALOG_QUOTA_PROPOSALS: "100000000",
+        CATALOG_QUOTA_NEWS: "100000000"
       }
     }),
     serverLayerOptions("300 seconds")

@@ -15,7 +15,7 @@ import type { HttpApiEndpoint } from "effect/http-api"
 import type { unhandled } from "effect/Types"
 import type { Scope } from "../../../schema/Annotations.js"
 import { RequiredScope, Scopes } from "../../../schema/Annotations.js"
-import { Authorization, Principal, WriteAuthorization } from "../../../schema/Api/Security.js"
+import { Authorization, Principal, SiteWriteAuthorization, WriteAuthorization } from "../../../schema/Api/Security.js"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
 import { holdsRole, type RouteRule, RouteRules } from "../../../schema/Api/Writes.js"
 import {
@@ -240,14 +240,23 @@ const makeAuthorize = (routes: RouteTable) =>
     const needs = new Map<string, RouteNeeds>()
     for (const route of routes.routes) {
       const middlewares = route.endpoint.middlewares as ReadonlySet<unknown>
-      if (!middlewares.has(Authorization) && !middlewares.has(WriteAuthorization)) continue
+      const ruled = middlewares.has(WriteAuthorization) || middlewares.has(SiteWriteAuthorization)
+      if (!middlewares.has(Authorization) && !ruled) continue
       const scope = Context.getOption(route.annotations, RequiredScope)
       if (Option.isNone(scope)) {
         return yield* Effect.die(new Error(`${route.method} ${route.path} has no RequiredScope annotation`))
       }
       const rule = Option.getOrUndefined(Context.getOption(route.annotations, RouteRules))
-      if (rule !== undefined && !middlewares.has(WriteAuthorization)) {
-        return yield* Effect.die(new Error(`${route.method} ${route.path} has a rule but not WriteAuthorization`))
+      if (rule !== undefined && !ruled) {
+        return yield* Effect.die(
+          new Error(`${route.method} ${route.path} has a rule but not WriteAuthorization (or SiteWriteAuthorization)`)
+        )
+      }
+      // SiteWriteAuthorization documents no user or role problem: its rules may need neither.
+      if (middlewares.has(SiteWriteAuthorization) && (rule === undefined || rule.user || rule.role !== undefined)) {
+        return yield* Effect.die(
+          new Error(`${route.method} ${route.path}: SiteWriteAuthorization needs a rule without user or role`)
+        )
       }
       // A write's `TENANT_MISMATCH` is among the problems `declare` gives it (schema/Api/Writes.ts).
       if (rule === undefined && route.method !== "GET") {
@@ -389,6 +398,22 @@ export const WriteAuthorizationLive = (routes: RouteTable) =>
         bearer: (httpEffect, { endpoint }) =>
           Effect.flatMap(
             a.authenticateForRule(endpoint),
+            (principal) => Effect.provideService(httpEffect, Principal, principal)
+          )
+      }))
+  )
+
+export const SiteWriteAuthorizationLive = (routes: RouteTable) =>
+  Layer.effect(
+    SiteWriteAuthorization,
+    Effect.map(makeAuthorize(routes), (a) =>
+      SiteWriteAuthorization.of({
+        bearer: (httpEffect, { endpoint }) =>
+          Effect.flatMap(
+            // Its routes' rules need no user or role (checked when the route table is read).
+            a.authenticateForRule(endpoint).pipe(
+              Effect.catchTags({ UserIdentityRequired: Effect.die, PermissionRequired: Effect.die })
+            ),
             (principal) => Effect.provideService(httpEffect, Principal, principal)
           )
       }))

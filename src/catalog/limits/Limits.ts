@@ -16,7 +16,7 @@ export interface CatalogLimitsShape {
   readonly leaseMax: number
   /**
    * Writes per site and UTC day, by kind (`CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`,
-   * `CATALOG_QUOTA_PROPOSALS`, `CATALOG_QUOTA_VOTES`).
+   * `CATALOG_QUOTA_PROPOSALS`, `CATALOG_QUOTA_VOTES`, `CATALOG_QUOTA_NEWS`).
    */
   readonly quotas: Readonly<Record<QuotaKind, number>>
   /**
@@ -47,7 +47,8 @@ export class CatalogLimits extends Context.Service<CatalogLimits>()("catalog/Cat
         claims: yield* positive("CATALOG_QUOTA_CLAIMS", 1000),
         decisions: yield* positive("CATALOG_QUOTA_DECISIONS", 10_000),
         proposals: yield* positive("CATALOG_QUOTA_PROPOSALS", 5000),
-        votes: yield* positive("CATALOG_QUOTA_VOTES", 100_000)
+        votes: yield* positive("CATALOG_QUOTA_VOTES", 100_000),
+        news: yield* positive("CATALOG_QUOTA_NEWS", 1000)
       },
       failedCredentials: {
         capacity: yield* Config.schema(
