@@ -24,6 +24,7 @@ import { HttpEnginesLive } from "./engines/Http.js"
 import { RequestBudget } from "./limits/RequestBudget.js"
 import { HttpMirrorLive } from "./mirror/Http.js"
 import { HttpPersonsLive } from "./persons/Http.js"
+import { HttpPlaytimesLive } from "./playtimes/Http.js"
 import { HttpProblemsLive } from "./problems/Http.js"
 import { HttpProposalGroupsLive } from "./proposals/Http.js"
 import { HttpReleasesLive } from "./releases/Http.js"
@@ -65,7 +66,8 @@ export const CatalogApiLive = HttpApiBuilder.layer(CatalogApiDocumented, { opena
     HttpCreditNamesLive,
     HttpPersonsLive,
     HttpClaimGroupsLive,
-    HttpProposalGroupsLive
+    HttpProposalGroupsLive,
+    HttpPlaytimesLive
   ]),
   Layer.provide(Layer.mergeAll(ReplayLive(catalogRoutes), Writes.layer, PgSearchIndexLive)),
   // The endpoint middleware: the credential checks, and the problem responses around them.

@@ -459,7 +459,15 @@ describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
           ConfigProvider.fromUnknown({ CATALOG_QUOTA_PROPOSALS: "7" })
         )
       )
-      expect(set.quotas).toEqual({ claims: 1000, decisions: 10_000, proposals: 7 })
+      expect(set.quotas).toEqual({ claims: 1000, decisions: 10_000, proposals: 7, playtimes: 100_000 })
+      // The playtimes quota: 100000 batches a day by default, read from `CATALOG_QUOTA_PLAYTIMES`.
+      const playtimes = yield* Effect.provide(CatalogLimits, CatalogLimits.layer, { local: true }).pipe(
+        Effect.provideService(
+          ConfigProvider.ConfigProvider,
+          ConfigProvider.fromUnknown({ CATALOG_QUOTA_PLAYTIMES: "3" })
+        )
+      )
+      expect(playtimes.quotas.playtimes).toBe(3)
     }).pipe(
       Effect.provide(
         RequestBudget.layerWithoutDependencies.pipe(

@@ -14,7 +14,10 @@ export interface CatalogLimitsShape {
   readonly requests: BucketPolicy
   /** The most tokens a process leases from a credential's shared bucket at once. */
   readonly leaseMax: number
-  /** Writes per site and UTC day, by kind (`CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`, `CATALOG_QUOTA_PROPOSALS`). */
+  /**
+   * Writes per site and UTC day, by kind (`CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`, `CATALOG_QUOTA_PROPOSALS`,
+   * `CATALOG_QUOTA_PLAYTIMES`).
+   */
   readonly quotas: Readonly<Record<QuotaKind, number>>
   /**
    * Per client address and process: API keys this process does not know as live, looked up
@@ -43,7 +46,8 @@ export class CatalogLimits extends Context.Service<CatalogLimits>()("catalog/Cat
       quotas: {
         claims: yield* positive("CATALOG_QUOTA_CLAIMS", 1000),
         decisions: yield* positive("CATALOG_QUOTA_DECISIONS", 10_000),
-        proposals: yield* positive("CATALOG_QUOTA_PROPOSALS", 5000)
+        proposals: yield* positive("CATALOG_QUOTA_PROPOSALS", 5000),
+        playtimes: yield* positive("CATALOG_QUOTA_PLAYTIMES", 100_000)
       },
       failedCredentials: {
         capacity: yield* Config.schema(
