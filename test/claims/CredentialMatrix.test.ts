@@ -20,6 +20,7 @@ import { RequiredScope, type Scope, Scopes } from "../../schema/Annotations.js"
 import { WriteAuthorization } from "../../schema/Api/Security.js"
 import { ManagementRoles, type RouteRule, RouteRules } from "../../schema/Api/Writes.js"
 import { ClaimDecisionRecord, ClaimRecord, ListClaimRecord, Snapshot } from "../../schema/Catalog/Claim.js"
+import { ListPlaytime } from "../../schema/Catalog/Playtime.js"
 import { Amendment, ListAmendment, ListProposal, Proposal } from "../../schema/Catalog/Proposal.js"
 import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
 import { catalogRoutes } from "../../src/catalog/CatalogServer.js"
@@ -218,8 +219,11 @@ const expectedFor = (r: Ruled, c: CredentialKind): Expected => {
 // Requests
 // -------------------------------------------------------------------------------------------------
 
-/** What a route acts on: a claim (named by its work's id) or an edit proposal (named by its id). */
-type Resource = "claim" | "proposal"
+/**
+ * What a route acts on: a claim (named by its work's id), an edit proposal (named by its id), or the
+ * works a playtime batch reports on (named in its body, docs/writing.md, "Playtimes").
+ */
+type Resource = "claim" | "proposal" | "playtime"
 
 /**
  * The resource of each ruled route, by the prefix of its path (the prefix itself or a path under it).
@@ -231,7 +235,8 @@ const resources: ReadonlyArray<readonly [prefix: string, resource: Resource]> = 
   // The snapshot of the claimed work.
   ["/v2/moderation/snapshots", "claim"],
   ["/v2/proposals", "proposal"],
-  ["/v2/moderation/proposals", "proposal"]
+  ["/v2/moderation/proposals", "proposal"],
+  ["/v2/playtimes", "playtime"]
 ]
 
 const resourceOf = (r: Ruled): Resource => {
@@ -280,16 +285,23 @@ const prepareProposal = (f: ClaimsFixtureShape) =>
     return { id: String(res.body.id), etag: res.headers.get("etag")! }
   })
 
+/** The work the playtime cells that get through report on. */
+let playtimeWork: string | undefined
+
 /** A fresh resource of each kind, named as the route's path names it. */
 const prepare: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<string, never, FixtureServices>> = {
   claim: prepareClaim,
-  proposal: (f) => Effect.map(prepareProposal(f), (p) => p.id)
+  proposal: (f) => Effect.map(prepareProposal(f), (p) => p.id),
+  // Reporting again on one work is an update: every cell that gets through shares one work.
+  playtime: (f) => Effect.sync(() => playtimeWork ??= freshWork(f))
 }
 
 /** The shared claim: the work's id. */
 let shared: string | undefined
 /** The shared proposal, with the ETag it was created with. */
 let sharedProposal: { readonly id: string; readonly etag: string } | undefined
+/** The work the refused playtime cells report on. */
+let sharedPlaytimeWork: string | undefined
 
 /** One resource of each kind for the refused cells: nothing may change it. */
 const sharedResource: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<string, never, FixtureServices>> = {
@@ -303,7 +315,8 @@ const sharedResource: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<
       : Effect.map(
         Effect.tap(prepareProposal(f), (p) => Effect.sync(() => sharedProposal = p)),
         (p) => p.id
-      )
+      ),
+  playtime: (f) => Effect.sync(() => sharedPlaytimeWork ??= freshWork(f))
 }
 
 /** Path parameters, by resource and name, from the prepared resource. */
@@ -315,7 +328,8 @@ const pathParams: Record<Resource, Record<string, (id: string) => string>> = {
   },
   proposal: {
     id: (proposal) => proposal
-  }
+  },
+  playtime: {}
 }
 
 const pathFor = (r: Ruled, resource: Resource, id: string) =>
@@ -325,18 +339,22 @@ const pathFor = (r: Ruled, resource: Resource, id: string) =>
     return encodeURIComponent(fill(id))
   })
 
-/** A minimal valid body, by endpoint name (a create consumes a work: a fresh one each time). */
-const bodies: Record<string, (f: ClaimsFixtureShape) => unknown> = {
+/**
+ * A minimal valid body, by endpoint name (a create consumes a work: a fresh one each time), from the
+ * prepared resource where the body names it.
+ */
+const bodies: Record<string, (f: ClaimsFixtureShape, id: string) => unknown> = {
   createClaim: (f) => ({ work_id: freshWork(f) }),
   decideClaim: () => ({ decision: "ban", note: "matrix" }),
   createProposal: proposalBody,
   amendProposal: () => ({ set: { "catalog.work.length_minutes": 20 } }),
-  decideProposal: () => ({ decision: "decline", note: "matrix" })
+  decideProposal: () => ({ decision: "decline", note: "matrix" }),
+  batchPlaytimes: (_, work) => ({ items: [{ work_id: work, minutes: 30 }] })
 }
 
-const bodyFor = (r: Ruled, f: ClaimsFixtureShape): unknown => {
+const bodyFor = (r: Ruled, f: ClaimsFixtureShape, id: string): unknown => {
   const make = bodies[r.name]
-  if (make !== undefined) return make(f)
+  if (make !== undefined) return make(f, id)
   if (r.route.method !== "GET" && r.route.method !== "DELETE" && r.route.endpoint.payload.size > 0) {
     throw new Error(`${label(r)}: the matrix has no minimal body for this route; add one to \`bodies\``)
   }
@@ -371,7 +389,9 @@ const successSchemas: Record<string, Schema.Codec<any, any>> = {
   withdrawProposal: Proposal,
   proposalQueue: ListProposal,
   moderationProposal: Proposal,
-  decideProposal: Proposal
+  decideProposal: Proposal,
+  batchPlaytimes: ListPlaytime,
+  listPlaytimes: ListPlaytime
 }
 
 /**
@@ -441,7 +461,7 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
             const headers: Record<string, string> = {}
             if (r.rule.ifMatch !== undefined) headers["if-match"] = yield* etagOf(f, resource, id)
             if (r.rule.idempotent) headers["idempotency-key"] = `matrix-${++cells}-${Date.now()}`
-            const body = bodyFor(r, f)
+            const body = bodyFor(r, f, id)
             const res = yield* f.call(r.route.method, pathFor(r, resource, id), {
               ...(key === undefined ? {} : { key }),
               ...(body === undefined ? {} : { body }),
@@ -503,6 +523,18 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
           expect(amendments.body.items).toEqual([])
         })
     )
+
+    it.effect("a refused request wrote nothing: no playtime on the work the refused batches named (docs/writing.md, \"Playtimes\")", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        expect(sharedPlaytimeWork).toBeDefined()
+        const [stored] = yield* sql<{ playtimes: number; aggregates: number }>`
+          SELECT (SELECT count(*)::int FROM playtimes WHERE work_id = ${sharedPlaytimeWork}) AS playtimes,
+                 (SELECT count(*)::int FROM work_playtimes WHERE work_id = ${sharedPlaytimeWork}) AS aggregates`.pipe(
+          Effect.orDie
+        )
+        expect(stored).toEqual({ playtimes: 0, aggregates: 0 })
+      }))
 
     it.effect("a site-less client's token creating a claim is 403 TENANT_MISMATCH before any write: nothing stored", () =>
       Effect.gen(function*() {
