@@ -92,7 +92,8 @@ describe("catalog lists", () => {
         const checked: Array<string> = []
         // Claim lists need a user's credential and claims to show; test/claims/Claims.test.ts checks their items.
         // Proposal, amendment and revision lists need a user's credential and merged proposals to show;
-        // test/proposals/ProposalRules.test.ts checks their items.
+        // test/proposals/ProposalRules.test.ts checks their items. The playtime list is the bearer's own: it
+        // needs a user's credential; test/playtimes/Playtimes.test.ts checks its items.
         const writeLists = [
           "/v2/claims",
           "/v2/moderation/claims",
@@ -100,7 +101,8 @@ describe("catalog lists", () => {
           "/v2/proposals",
           "/v2/moderation/proposals",
           "/v2/proposals/{id}/amendments",
-          "/v2/catalog/{collection}/{id}/revisions"
+          "/v2/catalog/{collection}/{id}/revisions",
+          "/v2/playtimes"
         ]
         expect(lists.map((l) => l.path)).toEqual(expect.arrayContaining(writeLists))
         for (const { itemObject, path } of lists.filter((l) => !writeLists.includes(l.path))) {

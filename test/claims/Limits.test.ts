@@ -431,12 +431,12 @@ describe("daily site quotas (docs/writing.md, \"Limits\")", () => {
 })
 
 describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
-  it.effect("with no settings: burst 600, 20/s, leases of at most 1000, quotas 1000 claims, 10000 decisions, 5000 proposals", () =>
+  it.effect("with no settings: burst 600, 20/s, leases of at most 1000, quotas 1000 claims, 10000 decisions, 5000 proposals, 100000 playtime batches", () =>
     Effect.gen(function*() {
       const limits = yield* CatalogLimits
       expect(limits.requests).toEqual({ capacity: 600, refillPerSecond: 20 })
       expect(limits.leaseMax).toBe(1000)
-      expect(limits.quotas).toEqual({ claims: 1000, decisions: 10_000, proposals: 5000 })
+      expect(limits.quotas).toEqual({ claims: 1000, decisions: 10_000, proposals: 5000, playtimes: 100_000 })
       const budget = yield* RequestBudget
       const admitted = yield* budget.take("someone")
       expect(admitted.retryAfterSeconds).toBe(0)
