@@ -394,3 +394,50 @@ describe("playtimes (docs/writing.md, \"Playtimes\")", () => {
       }))
   })
 })
+
+describe("playtime quota (docs/writing.md, \"Playtimes\" and \"Limits\")", () => {
+  it.layer(
+    ClaimsFixtureLive({ works: 20, config: { CATALOG_QUOTA_PLAYTIMES: "2" } }),
+    serverLayerOptions("180 seconds")
+  )(
+    (it) => {
+      it.effect("each batch counts once against the site's playtimes quota; past it 429 QUOTA_EXCEEDED and nothing written; refusals and replays use none", () =>
+        Effect.gen(function*() {
+          const f = yield* ClaimsFixture
+          const sql = yield* SqlClient.SqlClient
+          const me = yield* player(f)
+          const [a, b, c] = f.works
+          const used = Effect.map(
+            sql<{ used: number }>`
+              SELECT used FROM catalog_quota_usage
+              WHERE site = 'site_a' AND kind = 'playtimes' AND day = (now() AT TIME ZONE 'UTC')::date`,
+            (rows) => rows[0]?.used ?? 0
+          ).pipe(Effect.orDie)
+          const headers = { "idempotency-key": "quota-batch-1" }
+          const body = { items: [{ work_id: a!, minutes: 10 }, { work_id: b!, minutes: 20 }] }
+          expectStatus(yield* f.call("POST", "/v2/playtimes", { key: me.key, body, headers }), 200)
+          expect(yield* used).toBe(1)
+          // A refusal and a replay use none.
+          expectProblemCode(yield* report(f, me.key, [{ work_id: "999999999", minutes: 1 }]), 422, "VALIDATION_FAILED")
+          const replay = yield* f.call("POST", "/v2/playtimes", { key: me.key, body, headers })
+          expect(replay.headers.get("idempotent-replayed")).toBe("true")
+          expect(yield* used).toBe(1)
+          expectStatus(yield* report(f, me.key, [{ work_id: a!, minutes: 11 }]), 200)
+          expect(yield* used).toBe(2)
+          const third = yield* report(f, me.key, [{ work_id: c!, minutes: 30 }, { work_id: a!, minutes: 12 }])
+          expect(expectProblemCode(third, 429, "QUOTA_EXCEEDED")).toMatchObject({ quota: "playtimes", limit: 2 })
+          expect(yield* used).toBe(2)
+          const stored = yield* sql<{ work_id: string; minutes: number }>`
+            SELECT work_id::text AS work_id, minutes FROM playtimes WHERE user_id = ${me.id} ORDER BY work_id`.pipe(
+            Effect.orDie
+          )
+          expect(stored).toEqual(
+            [{ work_id: a, minutes: 11 }, { work_id: b, minutes: 20 }].sort((x, y) =>
+              Number(x.work_id) - Number(y.work_id)
+            )
+          )
+          yield* expectExact(f, f.keys.readOnly, [a!, b!, c!])
+        }))
+    }
+  )
+})
