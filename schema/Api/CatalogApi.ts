@@ -16,6 +16,7 @@ import { HealthApi } from "./HealthApi.js"
 import { MirrorApi } from "./MirrorApi.js"
 import { NewsApi, NewsWriteApi } from "./NewsApi.js"
 import { PersonsApi } from "./PersonsApi.js"
+import { PlaytimesApi } from "./PlaytimesApi.js"
 import { problemOpenApiTransform } from "./ProblemOpenApi.js"
 import { ProblemsApi } from "./ProblemsApi.js"
 import { ProposalModerationApi, ProposalsApi, RevisionsApi } from "./ProposalsApi.js"
@@ -48,6 +49,7 @@ export class CatalogApi extends HttpApi.make("catalog")
   .add(CoverVotesApi)
   .add(NewsWriteApi)
   .add(NewsApi)
+  .add(PlaytimesApi)
   // Last, so it wraps every other middleware: failures any operation can meet (bad parameters, a bad
   // body, a defect, the database away) are its errors, so every operation lists them.
   .middleware(ProblemResponses)
@@ -55,8 +57,8 @@ export class CatalogApi extends HttpApi.make("catalog")
   .annotate(OpenApi.Version, "2.0.0")
   .annotate(
     OpenApi.Description,
-    "Reads over a visual-novel catalog, a change feed for mirrors, claims, edit proposals, cover votes, news and " +
-      "moderation. " +
+    "Reads over a visual-novel catalog, a change feed for mirrors, claims, edit proposals, cover votes, news, " +
+      "playtimes and moderation. " +
       "Every 4xx/5xx is an RFC 9457 problem document (`application/problem+json`) whose `code` comes from a closed " +
       "registry; every response carries `X-Request-ID`. Any path under `/v1/` answers 410 `GONE`."
   )

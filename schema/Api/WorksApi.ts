@@ -29,7 +29,17 @@ import { Authorization } from "./Security.js"
 // ---------------------------------------------------------------------------------------------
 
 /** Include tokens on works (closed: any other is `UNKNOWN_INCLUDE`). */
-export const workIncludes = ["titles", "refs", "intros", "covers", "companies", "ratings", "tags", "credits"] as const
+export const workIncludes = [
+  "titles",
+  "refs",
+  "intros",
+  "covers",
+  "companies",
+  "ratings",
+  "tags",
+  "credits",
+  "playtime"
+] as const
 export type WorkInclude = (typeof workIncludes)[number]
 
 /** Facets (closed: any other is `UNKNOWN_FACET`); a facet's `value` is passed back as the filter of the same name. */
@@ -97,7 +107,8 @@ const Include = tokenList(
   "Extra members per work: `titles` (every title, WorkTitle[]), `refs` (upstream anchors, Ref[]), `intros` " +
     "(descriptions, Intro[]), `covers` (Cover[], best first), `companies` (developers and publishers, " +
     "WorkCompany[]), `ratings` (one Rating per source that rates the work), `tags` (WorkTag[], highest score " +
-    "first), `credits` (CreditGroup[] by role). An unknown token is `UNKNOWN_INCLUDE` with `params.allowed`."
+    "first), `credits` (CreditGroup[] by role), `playtime` (WorkPlaytime: how many users reported a playtime and " +
+    "the median of their minutes). An unknown token is `UNKNOWN_INCLUDE` with `params.allowed`."
 )
 
 const Facets = tokenList(
@@ -278,7 +289,7 @@ export class WorksApi extends HttpApiGroup.make("works")
       .annotate(
         OpenApi.Description,
         `The work collection. ${lanes} \`include=\` adds titles, refs, intros, covers, companies, ` +
-          "ratings, tags, credits; `view=full` adds aliases, development_status, engine, links, created_at. " +
+          "ratings, tags, credits, playtime; `view=full` adds aliases, development_status, engine, links, created_at. " +
           `${gateNote} ${freshnessNote}`
       )
   )
@@ -319,7 +330,7 @@ export class WorksApi extends HttpApiGroup.make("works")
         "One work, at `view=full` by default (aliases, development_status, engine, links, created_at and the " +
           "character roster `characters[]`, each row with its opaque `identity`); `view=basic` gives the list " +
           "face. `include=` tokens as on the list: `titles`, `refs`, `intros`, `covers`, `companies`, `ratings`, " +
-          `\`tags\`, \`credits\`. Sends a strong \`ETag\`; \`If-None-Match\` answers 304. ${merged} ${gateNote} ` +
+          `\`tags\`, \`credits\`, \`playtime\`. Sends a strong \`ETag\`; \`If-None-Match\` answers 304. ${merged} ${gateNote} ` +
           freshnessNote
       )
   )

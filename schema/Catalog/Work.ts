@@ -24,6 +24,7 @@ import {
 import { CompanyBasic } from "./Company.js"
 import { CreditGroup } from "./Credit.js"
 import { EngineRef } from "./Engine.js"
+import { WorkPlaytime } from "./Playtime.js"
 import { CompanyRole } from "./Release.js"
 import { WorkTag } from "./Tag.js"
 
@@ -151,11 +152,14 @@ export const Work = Schema.Struct({
     })
   ),
   tags: Schema.optionalKey(Schema.Array(WorkTag).annotate({ description: "include=tags, highest score first." })),
-  credits: Schema.optionalKey(Schema.Array(CreditGroup).annotate({ description: "include=credits." }))
+  credits: Schema.optionalKey(Schema.Array(CreditGroup).annotate({ description: "include=credits." })),
+  playtime: Schema.optionalKey(
+    WorkPlaytime.annotate({ description: "include=playtime: the users' reported playtimes on the work." })
+  )
 }).annotate({
   identifier: "Work",
   description: "A visual novel. view=basic gives the fields every list needs; view=full adds aliases, status, " +
-    "engine and links; `include=` adds titles, refs, intros, covers, companies, ratings, tags and credits."
+    "engine and links; `include=` adds titles, refs, intros, covers, companies, ratings, tags, credits and the playtime aggregate."
 })
 export type Work = typeof Work.Type
 

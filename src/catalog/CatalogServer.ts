@@ -30,6 +30,7 @@ import { RequestBudget } from "./limits/RequestBudget.js"
 import { HttpMirrorLive } from "./mirror/Http.js"
 import { HttpNewsGroupsLive } from "./news/Http.js"
 import { HttpPersonsLive } from "./persons/Http.js"
+import { HttpPlaytimesLive } from "./playtimes/Http.js"
 import { HttpProblemsLive } from "./problems/Http.js"
 import { HttpProposalGroupsLive } from "./proposals/Http.js"
 import { HttpReleasesLive } from "./releases/Http.js"
@@ -74,7 +75,8 @@ export const CatalogApiLive = HttpApiBuilder.layer(CatalogApiDocumented, { opena
     HttpClaimGroupsLive,
     HttpProposalGroupsLive,
     HttpCoverVotesLive,
-    HttpNewsGroupsLive
+    HttpNewsGroupsLive,
+    HttpPlaytimesLive
   ]),
   Layer.provide(Layer.mergeAll(ReplayLive(catalogRoutes), Writes.layer, PgSearchIndexLive)),
   // The endpoint middleware: the credential checks, and the problem responses around them.

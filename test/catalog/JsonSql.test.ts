@@ -12,6 +12,7 @@ import { Cover, EntityName, Intro, ListOf, Ref, WorkLink } from "../../schema/Ca
 import { CompanyBasic } from "../../schema/Catalog/Company.js"
 import { CreditEntry, CreditGroup } from "../../schema/Catalog/Credit.js"
 import { EngineRef } from "../../schema/Catalog/Engine.js"
+import { WorkPlaytime } from "../../schema/Catalog/Playtime.js"
 import { TagBasic, WorkTag } from "../../schema/Catalog/Tag.js"
 import { ListWork, Rating, Work, WorkBasic, WorkCompany, WorkFull, WorkTitle } from "../../schema/Catalog/Work.js"
 import { listJson, objectSql } from "../../src/catalog/shared/JsonSql.js"
@@ -74,6 +75,7 @@ const partRecords: Record<WorkPart, ReadonlyArray<Schema.Top>> = {
   ratings: [Rating],
   tags: [WorkTag, TagBasic],
   credits: [CreditGroup, CreditEntry],
+  playtime: [WorkPlaytime],
   aliases: [EntityName],
   links: [WorkLink]
 }

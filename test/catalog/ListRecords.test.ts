@@ -95,6 +95,8 @@ describe("catalog lists", () => {
         // test/proposals/ProposalRules.test.ts checks their items. A work's cover votes need a user's
         // credential and votes to show; test/votes/CoverVotes.test.ts checks their items.
         // News lists need news items, which only a site's post makes; test/news/News.test.ts checks their items.
+        // The playtime list is the bearer's own: it needs a user's credential; test/playtimes/Playtimes.test.ts
+        // checks its items.
         const writeLists = [
           "/v2/claims",
           "/v2/moderation/claims",
@@ -105,7 +107,8 @@ describe("catalog lists", () => {
           "/v2/catalog/{collection}/{id}/revisions",
           "/v2/catalog/works/{id}/cover-votes",
           "/v2/news",
-          "/v2/catalog/works/{id}/news"
+          "/v2/catalog/works/{id}/news",
+          "/v2/playtimes"
         ]
         expect(lists.map((l) => l.path)).toEqual(expect.arrayContaining(writeLists))
         for (const { itemObject, path } of lists.filter((l) => !writeLists.includes(l.path))) {

@@ -22,6 +22,7 @@ import { ManagementRoles, type RouteRule, RouteRules } from "../../schema/Api/Wr
 import { ClaimDecisionRecord, ClaimRecord, ListClaimRecord, Snapshot } from "../../schema/Catalog/Claim.js"
 import { CoverVote, ListCoverVote } from "../../schema/Catalog/CoverVote.js"
 import { NewsItem } from "../../schema/Catalog/News.js"
+import { ListPlaytime } from "../../schema/Catalog/Playtime.js"
 import { Amendment, ListAmendment, ListProposal, Proposal } from "../../schema/Catalog/Proposal.js"
 import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
 import { catalogRoutes } from "../../src/catalog/CatalogServer.js"
@@ -222,10 +223,11 @@ const expectedFor = (r: Ruled, c: CredentialKind): Expected => {
 
 /**
  * What a route acts on: a claim (named by its work's id), an edit proposal (named by its id), a
- * cover of a work (named `work:cover`, docs/writing.md, "Cover votes"), or news (posted under a news
- * source of the credential's site: docs/writing.md, "News").
+ * cover of a work (named `work:cover`, docs/writing.md, "Cover votes"), news (posted under a news
+ * source of the credential's site: docs/writing.md, "News"), or the works a playtime batch reports on
+ * (named in its body, docs/writing.md, "Playtimes").
  */
-type Resource = "claim" | "proposal" | "cover" | "news"
+type Resource = "claim" | "proposal" | "cover" | "news" | "playtime"
 
 /**
  * The resource of each ruled route, by the prefix of its path (the prefix itself or a path under it).
@@ -240,7 +242,8 @@ const resources: ReadonlyArray<readonly [prefix: string, resource: Resource]> = 
   ["/v2/moderation/proposals", "proposal"],
   // The cover votes (`/v2/catalog/works/{id}/covers/{cover_id}/vote`, `.../cover-votes`).
   ["/v2/catalog/works", "cover"],
-  ["/v2/news", "news"]
+  ["/v2/news", "news"],
+  ["/v2/playtimes", "playtime"]
 ]
 
 const resourceOf = (r: Ruled): Resource => {
@@ -324,18 +327,25 @@ let newsPosts = 0
 /** News posts that got through authorization. */
 let newsPosted = 0
 
+/** The work the playtime cells that get through report on. */
+let playtimeWork: string | undefined
+
 /** A fresh resource of each kind, named as the route's path names it. */
 const prepare: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<string, never, FixtureServices>> = {
   claim: prepareClaim,
   proposal: (f) => Effect.map(prepareProposal(f), (p) => p.id),
   cover: () => prepareCover(),
-  news: prepareNews
+  news: prepareNews,
+  // Reporting again on one work is an update: every cell that gets through shares one work.
+  playtime: (f) => Effect.sync(() => playtimeWork ??= freshWork(f))
 }
 
 /** The shared claim: the work's id. */
 let shared: string | undefined
 /** The shared proposal, with the ETag it was created with. */
 let sharedProposal: { readonly id: string; readonly etag: string } | undefined
+/** The work the refused playtime cells report on. */
+let sharedPlaytimeWork: string | undefined
 
 /** One resource of each kind for the refused cells: nothing may change it. */
 const sharedResource: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<string, never, FixtureServices>> = {
@@ -351,7 +361,8 @@ const sharedResource: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<
         (p) => p.id
       ),
   cover: () => prepareCover(true),
-  news: prepareNews
+  news: prepareNews,
+  playtime: (f) => Effect.sync(() => sharedPlaytimeWork ??= freshWork(f))
 }
 
 /** Path parameters, by resource and name, from the prepared resource. */
@@ -368,7 +379,8 @@ const pathParams: Record<Resource, Record<string, (id: string) => string>> = {
     id: (named) => named.split(":")[0]!,
     cover_id: (named) => named.split(":")[1]!
   },
-  news: {}
+  news: {},
+  playtime: {}
 }
 
 const pathFor = (r: Ruled, resource: Resource, id: string) =>
@@ -380,26 +392,34 @@ const pathFor = (r: Ruled, resource: Resource, id: string) =>
 
 /**
  * A minimal valid body, by endpoint name (a create consumes a work: a fresh one each time), for a
- * credential of `site`.
+ * credential of `site`, from the prepared resource `id` where the body names it.
  */
-const bodies: Record<string, (f: ClaimsFixtureShape, site: string) => unknown> = {
+const bodies: Record<
+  string,
+  (f: ClaimsFixtureShape, context: { readonly site: string; readonly id: string }) => unknown
+> = {
   createClaim: (f) => ({ work_id: freshWork(f) }),
   decideClaim: () => ({ decision: "ban", note: "matrix" }),
   createProposal: proposalBody,
   amendProposal: () => ({ set: { "catalog.work.length_minutes": 20 } }),
   decideProposal: () => ({ decision: "decline", note: "matrix" }),
   putCoverVote: () => ({ vote: "up" }),
-  createNews: (_, site) => ({
+  createNews: (_, { site }) => ({
     source: newsSourceOf(site),
     title: "Matrix",
     summary: "s",
     source_url: `https://news.example.test/matrix/${++newsPosts}`
-  })
+  }),
+  batchPlaytimes: (_, { id: work }) => ({ items: [{ work_id: work, minutes: 30 }] })
 }
 
-const bodyFor = (r: Ruled, f: ClaimsFixtureShape, site: string): unknown => {
+const bodyFor = (
+  r: Ruled,
+  f: ClaimsFixtureShape,
+  context: { readonly site: string; readonly id: string }
+): unknown => {
   const make = bodies[r.name]
-  if (make !== undefined) return make(f, site)
+  if (make !== undefined) return make(f, context)
   if (r.route.method !== "GET" && r.route.method !== "DELETE" && r.route.endpoint.payload.size > 0) {
     throw new Error(`${label(r)}: the matrix has no minimal body for this route; add one to \`bodies\``)
   }
@@ -439,7 +459,9 @@ const successSchemas: Record<string, Schema.Codec<any, any>> = {
   // 204: no body.
   deleteCoverVote: Schema.Null,
   listCoverVotes: ListCoverVote,
-  createNews: NewsItem
+  createNews: NewsItem,
+  batchPlaytimes: ListPlaytime,
+  listPlaytimes: ListPlaytime
 }
 
 /**
@@ -510,7 +532,7 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
             const headers: Record<string, string> = {}
             if (r.rule.ifMatch !== undefined) headers["if-match"] = yield* etagOf(f, resource, id)
             if (r.rule.idempotent) headers["idempotency-key"] = `matrix-${++cells}-${Date.now()}`
-            const body = bodyFor(r, f, c.site)
+            const body = bodyFor(r, f, { site: c.site, id })
             const res = yield* f.call(r.route.method, pathFor(r, resource, id), {
               ...(key === undefined ? {} : { key }),
               ...(body === undefined ? {} : { body }),
@@ -590,6 +612,18 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
         const [row] = yield* sql<{ n: number }>`
           SELECT count(*)::int AS n FROM news_items WHERE source LIKE 'matrix\\_%'`.pipe(Effect.orDie)
         expect(row!.n).toBe(newsPosted)
+      }))
+
+    it.effect("a refused request wrote nothing: no playtime on the work the refused batches named (docs/writing.md, \"Playtimes\")", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        expect(sharedPlaytimeWork).toBeDefined()
+        const [stored] = yield* sql<{ playtimes: number; aggregates: number }>`
+          SELECT (SELECT count(*)::int FROM playtimes WHERE work_id = ${sharedPlaytimeWork}) AS playtimes,
+                 (SELECT count(*)::int FROM work_playtimes WHERE work_id = ${sharedPlaytimeWork}) AS aggregates`.pipe(
+          Effect.orDie
+        )
+        expect(stored).toEqual({ playtimes: 0, aggregates: 0 })
       }))
 
     it.effect("a site-less client's token creating a claim is 403 TENANT_MISMATCH before any write: nothing stored", () =>

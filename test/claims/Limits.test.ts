@@ -431,12 +431,19 @@ describe("daily site quotas (docs/writing.md, \"Limits\")", () => {
 })
 
 describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
-  it.effect("with no settings: burst 600, 20/s, leases of at most 1000, quotas 1000 claims, 10000 decisions, 5000 proposals, 100000 votes, 1000 news", () =>
+  it.effect("with no settings: burst 600, 20/s, leases of at most 1000, quotas 1000 claims, 10000 decisions, 5000 proposals, 100000 votes, 1000 news, 100000 playtime batches", () =>
     Effect.gen(function*() {
       const limits = yield* CatalogLimits
       expect(limits.requests).toEqual({ capacity: 600, refillPerSecond: 20 })
       expect(limits.leaseMax).toBe(1000)
-      expect(limits.quotas).toEqual({ claims: 1000, decisions: 10_000, proposals: 5000, votes: 100_000, news: 1000 })
+      expect(limits.quotas).toEqual({
+        claims: 1000,
+        decisions: 10_000,
+        proposals: 5000,
+        votes: 100_000,
+        news: 1000,
+        playtimes: 100_000
+      })
       const budget = yield* RequestBudget
       const admitted = yield* budget.take("someone")
       expect(admitted.retryAfterSeconds).toBe(0)
@@ -459,7 +466,14 @@ describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
           ConfigProvider.fromUnknown({ CATALOG_QUOTA_PROPOSALS: "7", CATALOG_QUOTA_NEWS: "9" })
         )
       )
-      expect(set.quotas).toEqual({ claims: 1000, decisions: 10_000, proposals: 7, votes: 100_000, news: 9 })
+      expect(set.quotas).toEqual({
+        claims: 1000,
+        decisions: 10_000,
+        proposals: 7,
+        votes: 100_000,
+        news: 9,
+        playtimes: 100_000
+      })
       // The votes quota is read from `CATALOG_QUOTA_VOTES`.
       const votes = yield* Effect.provide(CatalogLimits, CatalogLimits.layer, { local: true }).pipe(
         Effect.provideService(
@@ -468,6 +482,14 @@ describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
         )
       )
       expect(votes.quotas.votes).toBe(9)
+      // The playtimes quota: 100000 batches a day by default, read from `CATALOG_QUOTA_PLAYTIMES`.
+      const playtimes = yield* Effect.provide(CatalogLimits, CatalogLimits.layer, { local: true }).pipe(
+        Effect.provideService(
+          ConfigProvider.ConfigProvider,
+          ConfigProvider.fromUnknown({ CATALOG_QUOTA_PLAYTIMES: "3" })
+        )
+      )
+      expect(playtimes.quotas.playtimes).toBe(3)
     }).pipe(
       Effect.provide(
         RequestBudget.layerWithoutDependencies.pipe(

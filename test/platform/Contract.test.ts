@@ -321,6 +321,16 @@ const votedCover = (c: CatalogContext) =>
     return { work: row.work, cover: row.cover, other }
   })
 
+let playtimesKey: string | undefined
+/** `siteUser`'s key with the playtime scope (docs/writing.md, "Playtimes"), made once. */
+const players = (c: CatalogContext) =>
+  playtimesKey !== undefined
+    ? Effect.succeed(playtimesKey)
+    : Effect.tap(
+      c.f.makeKey("site_a", ["catalog:read", "playtimes:write"], c.f.siteUser.id),
+      (key) => Effect.sync(() => playtimesKey = key)
+    )
+
 /** The patch of the proposals made here: a writable key of `catalog.work`. */
 const lengthPatch = (minutes: number) => ({ "catalog.work.length_minutes": minutes })
 
@@ -409,7 +419,7 @@ const catalogProbes: Record<string, (c: CatalogContext) => Probes<never>> = {
       return [
         getAs(c.read, "/v2/catalog/works?limit=5"),
         getAs(c.read, "/v2/catalog/works?limit=5&view=full&include=titles,refs,intros,covers,companies,ratings,tags"),
-        getAs(c.read, "/v2/catalog/works?limit=3&include=credits&include_total=true&sort=updated"),
+        getAs(c.read, "/v2/catalog/works?limit=3&include=credits,playtime&include_total=true&sort=updated"),
         getAs(c.read, `/v2/catalog/works?ids=${ids.join(",")},${UNKNOWN_ID}`),
         getAs(c.read, "/v2/catalog/works?page=1&limit=5&facets=tag_id,company_id,olang,content_rating,medium,platform"),
         tooLarge(c, "/v2/catalog/works"),
@@ -432,7 +442,10 @@ const catalogProbes: Record<string, (c: CatalogContext) => Probes<never>> = {
       const merged = yield* mergedId(c, "works")
       return [
         ...(yield* record(c, `/v2/catalog/works/${work.id}`, `/v2/catalog/works/${UNKNOWN_ID}`)),
-        getAs(c.read, `/v2/catalog/works/${work.id}?include=titles,refs,intros,covers,companies,ratings,tags,credits`),
+        getAs(
+          c.read,
+          `/v2/catalog/works/${work.id}?include=titles,refs,intros,covers,companies,ratings,tags,credits,playtime`
+        ),
         getAs(c.read, `/v2/catalog/works/${work.id}?view=basic`),
         ...(merged === undefined ? [] : [getAs(c.read, `/v2/catalog/works/${merged}`, 404)])
       ]
@@ -925,6 +938,42 @@ const catalogProbes: Record<string, (c: CatalogContext) => Probes<never>> = {
         getAs(key, `/v2/catalog/works/${work}/cover-votes`),
         getAs(key, `/v2/catalog/works/${UNKNOWN_ID}/cover-votes`, 404),
         getAs(c.f.keys.noUser, `/v2/catalog/works/${work}/cover-votes`, 403)
+      ]
+    }),
+  // Playtimes (docs/writing.md, "Playtimes").
+  "playtimes.batchPlaytimes": (c) =>
+    Effect.gen(function*() {
+      const key = yield* players(c)
+      const [a, b] = [freshWork(c), freshWork(c)]
+      const body = { items: [{ work_id: a, minutes: 90 }, { work_id: b, minutes: 0 }] }
+      const idempotent = { "idempotency-key": `contract-playtimes-${a}` }
+      const batch = (items: unknown, expectation: Probe["expect"], as = key) =>
+        writeAs(as, "POST", "/v2/playtimes", { items }, expectation)
+      return [
+        writeAs(key, "POST", "/v2/playtimes", body, 200, idempotent),
+        // The same key and request: the stored answer, replayed; another request: 409.
+        writeAs(key, "POST", "/v2/playtimes", body, 200, idempotent),
+        writeAs(key, "POST", "/v2/playtimes", { items: [{ work_id: a, minutes: 91 }] }, 409, idempotent),
+        batch([{ work_id: a, minutes: 120 }], 200),
+        batch([{ work_id: UNKNOWN_ID, minutes: 1 }], 422),
+        batch([{ work_id: a, minutes: 1 }, { work_id: a, minutes: 2 }], 422),
+        batch([{ work_id: a, minutes: 60_001 }], 422),
+        batch([{ work_id: a, minutes: 1 }], 403, c.f.keys.noUser)
+      ]
+    }),
+  "playtimes.listPlaytimes": (c) =>
+    Effect.gen(function*() {
+      const key = yield* players(c)
+      yield* setUp(c, 200, "POST", "/v2/playtimes", key, {
+        body: { items: [{ work_id: freshWork(c), minutes: 5 }, { work_id: freshWork(c), minutes: 6 }] }
+      })
+      const first = yield* fetchJson(c, "/v2/playtimes?limit=1", key)
+      return [
+        getAs(key, "/v2/playtimes"),
+        getAs(key, `/v2/playtimes?limit=1&cursor=${encodeURIComponent(first.next_cursor)}`),
+        getAs(key, "/v2/playtimes?limit=1000", 400),
+        getAs(key, "/v2/playtimes?cursor=x", 400),
+        getAs(c.f.keys.noUser, "/v2/playtimes", 403)
       ]
     })
 }

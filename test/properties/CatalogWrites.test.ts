@@ -128,6 +128,20 @@ const setups: Record<
       const params = yield* coverParams(f)
       return { headers: bearer(yield* voterKey(f)), params }
     }),
+  // docs/writing.md, "Playtimes": works that exist, so a batch reaches the upsert and the aggregates.
+  "playtimes.batchPlaytimes": (f) =>
+    Effect.gen(function*() {
+      const scopes = ["catalog:read", "playtimes:write"] as const
+      const valid = [
+        { items: [{ work_id: f.works[0], minutes: 90 }, { work_id: f.works[1], minutes: 0 }] },
+        { items: f.works.slice(0, 100).map((work_id, i) => ({ work_id, minutes: (i * 611) % 60_001 })) },
+        { items: [] }
+      ]
+      return [
+        { headers: bearer(yield* f.makeKey("site_a", scopes, f.siteUser.id)), valid },
+        { headers: bearer(yield* f.makeKeyWithLimit("site_a", scopes, f.siteUser2.id, "nsfw")), valid }
+      ]
+    }),
   "moderation.decideClaim": (f) =>
     Effect.gen(function*() {
       const pending = yield* Effect.forEach([1, 2, 3, 4, 5], (n) => pendingClaim(f, n))

@@ -16,7 +16,7 @@ export interface CatalogLimitsShape {
   readonly leaseMax: number
   /**
    * Writes per site and UTC day, by kind (`CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`,
-   * `CATALOG_QUOTA_PROPOSALS`, `CATALOG_QUOTA_VOTES`, `CATALOG_QUOTA_NEWS`).
+   * `CATALOG_QUOTA_PROPOSALS`, `CATALOG_QUOTA_VOTES`, `CATALOG_QUOTA_NEWS`, `CATALOG_QUOTA_PLAYTIMES`).
    */
   readonly quotas: Readonly<Record<QuotaKind, number>>
   /**
@@ -48,7 +48,8 @@ export class CatalogLimits extends Context.Service<CatalogLimits>()("catalog/Cat
         decisions: yield* positive("CATALOG_QUOTA_DECISIONS", 10_000),
         proposals: yield* positive("CATALOG_QUOTA_PROPOSALS", 5000),
         votes: yield* positive("CATALOG_QUOTA_VOTES", 100_000),
-        news: yield* positive("CATALOG_QUOTA_NEWS", 1000)
+        news: yield* positive("CATALOG_QUOTA_NEWS", 1000),
+        playtimes: yield* positive("CATALOG_QUOTA_PLAYTIMES", 100_000)
       },
       failedCredentials: {
         capacity: yield* Config.schema(

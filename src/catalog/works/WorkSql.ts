@@ -16,6 +16,7 @@ import { Cover, EntityName, type FacetValue, Intro, Ref, WorkLink } from "../../
 import { CompanyBasic } from "../../../schema/Catalog/Company.js"
 import { CreditEntry, CreditGroup } from "../../../schema/Catalog/Credit.js"
 import { EngineRef } from "../../../schema/Catalog/Engine.js"
+import { WorkPlaytime } from "../../../schema/Catalog/Playtime.js"
 import { TagBasic, WorkTag } from "../../../schema/Catalog/Tag.js"
 import { Rating, WorkBasic, WorkCompany, WorkFull, WorkTitle } from "../../../schema/Catalog/Work.js"
 import { type Columns, objectSql } from "../shared/JsonSql.js"
@@ -176,6 +177,7 @@ export type WorkPart =
   | "ratings"
   | "tags"
   | "credits"
+  | "playtime"
   | "aliases"
   | "links"
 
@@ -241,7 +243,8 @@ const partJson = {
     spoiler: "wt.spoiler",
     score: "wt.score"
   }),
-  credits: objectSql(CreditGroup, { role_key: "g.role_key", role_name: "g.role_name", credits: "g.credits" })
+  credits: objectSql(CreditGroup, { role_key: "g.role_key", role_name: "g.role_name", credits: "g.credits" }),
+  playtime: objectSql(WorkPlaytime, { players: "coalesce(s.players, 0)", median_minutes: "s.median_minutes" })
 }
 
 /** The company part's element for each content limit (`work_count` counts what the caller may see). */
@@ -309,6 +312,10 @@ export const partWhereSql = (sql: Sql, part: WorkPart, any: Fragment, nsfw: bool
       return sql`SELECT 'credits' AS part, g.work_id::text AS id, json_agg(${sql.literal(partJson.credits)}
             ORDER BY g.position)::text AS json
           FROM (${creditGroupsSql(sql, any)}) g GROUP BY g.work_id`
+    case "playtime":
+      // One object per work, kept by the playtime writer (migrations/0028): no players is a row too.
+      return sql`SELECT 'playtime' AS part, w.id::text AS id, ${sql.literal(partJson.playtime)}::text AS json
+          FROM works w LEFT JOIN work_playtimes s ON s.work_id = w.id WHERE w.id ${any}`
   }
 }
 

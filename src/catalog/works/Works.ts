@@ -67,10 +67,13 @@ const partsWanted = (include: ReadonlyArray<WorkInclude>, view: WorkView): Array
   return wanted
 }
 
-/** An item's JSON text with its parts (JSON text, `[]` when it has none) appended in `wanted` order. */
+/** What a part with no rows is: `[]`, or for the one object part the aggregate of no players. */
+const emptyPart = (part: string) => part === "playtime" ? `{"players":0,"median_minutes":null}` : "[]"
+
+/** An item's JSON text with its parts (JSON text, `emptyPart` when it has none) appended in `wanted` order. */
 const spliced = (json: string, wanted: ReadonlyArray<string>, parts: ReadonlyMap<string, string> | undefined) => {
   let extra = ""
-  for (const part of wanted) extra += `,"${part}":${parts?.get(part) ?? "[]"}`
+  for (const part of wanted) extra += `,"${part}":${parts?.get(part) ?? emptyPart(part)}`
   return extra === "" ? json : json.slice(0, -1) + extra + "}"
 }
 
