@@ -866,7 +866,7 @@ export const writes = async (): Promise<string> => {
       `Limits raised out of the way for the run: ${
         Object.entries(limitsEnv).map(([k, v]) => `\`${k}=${v}\``).join(", ")
       }; the rate limiter and the quota rows still run on every request (measured, never refusing). ` +
-      `Both sides: pool of 20 connections, prepared statements, an \`Idempotency-Key\` on every request.`,
+      `Both sides: pool of 20 connections, prepared statements, an \`Idempotency-Key\` on every request but the cover votes (their route takes none).`,
       `Event lock columns: \`pg_locks\` sampled every 50 ms during the measured run: the share of samples in which ` +
       `a backend held \`claim_event_lock()\`, the mean number of backends waiting for it, and the share of the ` +
       `held samples in which the holder was idle in transaction (its statement done, waiting for its client's next one); ` +
