@@ -36,6 +36,21 @@
  *   columns and `updated_at`), `catalog_touch('work', id)` (the change-feed row), the snapshot again,
  *   the revision inserted with the keys whose value changed, the proposal closed.
  *
+ * Cover votes, news and playtimes (src/catalog/votes/CoverVotes.ts, src/catalog/news/News.ts and
+ * NewsRepo.ts, src/catalog/playtimes/Playtimes.ts), through the same write runner, with the statements
+ * ours sends (as PostgreSQL's `log_statement = all` showed them):
+ *
+ * - a vote (`PUT /v2/catalog/works/{id}/covers/{cover_id}/vote`, quota `votes`, no `Idempotency-Key`:
+ *   the route takes none): the work locked `FOR SHARE`, the cover locked `FOR UPDATE`, the vote
+ *   inserted (`ON CONFLICT DO NOTHING`), and when it was new the cover's `vote_count` moved and
+ *   `catalog_touch('work', id)`;
+ * - a news post (`POST /v2/news`, quota `news`; its rule needs no user, so no standing is read): the
+ *   source share-locked, the linked works' visibility, the item inserted (`ON CONFLICT (source_url) DO
+ *   NOTHING`), its work links, the item read back;
+ * - a playtime batch (`POST /v2/playtimes`, quota `playtimes`): the works' visibility, their aggregate
+ *   rows locked in id order (an upsert), the playtimes upserted with the old minutes, then for the
+ *   changed ones the histogram (minutes and buckets) and the aggregates with their change-feed rows.
+ *
  * The same answers (status, JSON, `ETag`, `Location`, `Idempotent-Replayed`). None of our stack: no
  * Effect, no schemas, no middleware, no rate limiter, no error model beyond a status code. The
  * credential is looked up once per API key and kept in memory (ours caches it too).
@@ -230,6 +245,98 @@ const sqlCloseProposal = `WITH p AS (
     RETURNING *)
   SELECT ${proposalColumns} FROM p`
 
+// Cover votes (src/catalog/votes/CoverVotes.ts).
+const sqlShareWork = (nsfw: boolean) =>
+  `SELECT w.id::text AS id FROM works w WHERE w.id = $1::bigint AND ${nsfw ? "w.live" : "w.live AND NOT w.nsfw"}
+          FOR SHARE OF w`
+const sqlLockCover = `SELECT c.id::text AS id FROM covers c
+          WHERE c.id = $1::bigint AND c.work_id = $2::bigint FOR UPDATE OF c`
+const sqlInsertVote = `INSERT INTO cover_votes (cover_id, uid) VALUES ($1::bigint, $2)
+        ON CONFLICT (cover_id, uid) DO NOTHING
+        RETURNING cover_id::text AS cover_id`
+const sqlCountVote = "UPDATE covers SET vote_count = vote_count + $1 WHERE id = $2::bigint"
+const sqlTouchWork = "SELECT catalog_touch('work', $1::bigint)"
+
+// News (src/catalog/news/NewsRepo.ts).
+const sqlNewsSource = `SELECT s.source, s.site, s.active, ${rfc3339("s.created_at")} AS created_at, ${
+  rfc3339("s.updated_at")
+} AS updated_at FROM news_sources s WHERE s.source = $1 FOR SHARE`
+const sqlVisibleWorks = (nsfw: boolean) =>
+  `SELECT w.id::text AS id FROM works w
+            WHERE w.id = ANY($1::bigint[]) AND w.live AND ${nsfw ? "TRUE" : "NOT w.nsfw"}`
+const sqlInsertNews =
+  `INSERT INTO news_items (source, site, title, summary, source_url, lane, published_at, banner_hash)
+          VALUES ($1, $2, $3, $4, $5, $6,
+            now(),
+            $7)
+          ON CONFLICT (source_url) DO NOTHING
+          RETURNING id::text AS id`
+const sqlLinkNews = `INSERT INTO news_item_works (news_id, work_id, position)
+            SELECT $1::bigint, w.id, w.ord - 1
+            FROM unnest($2::bigint[]) WITH ORDINALITY AS w (id, ord)`
+const sqlFindNews = (nsfw: boolean) =>
+  `SELECT n.id::text AS id, n.source, n.site, n.title, n.summary, n.source_url, n.lane,
+        ${rfc3339("n.published_at")} AS published_at, n.banner_hash,
+        coalesce((
+          SELECT array_agg(l.work_id::text ORDER BY l.position) FROM news_item_works l
+          JOIN works w ON w.id = l.work_id
+          WHERE l.news_id = n.id AND w.live AND ${nsfw ? "TRUE" : "NOT w.nsfw"}
+        ), '{}'::text[]) AS work_ids,
+        ${rfc3339("n.created_at")} AS created_at FROM news_items n WHERE n.id = $1::bigint`
+
+// Playtimes (src/catalog/playtimes/Playtimes.ts).
+const sqlPlaytimeWorks = (nsfw: boolean) =>
+  `SELECT w.id::text AS id FROM works w
+          WHERE w.id = ANY($1::bigint[]) AND ${nsfw ? "w.live" : "w.live AND NOT w.nsfw"}`
+const sqlLockAggregates = `INSERT INTO work_playtimes (work_id)
+          SELECT x FROM unnest($1::bigint[]) AS x
+          ON CONFLICT (work_id) DO UPDATE SET players = work_playtimes.players`
+const sqlUpsertPlaytimes = `WITH input AS (
+            SELECT * FROM unnest($1::bigint[], $2::int[]) AS i (work_id, minutes)
+          ), old AS (
+            SELECT p.work_id, p.minutes FROM playtimes p JOIN input USING (work_id) WHERE p.user_id = $3::bigint
+          ), up AS (
+            INSERT INTO playtimes AS p (user_id, work_id, minutes)
+            SELECT $4::bigint, work_id, minutes FROM input
+            ON CONFLICT (user_id, work_id) DO UPDATE SET minutes = EXCLUDED.minutes, updated_at = now()
+            RETURNING p.work_id, p.minutes, p.updated_at
+          )
+          SELECT p.work_id::text AS work_id, p.minutes, ${rfc3339("p.updated_at")} AS updated_at,
+                 old.minutes AS old_minutes
+          FROM up p LEFT JOIN old USING (work_id)`
+const sqlHistogram = `WITH c AS (
+              SELECT * FROM unnest($1::bigint[], $2::int[],
+                $3::int[]) AS c (work_id, old, new)
+            ), d AS (
+              SELECT work_id, minutes, sum(delta)::int AS delta FROM (
+                SELECT work_id, new AS minutes, 1 AS delta FROM c
+                UNION ALL SELECT work_id, old, -1 FROM c WHERE old >= 0
+              ) x GROUP BY work_id, minutes
+            ), m AS (
+              INSERT INTO work_playtime_minutes AS t (work_id, minutes, players)
+              SELECT work_id, minutes, delta FROM d ORDER BY work_id, minutes
+              ON CONFLICT (work_id, minutes) DO UPDATE SET players = t.players + EXCLUDED.players
+            )
+            INSERT INTO work_playtime_buckets AS t (work_id, bucket, players)
+            SELECT work_id, minutes / 250, sum(delta)::int FROM d GROUP BY work_id, minutes / 250
+            ORDER BY 1, 2
+            ON CONFLICT (work_id, bucket) DO UPDATE SET players = t.players + EXCLUDED.players`
+const sqlAggregates = `WITH n AS (
+              SELECT b.work_id, sum(b.players)::int AS players FROM work_playtime_buckets b
+              WHERE b.work_id = ANY($1::bigint[]) GROUP BY b.work_id
+            ), next AS (
+              SELECT n.work_id, n.players, CASE WHEN n.players = 0 THEN NULL ELSE
+                (playtime_kth(n.work_id, (n.players + 1) / 2) + playtime_kth(n.work_id, n.players / 2 + 1)) / 2.0
+                END::double precision AS median_minutes
+              FROM n
+            ), upd AS (
+              UPDATE work_playtimes s SET players = next.players, median_minutes = next.median_minutes
+              FROM next WHERE s.work_id = next.work_id
+                AND (s.players, s.median_minutes) IS DISTINCT FROM (next.players, next.median_minutes)
+              RETURNING s.work_id
+            )
+            SELECT catalog_touch('work', upd.work_id) FROM upd`
+
 const names = new Map<string, string>()
 /** Parameterized statements go as named prepared statements, as ours (src/platform/Database.ts). */
 const query = <R = any>(client: Pg.PoolClient, text: string, values?: Array<unknown>) => {
@@ -300,6 +407,9 @@ const problem = (status: number, code: string): Answer => ({
   body: JSON.stringify({ status, code })
 })
 
+/** The quota kinds of the routes here (src/catalog/limits/Limits.ts). */
+type Quota = "claims" | "decisions" | "proposals" | "votes" | "news" | "playtimes"
+
 /**
  * The write runner: standing, then in one transaction the key's lock and lookup, the write, the
  * quota and the stored answer.
@@ -308,15 +418,18 @@ const runWrite = async (
   principal: Principal,
   key: string | undefined,
   fingerprint: Buffer,
-  quota: "claims" | "decisions" | "proposals",
+  quota: Quota,
   write: (client: Pg.PoolClient) => Promise<Answer>
 ): Promise<Answer & { readonly replayed?: boolean }> => {
-  const standing = await pool.query<{ roles: Array<string>; banned: boolean }>(
-    { name: "b_standing", text: sqlStanding, values: [principal.userId] }
-  )
-  const user = standing.rows[0]
-  if (user === undefined || user.banned || (quota === "decisions" && !user.roles.includes("moderator"))) {
-    return problem(403, "PERMISSION_REQUIRED")
+  // A news post's rule needs no user: ours reads no standing for it.
+  if (quota !== "news") {
+    const standing = await pool.query<{ roles: Array<string>; banned: boolean }>(
+      { name: "b_standing", text: sqlStanding, values: [principal.userId] }
+    )
+    const user = standing.rows[0]
+    if (user === undefined || user.banned || (quota === "decisions" && !user.roles.includes("moderator"))) {
+      return problem(403, "PERMISSION_REQUIRED")
+    }
   }
   type Stored = { fingerprint: Buffer; status: number; headers: Record<string, string>; body: string }
   const judge = (found: Stored) => {
@@ -723,6 +836,107 @@ const mergeProposal =
     return proposalAnswer(closed, 200)
   }
 
+// --- Cover votes, news, playtimes ---------------------------------------------------------------------
+
+const vote =
+  (principal: Principal, workId: string, coverId: string) => async (client: Pg.PoolClient): Promise<Answer> => {
+    const work = (await query<{ id: string }>(client, sqlShareWork(principal.nsfw), [workId])).rows[0]
+    if (work === undefined) throw new Refused(404, "NOT_FOUND")
+    const cover = (await query<{ id: string }>(client, sqlLockCover, [coverId, work.id])).rows[0]
+    if (cover === undefined) throw new Refused(404, "NOT_FOUND")
+    const inserted = await query(client, sqlInsertVote, [cover.id, principal.userId])
+    if (inserted.rows.length > 0) {
+      await query(client, sqlCountVote, [1, cover.id])
+      await query(client, sqlTouchWork, [work.id])
+    }
+    return {
+      status: 200,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ object: "cover_vote", cover_id: cover.id, work_id: work.id, vote: "up" })
+    }
+  }
+
+interface NewsRow {
+  readonly id: string
+  readonly banner_hash: string
+  readonly [column: string]: unknown
+}
+
+const postNews = (
+  principal: Principal,
+  item: { source: string; title: string; summary: string; source_url: string; lane: string; work_ids: Array<string> }
+) =>
+async (client: Pg.PoolClient): Promise<Answer> => {
+  const source = (await query<{ site: string; active: boolean }>(client, sqlNewsSource, [item.source])).rows[0]
+  if (source === undefined || source.site !== principal.site || !source.active) {
+    throw new Refused(422, "VALIDATION_FAILED")
+  }
+  const ids = [...new Set(item.work_ids)]
+  if (ids.length > 0) {
+    const visible = await query<{ id: string }>(client, sqlVisibleWorks(principal.nsfw), [ids])
+    if (visible.rows.length !== ids.length) throw new Refused(422, "VALIDATION_FAILED")
+  }
+  const inserted = (await query<{ id: string }>(client, sqlInsertNews, [
+    item.source,
+    principal.site,
+    item.title,
+    item.summary,
+    item.source_url,
+    item.lane,
+    ""
+  ])).rows[0]
+  if (inserted === undefined) throw new Refused(409, "ALREADY_EXISTS")
+  if (ids.length > 0) await query(client, sqlLinkNews, [inserted.id, ids])
+  const row = (await query<NewsRow>(client, sqlFindNews(principal.nsfw), [inserted.id])).rows[0]!
+  return {
+    status: 201,
+    headers: { "content-type": "application/json", location: `/v2/news/${row.id}` },
+    body: JSON.stringify({
+      object: "news_item",
+      ...row,
+      banner_hash: row.banner_hash === "" ? null : row.banner_hash
+    })
+  }
+}
+
+const playtimes =
+  (principal: Principal, items: Array<{ work_id: string; minutes: number }>) =>
+  async (client: Pg.PoolClient): Promise<Answer> => {
+    const works = items.map((item) => item.work_id)
+    if (new Set(works).size !== works.length) throw new Refused(422, "VALIDATION_FAILED")
+    const visible = await query<{ id: string }>(client, sqlPlaytimeWorks(principal.nsfw), [works])
+    if (visible.rows.length !== works.length) throw new Refused(422, "VALIDATION_FAILED")
+    await query(client, sqlLockAggregates, [[...works].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1))])
+    const stored = (await query<{ work_id: string; minutes: number; updated_at: string; old_minutes: number | null }>(
+      client,
+      sqlUpsertPlaytimes,
+      [works, items.map((item) => item.minutes), principal.userId, principal.userId]
+    )).rows
+    const changed = stored.filter((row) => row.old_minutes !== row.minutes)
+    if (changed.length > 0) {
+      const changedWorks = changed.map((row) => row.work_id)
+      await query(client, sqlHistogram, [
+        changedWorks,
+        changed.map((row) => row.old_minutes ?? -1),
+        changed.map((row) => row.minutes)
+      ])
+      await query(client, sqlAggregates, [changedWorks])
+    }
+    return {
+      status: 200,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        object: "list",
+        items: stored.map((row) => ({
+          object: "playtime",
+          work_id: row.work_id,
+          minutes: row.minutes,
+          updated_at: row.updated_at
+        }))
+      })
+    }
+  }
+
 const send = (res: Http.ServerResponse, answer: Answer & { readonly replayed?: boolean }) => {
   const headers: Record<string, string | number> = {
     ...answer.headers,
@@ -745,20 +959,47 @@ const decisionPath = /^\/v2\/moderation\/claims\/([0-9]{1,18})\/decisions$/
 const amendmentsPath = /^\/v2\/proposals\/([0-9]{1,18})\/amendments$/
 const proposalDecisionPath = /^\/v2\/moderation\/proposals\/([0-9]{1,18})\/decisions$/
 
+const votePath = /^\/v2\/catalog\/works\/([0-9]{1,18})\/covers\/([0-9]{1,18})\/vote$/
+
 const isObject = (u: unknown): u is Record<string, unknown> => u !== null && typeof u === "object" && !Array.isArray(u)
 
-/** The write of a POST to `path`, its quota kind, or undefined (404) / a refusal of its body (422). */
+/** The write of a POST (or the vote's PUT) to `path`, its quota kind, or undefined (404) / a refusal of its body (422). */
 const writeOf = (
+  method: string,
   path: string,
   payload: Record<string, unknown>,
   principal: Principal,
   ifMatch: string | undefined
 ):
-  | { readonly quota: "claims" | "decisions" | "proposals"; readonly write: (client: Pg.PoolClient) => Promise<Answer> }
+  | { readonly quota: Quota; readonly write: (client: Pg.PoolClient) => Promise<Answer> }
   | Answer
   | undefined =>
 {
   const invalid = problem(422, "VALIDATION_FAILED")
+  const voted = votePath.exec(path)
+  if (voted !== null) {
+    if (method !== "PUT") return undefined
+    return payload.vote === "up" ? { quota: "votes", write: vote(principal, voted[1]!, voted[2]!) } : invalid
+  }
+  if (method !== "POST") return undefined
+  if (path === "/v2/news") {
+    const { lane = "news", source, source_url, summary, title, work_ids = [] } = payload
+    return typeof source === "string" && typeof title === "string" && typeof summary === "string" &&
+        typeof source_url === "string" && typeof lane === "string" && Array.isArray(work_ids) &&
+        work_ids.every((id) => typeof id === "string")
+      ? { quota: "news", write: postNews(principal, { source, title, summary, source_url, lane, work_ids }) }
+      : invalid
+  }
+  if (path === "/v2/playtimes") {
+    const { items } = payload
+    return Array.isArray(items) && items.length > 0 && items.length <= 100 &&
+        items.every((item) =>
+          isObject(item) && typeof item.work_id === "string" && Number.isInteger(item.minutes) &&
+          (item.minutes as number) >= 0 && (item.minutes as number) <= 60_000
+        )
+      ? { quota: "playtimes", write: playtimes(principal, items as Array<{ work_id: string; minutes: number }>) }
+      : invalid
+  }
   const note = typeof payload.note === "string" ? payload.note : ""
   if (path === "/v2/claims") {
     return typeof payload.work_id === "string"
@@ -800,7 +1041,7 @@ const writeOf = (
 Http.createServer((req, res) => {
   const path = (req.url ?? "/").split("?")[0]!
   if (path === "/healthz") return send(res, { status: 200, headers: {}, body: "{\"status\":\"ok\"}" })
-  if (req.method !== "POST") return send(res, problem(404, "NOT_FOUND"))
+  if (req.method !== "POST" && req.method !== "PUT") return send(res, problem(404, "NOT_FOUND"))
   const token = (req.headers.authorization ?? "").replace(/^Bearer /i, "")
   const key = req.headers["idempotency-key"] as string | undefined
   Promise.all([readBody(req), principalOf(token)]).then(async ([text, principal]) => {
@@ -812,10 +1053,14 @@ Http.createServer((req, res) => {
       return send(res, problem(400, "MALFORMED_BODY"))
     }
     if (!isObject(payload)) return send(res, problem(422, "VALIDATION_FAILED"))
-    const route = writeOf(path, payload, principal, req.headers["if-match"])
+    const route = writeOf(req.method!, path, payload, principal, req.headers["if-match"])
     if (route === undefined) return send(res, problem(404, "NOT_FOUND"))
     if (!("write" in route)) return send(res, route)
-    const fingerprint = Crypto.createHash("sha256").update(`POST ${path}\n${canonical(payload)}`).digest()
-    return send(res, await runWrite(principal, key, fingerprint, route.quota, route.write))
+    const fingerprint = Crypto.createHash("sha256").update(`${req.method} ${path}\n${canonical(payload)}`).digest()
+    // The vote's route takes no Idempotency-Key (ours ignores one).
+    return send(
+      res,
+      await runWrite(principal, route.quota === "votes" ? undefined : key, fingerprint, route.quota, route.write)
+    )
   }).catch(() => send(res, problem(500, "INTERNAL_ERROR")))
 }).listen(port, "127.0.0.1")

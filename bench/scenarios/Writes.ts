@@ -50,19 +50,25 @@ const proposalRate = Number(process.env.BENCH_WRITES_PROPOSAL_RATE ?? 1000)
 /**
  * `BENCH_WRITES_ONLY`: comma-separated scenarios to run: create, lock (the two baseline diagnostics of
  * the event lock; with create), decide, replay, propose, amend, merge, quota (the baseline merge
- * without the quota row; with merge), merge-one. Default: all.
+ * without the quota row; with merge), merge-one, vote, news, playtimes. Default: all.
  */
 const only = new Set(
-  (process.env.BENCH_WRITES_ONLY ?? "create,lock,decide,replay,propose,amend,merge,quota,merge-one").split(",").map((
-    s
-  ) => s.trim())
+  (process.env.BENCH_WRITES_ONLY ?? "create,lock,decide,replay,propose,amend,merge,quota,merge-one,vote,news,playtimes")
+    .split(",").map((s) => s.trim())
 )
+/** Works per playtime batch (the route's maximum). */
+const PLAYTIME_BATCH = 100
+/** Users the playtime batches rotate over (each with its own `playtimes:write` key). */
+const PLAYTIME_USERS = 4
 const HIGH = "1000000000"
 const limitsEnv = {
   ...unlimitedBudget,
   CATALOG_QUOTA_CLAIMS: HIGH,
   CATALOG_QUOTA_DECISIONS: HIGH,
-  CATALOG_QUOTA_PROPOSALS: HIGH
+  CATALOG_QUOTA_PROPOSALS: HIGH,
+  CATALOG_QUOTA_VOTES: HIGH,
+  CATALOG_QUOTA_NEWS: HIGH,
+  CATALOG_QUOTA_PLAYTIMES: HIGH
 }
 
 /** What the event-lock sampler saw in a measured run (pg_locks and pg_stat_activity every 50 ms). */
@@ -223,6 +229,40 @@ export const writes = async (): Promise<string> => {
 
     const live = await pg.query<{ id: string }>("SELECT id::text AS id FROM works WHERE live ORDER BY id")
     const ids = live.rows.map((r) => r.id)
+    const voterHeaders = {
+      authorization: `Bearer ${keyFor(claimant, "votes:write")}`,
+      "content-type": "application/json"
+    }
+    const newsHeaders = {
+      authorization: `Bearer ${keyFor(claimant, "news:write")}`,
+      "content-type": "application/json"
+    }
+    // The news source the posts name, bound to the bench site (as `cli news-source create` would).
+    const newsSource = "bench_news"
+    await pg.query(
+      "INSERT INTO news_sources (source, site) VALUES ($1, 'bench') ON CONFLICT (source) DO UPDATE SET active = true",
+      [newsSource]
+    )
+    // Users the playtime batches rotate over, each with a key; the first is the claimant.
+    const players = [claimant]
+    if (only.has("playtimes")) {
+      for (let n = 1; n < PLAYTIME_USERS; n++) {
+        players.push(
+          cli([
+            "user",
+            "create",
+            "--email",
+            `player${n}-${tag}@bench.invalid`,
+            "--password",
+            password,
+            "--name",
+            "Bench player"
+          ], withDb)
+            .id as number
+        )
+      }
+    }
+    const playerKeys = only.has("playtimes") ? players.map((user) => keyFor(user, "playtimes:write")) : []
     /**
      * Empties the claim and proposal tables once the previous scenario's last requests are done: the
      * server runs a write to completion after its client hung up (autocannon closes its connections at
@@ -239,9 +279,17 @@ export const writes = async (): Promise<string> => {
         if (rows[0]!.n === 0 || Date.now() > deadline) break
         await new Promise((r) => setTimeout(r, 100))
       }
+      // The bench user's cover votes, with the seeded vote counts they moved restored.
+      await pg.query(
+        `WITH v AS (DELETE FROM cover_votes WHERE uid = $1 RETURNING cover_id),
+         n AS (SELECT cover_id, count(*)::int AS n FROM v GROUP BY cover_id)
+         UPDATE covers c SET vote_count = c.vote_count - n.n FROM n WHERE c.id = n.cover_id`,
+        [String(claimant)]
+      )
       await pg.query(
         "TRUNCATE claims, claim_events, proposals, proposal_amendments, revisions, catalog_idempotency, " +
-          "catalog_quota_usage"
+          "catalog_quota_usage, news_items, news_item_works, playtimes, work_playtimes, work_playtime_minutes, " +
+          "work_playtime_buckets"
       )
     }
 
@@ -568,6 +616,116 @@ export const writes = async (): Promise<string> => {
         ...(work === undefined ? {} : { work })
       })
 
+    /**
+     * PUT a cover vote (`{"vote":"up"}`; the route takes no Idempotency-Key), each request on the next
+     * cover of the live works (one cover per work, the lowest id; works in id order), so every vote is a
+     * new one (inserted, counted, the work's change-feed row). A measured run that came round to a cover
+     * already voted on is reported.
+     */
+    const covers = only.has("vote")
+      ? (await pg.query<{ work_id: string; id: string }>(
+        `SELECT DISTINCT ON (c.work_id) c.work_id::text AS work_id, c.id::text AS id
+         FROM covers c JOIN works w ON w.id = c.work_id AND w.live ORDER BY c.work_id, c.id`
+      )).rows
+      : []
+    const coversRanOut: Array<string> = []
+    const vote = (name: string, side: { origin: string; cpu: Target["cpu"] }): Promise<Row> => {
+      let next = 0
+      const path = (i: number) =>
+        `/v2/catalog/works/${covers[i % covers.length]!.work_id}/covers/${covers[i % covers.length]!.id}/vote`
+      const request: autocannon.Request = {
+        method: "PUT",
+        path: path(0),
+        setupRequest: (req) => {
+          const i = next++
+          if (i === covers.length) coversRanOut.push(name)
+          req.path = path(i)
+          req.body = "{\"vote\":\"up\"}"
+          return req
+        }
+      }
+      return run(name, {
+        url: `${side.origin}${path(0)}`,
+        headers: voterHeaders,
+        requests: [request],
+        prepare: async (phase) => {
+          if (phase === "warmup") await reset()
+        },
+        ...(side.cpu === undefined ? {} : { cpu: side.cpu })
+      })
+    }
+
+    /**
+     * POST /v2/news under the bench site's source, a unique `source_url` per request, linking the next
+     * live work, with a fresh Idempotency-Key.
+     */
+    const news = (name: string, side: { origin: string; cpu: Target["cpu"] }): Promise<Row> => {
+      let next = 0
+      const side_ = name.split(":")[0]
+      const request: autocannon.Request = {
+        method: "POST",
+        path: "/v2/news",
+        setupRequest: (req) => {
+          const i = next++
+          req.headers = { ...req.headers, "idempotency-key": `news-${tag}-${side_}-${i}` }
+          req.body = `{"source":"${newsSource}","title":"Bench news ${i}","summary":"A benchmark news item.",` +
+            `"source_url":"https://bench.invalid/${tag}/${side_}/${i}","work_ids":["${ids[i % ids.length]}"]}`
+          return req
+        }
+      }
+      return run(name, {
+        url: `${side.origin}/v2/news`,
+        headers: newsHeaders,
+        requests: [request],
+        prepare: async (phase) => {
+          if (phase === "warmup") await reset()
+        },
+        ...(side.cpu === undefined ? {} : { cpu: side.cpu })
+      })
+    }
+
+    /**
+     * POST /v2/playtimes, 100 works a batch. The live works in id order are cut into windows of 100
+     * (the last partial one dropped); batch i sends window i modulo the windows, so consecutive batches
+     * (and the 32 in flight) touch different works, for user floor(i / windows) modulo
+     * `PLAYTIME_USERS`, so each pass over the catalog is another user's: the first passes are first
+     * reports, later ones (a user's second pass, with other minutes) change a stored value. Either way
+     * every item moves the histogram and the work's aggregate.
+     */
+    const windows = Math.floor(ids.length / PLAYTIME_BATCH)
+    const playtimes = (name: string, side: { origin: string; cpu: Target["cpu"] }): Promise<Row> => {
+      let next = 0
+      const side_ = name.split(":")[0]
+      const request: autocannon.Request = {
+        method: "POST",
+        path: "/v2/playtimes",
+        setupRequest: (req) => {
+          const i = next++
+          const window = i % windows
+          const pass = Math.floor(i / windows)
+          const items = ids.slice(window * PLAYTIME_BATCH, (window + 1) * PLAYTIME_BATCH).map((id, n) =>
+            `{"work_id":"${id}","minutes":${((pass * 37 + n) % 6000) + 1}}`
+          )
+          req.headers = {
+            ...req.headers,
+            authorization: `Bearer ${playerKeys[pass % playerKeys.length]}`,
+            "idempotency-key": `playtimes-${tag}-${side_}-${i}`
+          }
+          req.body = `{"items":[${items.join(",")}]}`
+          return req
+        }
+      }
+      return run(name, {
+        url: `${side.origin}/v2/playtimes`,
+        headers: { "content-type": "application/json" },
+        requests: [request],
+        prepare: async (phase) => {
+          if (phase === "warmup") await reset()
+        },
+        ...(side.cpu === undefined ? {} : { cpu: side.cpu })
+      })
+    }
+
     const createTarget = (r: Row, base: Row): Row => {
       const ratio = r.rps / base.rps
       return {
@@ -653,11 +811,36 @@ export const writes = async (): Promise<string> => {
       const base = await merge("baseline: merge proposal, all on one work", baseline, ids[0])
       rows.push(base, targeted(await merge("shiori: merge proposal, all on one work", ours, ids[0]), base))
     }
+    /** Our row against the baseline's: the ratio, and p99 under `p99` ms when given, no failures. */
+    const latencyTarget = (r: Row, base: Row, p99?: number): Row => ({
+      ...r,
+      ratio: ratioOf(r, base),
+      target: p99 === undefined ? "" : `p99 < ${p99} ms`,
+      met: r.requests > 0 && (p99 === undefined || r.p99 < p99) && r.non2xx === 0 && r.errors === 0 &&
+        !coversRanOut.includes(r.name)
+    })
+    const latencyRows: Array<Row> = []
+    if (only.has("vote")) {
+      const base = await vote("baseline: cover vote", baseline)
+      const row = latencyTarget(await vote("shiori: cover vote", ours), base, 50)
+      rows.push(base, row)
+      latencyRows.push(row)
+    }
+    if (only.has("news")) {
+      const base = await news("baseline: create news item", baseline)
+      rows.push(base, latencyTarget(await news("shiori: create news item", ours), base))
+    }
+    if (only.has("playtimes")) {
+      const base = await playtimes("baseline: playtime batch of 100", baseline)
+      const row = latencyTarget(await playtimes("shiori: playtime batch of 100", ours), base, 50)
+      rows.push(base, row)
+      latencyRows.push(row)
+    }
     const rss = server.rssMb()
     await reset()
 
     return [
-      `## Catalog writes (claims, edit proposals) on ${works.toLocaleString("en")} works`,
+      `## Catalog writes (claims, edit proposals, votes, news, playtimes) on ${works.toLocaleString("en")} works`,
       report(rows),
       ...(createRatio === undefined ? [] : [
         `**shiori create: ${createRatio.ratio} the baseline's req/s, p99 ${createRatio.p99} ms vs ${
@@ -671,10 +854,19 @@ export const writes = async (): Promise<string> => {
         `(target >= 0.5x and p99 < 100 ms at ${settings.connections} connections: ` +
         `${mergeRow.ours.met === true ? "met" : "**not met**"}).`
       ]),
+      ...latencyRows.map((r) =>
+        `**${r.name}: ${r.ratio} the baseline's req/s, p99 ${r.p99} ms** (target p99 < 50 ms at ${settings.connections} ` +
+        `connections: ${r.met === true ? "met" : "**not met**"}).`
+      ),
+      ...(coversRanOut.length === 0 ? [] : [
+        `**Ran out of covers** (requests after that voted again on a cover already voted on, a no-op): ${
+          [...new Set(coversRanOut)].join(", ")
+        }; raise \`BENCH_WRITES_WORKS\`.`
+      ]),
       `Limits raised out of the way for the run: ${
         Object.entries(limitsEnv).map(([k, v]) => `\`${k}=${v}\``).join(", ")
       }; the rate limiter and the quota rows still run on every request (measured, never refusing). ` +
-      `Both sides: pool of 20 connections, prepared statements, an \`Idempotency-Key\` on every request.`,
+      `Both sides: pool of 20 connections, prepared statements, an \`Idempotency-Key\` on every request but the cover votes (their route takes none).`,
       `Event lock columns: \`pg_locks\` sampled every 50 ms during the measured run: the share of samples in which ` +
       `a backend held \`claim_event_lock()\`, the mean number of backends waiting for it, and the share of the ` +
       `held samples in which the holder was idle in transaction (its statement done, waiting for its client's next one); ` +
