@@ -5,7 +5,8 @@
  * and without its metadata; a decompression bomb, a body over 20 MiB (streamed), bytes that are no
  * image, a truncated image and bytes of another type than declared are refused, storing nothing; a
  * polyglot keeps none of its trailing payload; the same bytes, uploaded again or many times at once,
- * are stored once.
+ * are stored once; an uploaded cover is a `catalog.work.cover` a proposal may name (docs/writing.md,
+ * "Field keys"), an uploaded screenshot is not.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -18,7 +19,14 @@ import * as Path from "node:path"
 import sharp from "sharp"
 import type { Scope } from "../../schema/Annotations.js"
 import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
-import { expectProblemCode, expectStatus, type Reply } from "../support/Proposals.js"
+import {
+  expectProblemCode,
+  expectStatus,
+  proposalKeys,
+  propose,
+  proposeAndMerge,
+  type Reply
+} from "../support/Proposals.js"
 import { serverLayerOptions } from "../support/TestServers.js"
 
 const scopes: ReadonlyArray<Scope> = ["catalog:read", "media:write"]
@@ -322,6 +330,32 @@ describe("editor image uploads (docs/writing.md, \"Editor images\")", () => {
         expect(yield* imagesRows(hash!)).toHaveLength(1)
         const files = Fs.readdirSync(Path.join(dataDir, "media", hash!.slice(0, 2))).filter((n) => n.startsWith(hash!))
         expect(files).toEqual([`${hash}.webp`])
+      }))
+
+    it.effect("a proposal naming an uploaded cover merges, and the work shows it first; a screenshot is no cover", () =>
+      Effect.gen(function*() {
+        const f = yield* ClaimsFixture
+        const key = yield* editor(f)
+        const keys = yield* proposalKeys(f)
+        const cover = expectStatus(yield* upload(f, key, yield* picture(11, "jpeg", 60, 90), "image/jpeg"), 201)
+        const shot = expectStatus(
+          yield* upload(f, key, yield* picture(12, "png", 90, 60), "image/png", "screenshot"),
+          201
+        )
+        const work = f.works[f.works.length - 1]!
+        const refused = yield* propose(f, keys.site, {
+          entity_type: "catalog.work",
+          entity_id: work,
+          patch: { "catalog.work.cover": shot.hash }
+        })
+        const problem = expectProblemCode(refused, 422, "VALIDATION_FAILED")
+        expect(problem.errors).toMatchObject([{ reason: "UNKNOWN_REFERENCE", pointer: "/patch/catalog.work.cover" }])
+        yield* proposeAndMerge(f, keys, { type: "catalog.work", id: work }, { "catalog.work.cover": cover.hash })
+        const read = expectStatus(
+          yield* f.call("GET", `/v2/catalog/works/${work}?include=covers`, { key: keys.site }),
+          200
+        )
+        expect(read.covers[0]).toMatchObject({ hash: cover.hash, url: cover.url, width: 60, height: 90 })
       }))
   })
 })
