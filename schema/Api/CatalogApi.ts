@@ -13,6 +13,7 @@ import { CredentialApi } from "./CredentialApi.js"
 import { CreditNamesApi } from "./CreditNamesApi.js"
 import { EnginesApi } from "./EnginesApi.js"
 import { HealthApi } from "./HealthApi.js"
+import { MediaApi, MediaWriteApi } from "./MediaApi.js"
 import { MirrorApi } from "./MirrorApi.js"
 import { NewsApi, NewsWriteApi } from "./NewsApi.js"
 import { PersonsApi } from "./PersonsApi.js"
@@ -50,6 +51,8 @@ export class CatalogApi extends HttpApi.make("catalog")
   .add(NewsWriteApi)
   .add(NewsApi)
   .add(PlaytimesApi)
+  .add(MediaWriteApi)
+  .add(MediaApi)
   // Last, so it wraps every other middleware: failures any operation can meet (bad parameters, a bad
   // body, a defect, the database away) are its errors, so every operation lists them.
   .middleware(ProblemResponses)

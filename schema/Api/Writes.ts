@@ -53,7 +53,7 @@ export const holdsRole = (roles: ReadonlyArray<string>, role: ManagementRole): b
   ManagementRoles.slice(ManagementRoles.indexOf(role)).some((r) => roles.includes(r))
 
 /** Daily per-site write quotas, by kind. */
-export const QuotaKinds = ["claims", "decisions", "proposals", "votes", "news", "playtimes"] as const
+export const QuotaKinds = ["claims", "decisions", "proposals", "votes", "news", "playtimes", "media"] as const
 export type QuotaKind = (typeof QuotaKinds)[number]
 
 export interface RouteRule {

@@ -27,6 +27,7 @@ import { HttpCompaniesLive } from "./companies/Http.js"
 import { HttpCreditNamesLive } from "./credits/Http.js"
 import { HttpEnginesLive } from "./engines/Http.js"
 import { RequestBudget } from "./limits/RequestBudget.js"
+import { HttpMediaLive } from "./media/Http.js"
 import { HttpMirrorLive } from "./mirror/Http.js"
 import { HttpNewsGroupsLive } from "./news/Http.js"
 import { HttpPersonsLive } from "./persons/Http.js"
@@ -76,7 +77,8 @@ export const CatalogApiLive = HttpApiBuilder.layer(CatalogApiDocumented, { opena
     HttpProposalGroupsLive,
     HttpCoverVotesLive,
     HttpNewsGroupsLive,
-    HttpPlaytimesLive
+    HttpPlaytimesLive,
+    HttpMediaLive
   ]),
   Layer.provide(Layer.mergeAll(ReplayLive(catalogRoutes), Writes.layer, PgSearchIndexLive)),
   // The endpoint middleware: the credential checks, and the problem responses around them.

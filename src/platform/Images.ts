@@ -11,6 +11,7 @@
 import { Data, Effect } from "effect"
 import * as Crypto from "node:crypto"
 import sharp from "sharp"
+import { rgbaToThumbHash } from "thumbhash"
 
 // libvips keeps recent operations and decoded files in a cache of its own (up to 50 MB and 100
 // files by default), which helps a pipeline that reads the same image twice; every upload here is
@@ -31,7 +32,11 @@ export interface ImagePreset {
 
 export const ImagePresets = {
   /** Square avatars, shown at up to 128 CSS pixels on 2x screens. */
-  avatar: { width: 256, height: 256, fit: "cover" }
+  avatar: { width: 256, height: 256, fit: "cover" },
+  /** A work's cover as an editor uploads it (docs/writing.md, "Editor images"): portrait, whole. */
+  cover: { width: 1024, height: 1536, fit: "inside" },
+  /** A screenshot of a work, kept whole within 1080p. */
+  screenshot: { width: 1920, height: 1080, fit: "inside" }
 } as const satisfies Record<string, ImagePreset>
 
 /** Formats an upload may be in. */
@@ -49,10 +54,12 @@ export interface ProcessedImage {
   readonly height: number
   /** Hex SHA-256 of `bytes`. */
   readonly sha256: string
+  /** The format sharp read the upload as (`jpeg`, `png`, ...): what its bytes are, whatever they were declared. */
+  readonly sourceFormat: string
 }
 
 /** Decodes `input` as an image and re-encodes it for `preset`; bytes that are not an image are refused. */
-export const processImage = (input: Uint8Array, preset: ImagePreset) =>
+export const processImage = (input: Uint8Array, preset: ImagePreset): Effect.Effect<ProcessedImage, ImageRejected> =>
   Effect.tryPromise({
     try: async () => {
       const source = sharp(input, { limitInputPixels: MAX_INPUT_PIXELS, failOn: "error", animated: false })
@@ -70,8 +77,26 @@ export const processImage = (input: Uint8Array, preset: ImagePreset) =>
         contentType: "image/webp" as const,
         width: info.width,
         height: info.height,
-        sha256: Crypto.createHash("sha256").update(data).digest("hex")
+        sha256: Crypto.createHash("sha256").update(data).digest("hex"),
+        sourceFormat: metadata.format
       }
+    },
+    catch: (cause) => new ImageRejected({ reason: cause instanceof Error ? cause.message : String(cause) })
+  })
+
+/**
+ * The ThumbHash placeholder (https://evanw.github.io/thumbhash/) of an image processed here, in
+ * base64: computed from the image scaled within 100x100, as the format asks.
+ */
+export const thumbhashOf = (bytes: Uint8Array) =>
+  Effect.tryPromise({
+    try: async () => {
+      const { data, info } = await sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS })
+        .resize(100, 100, { fit: "inside" })
+        .ensureAlpha()
+        .raw()
+        .toBuffer({ resolveWithObject: true })
+      return Buffer.from(rgbaToThumbHash(info.width, info.height, data)).toString("base64")
     },
     catch: (cause) => new ImageRejected({ reason: cause instanceof Error ? cause.message : String(cause) })
   })

@@ -10,7 +10,7 @@ import { Effect, Stream } from "effect"
 import { HttpMethod, HttpServerError } from "effect/http"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { HttpApiEndpoint } from "effect/http-api"
-import { InvalidParameter } from "../../schema/Problem.js"
+import { InvalidParameter, ValidationFailed } from "../../schema/Problem.js"
 import type { FieldError } from "../../schema/Problem.js"
 import { carriesBody } from "./BodyLimit.js"
 import { JSON_MEDIA_TYPE, jsonBodyType } from "./MediaType.js"
@@ -37,6 +37,25 @@ export const notJsonBody = (contentType: string | undefined): InvalidParameter =
     }
   return new InvalidParameter({ detail: "The request body must be sent as application/json.", errors: [error] })
 }
+
+/**
+ * The 422 for a body sent as a media type an endpoint that takes no JSON does not declare (an image
+ * upload): one field error on the `Content-Type` header naming the `allowed` types.
+ */
+export const unsupportedBodyType = (contentType: string | undefined, allowed: ReadonlyArray<string>) =>
+  new ValidationFailed({
+    detail: `The request body must be sent as one of ${allowed.join(", ")}.`,
+    errors: [
+      contentType === undefined
+        ? { reason: "REQUIRED", detail: "`Content-Type` is required with a body.", header: "Content-Type" }
+        : {
+          reason: "UNKNOWN_VALUE",
+          detail: `\`Content-Type\` must be one of ${allowed.join(", ")}.`,
+          header: "Content-Type",
+          params: { allowed: [...allowed] }
+        }
+    ]
+  })
 
 /** The reader's failure for a body of a refused media type (see `refuseBodyOfType`). */
 class RefusedBodyType {

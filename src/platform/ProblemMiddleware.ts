@@ -22,11 +22,19 @@ import { Cause, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import type { HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
+import { MAX_UPLOAD_BYTES, UPLOAD_PATH } from "../../schema/Api/MediaApi.js"
 import { isProblem, PayloadTooLarge, ProblemResponses } from "../../schema/Problem.js"
 import type { Problem } from "../../schema/Problem.js"
 import { limitBody } from "./BodyLimit.js"
 import { ServerConfig } from "./Config.js"
-import { isPlatformUnsupportedMediaType, isRefusedBodyType, notJsonBody, refuseBodyOfType } from "./JsonBodyOnly.js"
+import {
+  isPlatformUnsupportedMediaType,
+  isRefusedBodyType,
+  notJsonBody,
+  refuseBodyOfType,
+  unsupportedBodyType
+} from "./JsonBodyOnly.js"
+import { JSON_MEDIA_TYPE } from "./MediaType.js"
 import { problemContext, respondWith } from "./ProblemDocument.js"
 import { refusedRequest } from "./RefusedRequest.js"
 import type { RouteTable } from "./RouteTable.js"
@@ -48,7 +56,16 @@ export const problemResponsesLayer = Layer.effect(
     (ctx) => (httpEffect, { endpoint, group }) =>
       Effect.flatMap(Effect.service(HttpServerRequest.HttpServerRequest), (request) => {
         const refused = refuseBodyOfType(endpoint, request)
-        const notJson = () => respondWith(ctx, request, notJsonBody(request.headers["content-type"]))
+        // An endpoint that takes other bodies than JSON (an image upload) names the types it takes.
+        const accepted = [...endpoint.payload.keys()]
+        const notJson = () =>
+          respondWith(
+            ctx,
+            request,
+            accepted.length === 0 || accepted.includes(JSON_MEDIA_TYPE)
+              ? notJsonBody(request.headers["content-type"])
+              : unsupportedBodyType(request.headers["content-type"], accepted)
+          )
         return (refused === undefined
           ? httpEffect
           : Effect.provideService(httpEffect, HttpServerRequest.HttpServerRequest, refused)).pipe(
@@ -90,14 +107,19 @@ export const problemMiddleware = (routes: RouteTable) =>
     Effect.gen(function*() {
       const ctx = yield* problemContext
       const limit = (yield* ServerConfig).maxBodyBytes
+      const uploads = [{ method: "POST", path: UPLOAD_PATH, maxBytes: MAX_UPLOAD_BYTES }]
       const bounded = limitBody({
         maxBytes: limit,
-        tooLarge: (request) =>
-          respondWith(
+        uploads,
+        tooLarge: (request) => {
+          const max = uploads.find((u) => u.method === request.method && u.path === request.url.split("?", 1)[0])
+            ?.maxBytes ?? limit
+          return respondWith(
             ctx,
             request,
-            new PayloadTooLarge({ detail: `The request body exceeds ${limit} bytes.`, max_bytes: limit })
-          ),
+            new PayloadTooLarge({ detail: `The request body exceeds ${max} bytes.`, max_bytes: max })
+          )
+        },
         multipart: (request) => respondWith(ctx, request, notJsonBody(request.headers["content-type"]))
       })
       return (

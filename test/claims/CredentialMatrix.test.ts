@@ -16,11 +16,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import sharp from "sharp"
 import { RequiredScope, type Scope, Scopes } from "../../schema/Annotations.js"
 import { SiteWriteAuthorization, WriteAuthorization } from "../../schema/Api/Security.js"
 import { ManagementRoles, type RouteRule, RouteRules } from "../../schema/Api/Writes.js"
 import { ClaimDecisionRecord, ClaimRecord, ListClaimRecord, Snapshot } from "../../schema/Catalog/Claim.js"
 import { CoverVote, ListCoverVote } from "../../schema/Catalog/CoverVote.js"
+import { EditImage } from "../../schema/Catalog/EditImage.js"
 import { NewsItem } from "../../schema/Catalog/News.js"
 import { ListPlaytime } from "../../schema/Catalog/Playtime.js"
 import { Amendment, ListAmendment, ListProposal, Proposal } from "../../schema/Catalog/Proposal.js"
@@ -225,9 +227,10 @@ const expectedFor = (r: Ruled, c: CredentialKind): Expected => {
  * What a route acts on: a claim (named by its work's id), an edit proposal (named by its id), a
  * cover of a work (named `work:cover`, docs/writing.md, "Cover votes"), news (posted under a news
  * source of the credential's site: docs/writing.md, "News"), or the works a playtime batch reports on
- * (named in its body, docs/writing.md, "Playtimes").
+ * (named in its body, docs/writing.md, "Playtimes"), or an uploaded image (its raw bytes are the body,
+ * docs/writing.md, "Editor images").
  */
-type Resource = "claim" | "proposal" | "cover" | "news" | "playtime"
+type Resource = "claim" | "proposal" | "cover" | "news" | "playtime" | "image"
 
 /**
  * The resource of each ruled route, by the prefix of its path (the prefix itself or a path under it).
@@ -243,7 +246,8 @@ const resources: ReadonlyArray<readonly [prefix: string, resource: Resource]> = 
   // The cover votes (`/v2/catalog/works/{id}/covers/{cover_id}/vote`, `.../cover-votes`).
   ["/v2/catalog/works", "cover"],
   ["/v2/news", "news"],
-  ["/v2/playtimes", "playtime"]
+  ["/v2/playtimes", "playtime"],
+  ["/v2/media", "image"]
 ]
 
 const resourceOf = (r: Ruled): Resource => {
@@ -337,7 +341,8 @@ const prepare: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<string,
   cover: () => prepareCover(),
   news: prepareNews,
   // Reporting again on one work is an update: every cell that gets through shares one work.
-  playtime: (f) => Effect.sync(() => playtimeWork ??= freshWork(f))
+  playtime: (f) => Effect.sync(() => playtimeWork ??= freshWork(f)),
+  image: () => Effect.succeed("through")
 }
 
 /** The shared claim: the work's id. */
@@ -362,7 +367,8 @@ const sharedResource: Record<Resource, (f: ClaimsFixtureShape) => Effect.Effect<
       ),
   cover: () => prepareCover(true),
   news: prepareNews,
-  playtime: (f) => Effect.sync(() => sharedPlaytimeWork ??= freshWork(f))
+  playtime: (f) => Effect.sync(() => sharedPlaytimeWork ??= freshWork(f)),
+  image: () => Effect.succeed("refused")
 }
 
 /** Path parameters, by resource and name, from the prepared resource. */
@@ -380,7 +386,8 @@ const pathParams: Record<Resource, Record<string, (id: string) => string>> = {
     cover_id: (named) => named.split(":")[1]!
   },
   news: {},
-  playtime: {}
+  playtime: {},
+  image: {}
 }
 
 const pathFor = (r: Ruled, resource: Resource, id: string) =>
@@ -413,6 +420,47 @@ const bodies: Record<
   batchPlaytimes: (_, { id: work }) => ({ items: [{ work_id: work, minutes: 30 }] })
 }
 
+/**
+ * The image uploads' raw bodies (docs/writing.md, "Editor images"), by the prepared resource: cells
+ * that get through send an 11x5 PNG, refused ones a 13x7 one, which must never be stored.
+ */
+const imageSizes = { through: [11, 5], refused: [13, 7] } as const
+const rawBodies: Record<
+  string,
+  (id: string) => Effect.Effect<{ readonly query: string; readonly contentType: string; readonly bytes: Uint8Array }>
+> = {
+  uploadImage: (id) =>
+    Effect.promise(async () => {
+      const [width, height] = imageSizes[id as keyof typeof imageSizes]
+      const png = await sharp({ create: { width, height, channels: 3, background: { r: 1, g: 2, b: 3 } } }).png()
+        .toBuffer()
+      return { query: "?preset=cover", contentType: "image/png", bytes: new Uint8Array(png) }
+    })
+}
+
+/** `f.call` with a raw body: the answer, its body parsed as JSON when there is one. */
+const callRaw = (
+  f: ClaimsFixtureShape,
+  method: string,
+  path: string,
+  raw: { readonly contentType: string; readonly bytes: Uint8Array },
+  key: string | undefined,
+  headers: Record<string, string>
+): Effect.Effect<Reply> =>
+  Effect.promise(async () => {
+    const res = await fetch(`${f.base}${path}`, {
+      method,
+      headers: {
+        ...headers,
+        ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
+        "content-type": raw.contentType
+      },
+      body: Buffer.from(raw.bytes)
+    })
+    const text = await res.text()
+    return { status: res.status, headers: res.headers, body: text === "" ? null : JSON.parse(text) }
+  })
+
 const bodyFor = (
   r: Ruled,
   f: ClaimsFixtureShape,
@@ -420,6 +468,7 @@ const bodyFor = (
 ): unknown => {
   const make = bodies[r.name]
   if (make !== undefined) return make(f, context)
+  if (rawBodies[r.name] !== undefined) return undefined
   if (r.route.method !== "GET" && r.route.method !== "DELETE" && r.route.endpoint.payload.size > 0) {
     throw new Error(`${label(r)}: the matrix has no minimal body for this route; add one to \`bodies\``)
   }
@@ -461,7 +510,8 @@ const successSchemas: Record<string, Schema.Codec<any, any>> = {
   listCoverVotes: ListCoverVote,
   createNews: NewsItem,
   batchPlaytimes: ListPlaytime,
-  listPlaytimes: ListPlaytime
+  listPlaytimes: ListPlaytime,
+  uploadImage: EditImage
 }
 
 /**
@@ -533,11 +583,15 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
             if (r.rule.ifMatch !== undefined) headers["if-match"] = yield* etagOf(f, resource, id)
             if (r.rule.idempotent) headers["idempotency-key"] = `matrix-${++cells}-${Date.now()}`
             const body = bodyFor(r, f, { site: c.site, id })
-            const res = yield* f.call(r.route.method, pathFor(r, resource, id), {
-              ...(key === undefined ? {} : { key }),
-              ...(body === undefined ? {} : { body }),
-              headers
-            })
+            const raw = rawBodies[r.name]
+            const res = raw !== undefined
+              ? yield* Effect.flatMap(raw(id), (upload) =>
+                callRaw(f, r.route.method, `${pathFor(r, resource, id)}${upload.query}`, upload, key, headers))
+              : yield* f.call(r.route.method, pathFor(r, resource, id), {
+                ...(key === undefined ? {} : { key }),
+                ...(body === undefined ? {} : { body }),
+                headers
+              })
             if (expected === "not refused") {
               expect([401, 403], JSON.stringify(res.body)).not.toContain(res.status)
               expect(res.status, JSON.stringify(res.body)).toBeLessThan(500)
@@ -553,7 +607,9 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
                   throw new Error(`${label(r)}: the matrix has no success schema; add one to \`successSchemas\``)
                 }
                 Schema.decodeUnknownSync(schema)(res.body)
-                if (r.name === "createNews") newsPosted++
+                if (r.name === "createNews") {
+                  newsPosted++
+                }
               }
             } else {
               expectRefusal(res, expected)
@@ -624,6 +680,18 @@ describe("credential matrix (docs/writing.md, \"Who may write\"): every ruled ro
           Effect.orDie
         )
         expect(stored).toEqual({ playtimes: 0, aggregates: 0 })
+      }))
+
+    it.effect("a refused upload stored nothing: no image of the refused cells' size (docs/writing.md, \"Editor images\")", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const [width, height] = imageSizes.refused
+        const [row] = yield* sql<{ refused: number; through: number }>`
+          SELECT count(*) FILTER (WHERE width = ${width} AND height = ${height})::int AS refused,
+                 count(*) FILTER (WHERE width = ${imageSizes.through[0]} AND height = ${imageSizes.through[1]})::int
+                   AS through
+          FROM images WHERE source = 'upload'`.pipe(Effect.orDie)
+        expect(row).toEqual({ refused: 0, through: 1 })
       }))
 
     it.effect("a site-less client's token creating a claim is 403 TENANT_MISMATCH before any write: nothing stored", () =>

@@ -442,7 +442,8 @@ describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
         proposals: 5000,
         votes: 100_000,
         news: 1000,
-        playtimes: 100_000
+        playtimes: 100_000,
+        media: 1000
       })
       const budget = yield* RequestBudget
       const admitted = yield* budget.take("someone")
@@ -472,7 +473,8 @@ describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
         proposals: 7,
         votes: 100_000,
         news: 9,
-        playtimes: 100_000
+        playtimes: 100_000,
+        media: 1000
       })
       // The votes quota is read from `CATALOG_QUOTA_VOTES`.
       const votes = yield* Effect.provide(CatalogLimits, CatalogLimits.layer, { local: true }).pipe(
@@ -490,6 +492,11 @@ describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
         )
       )
       expect(playtimes.quotas.playtimes).toBe(3)
+      // The media quota: 1000 uploads a day by default, read from `CATALOG_QUOTA_MEDIA`.
+      const media = yield* Effect.provide(CatalogLimits, CatalogLimits.layer, { local: true }).pipe(
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromUnknown({ CATALOG_QUOTA_MEDIA: "4" }))
+      )
+      expect(media.quotas.media).toBe(4)
     }).pipe(
       Effect.provide(
         RequestBudget.layerWithoutDependencies.pipe(

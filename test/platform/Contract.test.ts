@@ -331,6 +331,50 @@ const players = (c: CatalogContext) =>
       (key) => Effect.sync(() => playtimesKey = key)
     )
 
+let editorKeyMade: string | undefined
+/** `siteUser`'s key with the media scope (docs/writing.md, "Editor images"), made once. */
+const editorKey = (c: CatalogContext) =>
+  editorKeyMade !== undefined
+    ? Effect.succeed(editorKeyMade)
+    : Effect.tap(
+      c.f.makeKey("site_a", ["catalog:read", "media:write"], c.f.siteUser.id),
+      (key) => Effect.sync(() => editorKeyMade = key)
+    )
+
+/** A small PNG of a colour of its own per `seed` and test run. */
+const contractPng = (c: CatalogContext, seed: number) =>
+  Effect.promise(() =>
+    sharp({
+      create: { width: 16, height: 12, channels: 3, background: { r: seed * 40, g: c.f.works.length % 256, b: 77 } }
+    }).png().toBuffer().then((b) => new Uint8Array(b))
+  )
+
+/** An upload of raw image bytes. */
+const imageAs = (
+  key: string,
+  path: string,
+  bytes: Uint8Array,
+  contentType: string,
+  expectation: Probe["expect"]
+): Probe => ({
+  request: { method: "POST", path, headers: { ...bearer(key), "content-type": contentType }, body: bytes },
+  expect: expectation
+})
+
+/** An image uploaded for the set-up: its hash. */
+const setUpImage = (c: CatalogContext, bytes: Uint8Array) =>
+  Effect.flatMap(editorKey(c), (key) =>
+    Effect.promise(async () => {
+      const res = await fetch(`${c.f.base}/v2/media/images?preset=cover`, {
+        method: "POST",
+        headers: { ...bearer(key), "content-type": "image/png" },
+        body: Buffer.from(bytes)
+      })
+      const body = await res.json() as { hash?: string }
+      if (res.status !== 201 && res.status !== 200) throw new Error(`set-up upload: ${res.status}`)
+      return body.hash!
+    }))
+
 /** The patch of the proposals made here: a writable key of `catalog.work`. */
 const lengthPatch = (minutes: number) => ({ "catalog.work.length_minutes": minutes })
 
@@ -974,6 +1018,34 @@ const catalogProbes: Record<string, (c: CatalogContext) => Probes<never>> = {
         getAs(key, "/v2/playtimes?limit=1000", 400),
         getAs(key, "/v2/playtimes?cursor=x", 400),
         getAs(c.f.keys.noUser, "/v2/playtimes", 403)
+      ]
+    }),
+  // Editor images (docs/writing.md, "Editor images").
+  "mediaWrite.uploadImage": (c) =>
+    Effect.gen(function*() {
+      const key = yield* editorKey(c)
+      const png = yield* contractPng(c, 1)
+      const image = (bytes: Uint8Array, contentType: string, expectation: Probe["expect"], as = key, query = "cover") =>
+        imageAs(as, `/v2/media/images?preset=${query}`, bytes, contentType, expectation)
+      return [
+        image(png, "image/png", 201),
+        // The same bytes again: stored already.
+        image(png, "image/png", 200),
+        image(yield* contractPng(c, 2), "image/png", 201, key, "screenshot"),
+        image(png, "image/jpeg", 422),
+        image(new TextEncoder().encode("not an image"), "image/png", 422),
+        image(png, "text/plain", 422),
+        image(png, "image/png", 400, key, "poster"),
+        image(png, "image/png", 403, c.f.keys.noUser)
+      ]
+    }),
+  "media.getImage": (c) =>
+    Effect.gen(function*() {
+      const stored = yield* setUpImage(c, yield* contractPng(c, 3))
+      return [
+        { request: { method: "GET", path: `/v2/media/images/${stored}` }, expect: "success" },
+        { request: { method: "GET", path: `/v2/media/images/${"0".repeat(64)}` }, expect: 404 },
+        { request: { method: "GET", path: "/v2/media/images/not-a-hash" }, expect: 400 }
       ]
     })
 }

@@ -10,6 +10,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import sharp from "sharp"
 import { CatalogApi } from "../../schema/Api/CatalogApi.js"
 import { fieldOf } from "../../schema/Catalog/Fields.js"
 import { FieldError, type ProblemCode, ProblemCodes } from "../../schema/Problem.js"
@@ -160,6 +161,23 @@ const setups: Record<
         { ...common, headers: { ...bearer(f.moderator.key), "if-match": "*" } },
         { ...common, headers: { ...bearer(f.moderator.key), "if-match": "\"0\"" } }
       ]
+    }),
+  // Editor images (docs/writing.md, "Editor images"): raw image bodies of each declared type; a valid one
+  // is a real image, whose flipped, cut or extended bytes then meet the image pipeline.
+  "mediaWrite.uploadImage": (f) =>
+    Effect.gen(function*() {
+      const image = (format: "png" | "jpeg" | "webp" | "gif") =>
+        Effect.promise(() =>
+          sharp({ create: { width: 24, height: 16, channels: 3, background: { r: 9, g: 99, b: 199 } } })
+            .toFormat(format)
+            .toBuffer()
+            .then((b) => new Uint8Array(b))
+        )
+      return {
+        headers: bearer(yield* f.makeKey("site_a", ["catalog:read", "media:write"], f.siteUser.id)),
+        query: ["?preset=cover", "?preset=screenshot", "?preset=poster", ""],
+        valid: [yield* image("png"), yield* image("jpeg"), yield* image("webp"), yield* image("gif")]
+      }
     }),
   // News (docs/writing.md, "News"): site_a's bot, under a source bound to site_a.
   "newsWrite.createNews": (f) =>

@@ -41,7 +41,8 @@ export const MIN_REACHED = 0.25
 // Write routes, from the API definition
 // ---------------------------------------------------------------------------------------------
 
-export type BodyKind = "json" | "form" | "multipart"
+/** `bytes`: a raw body of the payload's own media type (an image upload), kept as a `FilePart`. */
+export type BodyKind = "json" | "form" | "multipart" | "bytes"
 
 export interface Payload {
   readonly contentType: string
@@ -63,7 +64,15 @@ export interface WriteRoute {
 }
 
 const kindOf = (tag: string): BodyKind | undefined =>
-  tag === "Json" ? "json" : tag === "FormUrlEncoded" ? "form" : tag === "Multipart" ? "multipart" : undefined
+  tag === "Json"
+    ? "json"
+    : tag === "FormUrlEncoded"
+    ? "form"
+    : tag === "Multipart"
+    ? "multipart"
+    : tag === "Uint8Array"
+    ? "bytes"
+    : undefined
 
 /** Every endpoint of `api` whose method is not GET or HEAD. */
 export const writeRoutes = <Id extends string, Groups extends HttpApiGroup.Constraint>(
@@ -138,6 +147,7 @@ export const rng = (seed: number): Rng => {
 
 /** The generated value in its encoded (wire) form; a file of a multipart schema becomes a file part. */
 const toWire = (schema: Schema.Top, generated: unknown, kind: BodyKind): Value => {
+  if (kind === "bytes") return new FilePart(Buffer.from(generated as Uint8Array), "")
   const encoded = Option.getOrElse(
     Schema.encodeUnknownOption(schema as Schema.Codec<unknown, unknown>)(generated),
     // A decoded value some transformation cannot encode back: send it as generated.
@@ -507,20 +517,44 @@ const toMultipart = (value: Value, boundary = BOUNDARY): Buffer => {
   return Buffer.concat(parts)
 }
 
-const contentTypeOf = (kind: BodyKind) =>
-  kind === "json"
+/** The media type of a body of `kind`; a raw body's is its payload's own (`declared`). */
+const contentTypeOf = (kind: BodyKind, declared = "application/octet-stream") =>
+  kind === "bytes"
+    ? declared
+    : kind === "json"
     ? "application/json"
     : kind === "form"
     ? "application/x-www-form-urlencoded"
     : `multipart/form-data; boundary=${BOUNDARY}`
 
 const render = (kind: BodyKind, value: Value): Buffer =>
-  kind === "json" ? toUtf8(toJson(value)) : kind === "form" ? Buffer.from(toForm(value)) : toMultipart(value)
+  kind === "bytes"
+    ? value instanceof FilePart ? value.bytes : value instanceof Uint8Array ? Buffer.from(value) : toUtf8(toJson(value))
+    : kind === "json"
+    ? toUtf8(toJson(value))
+    : kind === "form"
+    ? Buffer.from(toForm(value))
+    : toMultipart(value)
 
 // A 1x1 GIF: the smallest image an avatar upload can decode.
 const TINY_GIF = Buffer.from("R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==", "base64")
 
 const randomBytes = (r: Rng, n: number) => Buffer.from(Array.from({ length: n }, () => r.int(256)))
+
+/** A raw body changed: bytes flipped, cut short, or followed by other bytes (a polyglot). */
+const mutateBytes = (value: Value, r: Rng): readonly [Value, string] => {
+  const bytes = Buffer.from(render("bytes", value))
+  switch (r.int(3)) {
+    case 0: {
+      for (let i = 0; i < 1 + r.int(8) && bytes.length > 0; i++) bytes[r.int(bytes.length)] = r.int(256)
+      return [new FilePart(bytes, ""), "bytes-flipped"]
+    }
+    case 1:
+      return [new FilePart(bytes.subarray(0, r.int(Math.max(1, bytes.length))), ""), "bytes-truncated"]
+    default:
+      return [new FilePart(Buffer.concat([bytes, randomBytes(r, 1 + r.int(512))]), ""), "bytes-appended"]
+  }
+}
 
 /** Files of a multipart body: an image, random bytes, or an image's start with garbage after it. */
 const fileBytes = (r: Rng): FilePart =>
@@ -546,9 +580,10 @@ const withFiles = (value: Value, r: Rng): Value => {
 const garbage = (
   kind: BodyKind,
   value: Value,
-  r: Rng
+  r: Rng,
+  declared?: string
 ): readonly [label: string, type: string | undefined, body: Buffer] => {
-  const own = contentTypeOf(kind)
+  const own = contentTypeOf(kind, declared)
   const rendered = render(kind, value)
   const choice = r.int(12)
   switch (choice) {
@@ -633,6 +668,8 @@ export interface RouteSetup {
    * database) rather than a body refused for another field.
    */
   readonly valid?: ReadonlyArray<unknown>
+  /** Query strings (`?name=value`) the route needs; each request takes one of them. */
+  readonly query?: ReadonlyArray<string>
 }
 
 export interface WireRequest {
@@ -659,6 +696,7 @@ export const requestOf = (
   const setup: RouteSetup = Array.isArray(setups) ? r.pick(setups) : setups as RouteSetup
   const which = r.int(generated.bodies.length)
   const kind = route.payloads[which]?.kind ?? "json"
+  const declared = route.payloads[which]?.contentType
   // Where the body starts: the generated value, with working fields laid over it, or a body the route accepts.
   let value: Value = generated.bodies[which] ?? null
   let source = "schema"
@@ -684,6 +722,7 @@ export const requestOf = (
     extra.push(`param:${label}`)
   }
   for (const [name, v] of Object.entries(params)) path = path.replace(`:${name}`, percentEncode(v))
+  if (setup.query !== undefined && setup.query.length > 0) path += r.pick(setup.query)
 
   const headers: Record<string, string> = {}
   for (const [name, v] of Object.entries(generated.headers ?? {})) if (headerSafe(v)) headers[name] = v
@@ -698,21 +737,21 @@ export const requestOf = (
 
   const roll = r.next()
   if (roll < 0.4) {
-    headers["content-type"] = contentTypeOf(kind)
+    headers["content-type"] = contentTypeOf(kind, declared)
     return request(render(kind, value), "as-is")
   }
   if (roll < 0.8) {
     const changes: Array<string> = []
     const times = r.chance(0.7) ? 1 : 2 + r.int(2)
     for (let i = 0; i < times; i++) {
-      const [next, label] = mutate(value, r)
+      const [next, label] = kind === "bytes" ? mutateBytes(value, r) : mutate(value, r)
       value = next
       changes.push(label)
     }
-    headers["content-type"] = contentTypeOf(kind)
+    headers["content-type"] = contentTypeOf(kind, declared)
     return request(render(kind, value), `mutated:${changes.join(",")}`)
   }
-  const [label, type, body] = garbage(kind, value, r)
+  const [label, type, body] = garbage(kind, value, r, declared)
   if (type !== undefined) headers["content-type"] = type
   return request(body, `garbage:${label}`)
 }

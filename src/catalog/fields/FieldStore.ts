@@ -263,10 +263,13 @@ const cover: Storage = {
           SELECT max(id) FROM covers WHERE work_id = ${id}::bigint AND image_hash = ${hash}))
         WHERE c.work_id = ${id}::bigint`
     }),
-  // Until editor uploads exist, a cover must be an image some work already has as a cover.
+  // An image some work already has as a cover, or one an editor uploaded as a cover (docs/writing.md,
+  // "Editor images").
   references: ({ sql }, hash: string, base) =>
     Effect.map(
-      sql<{ found: boolean }>`SELECT EXISTS (SELECT 1 FROM covers WHERE image_hash = ${hash}) AS found`,
+      sql<{ found: boolean }>`
+        SELECT EXISTS (SELECT 1 FROM covers WHERE image_hash = ${hash})
+          OR EXISTS (SELECT 1 FROM images WHERE hash = ${hash} AND source = 'upload' AND preset = 'cover') AS found`,
       ([row]) => row?.found ? [] : [unknownReference(base, "names no cover image in the catalog")]
     )
 }

@@ -16,7 +16,8 @@ export interface CatalogLimitsShape {
   readonly leaseMax: number
   /**
    * Writes per site and UTC day, by kind (`CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`,
-   * `CATALOG_QUOTA_PROPOSALS`, `CATALOG_QUOTA_VOTES`, `CATALOG_QUOTA_NEWS`, `CATALOG_QUOTA_PLAYTIMES`).
+   * `CATALOG_QUOTA_PROPOSALS`, `CATALOG_QUOTA_VOTES`, `CATALOG_QUOTA_NEWS`, `CATALOG_QUOTA_PLAYTIMES`,
+   * `CATALOG_QUOTA_MEDIA`).
    */
   readonly quotas: Readonly<Record<QuotaKind, number>>
   /**
@@ -49,7 +50,8 @@ export class CatalogLimits extends Context.Service<CatalogLimits>()("catalog/Cat
         proposals: yield* positive("CATALOG_QUOTA_PROPOSALS", 5000),
         votes: yield* positive("CATALOG_QUOTA_VOTES", 100_000),
         news: yield* positive("CATALOG_QUOTA_NEWS", 1000),
-        playtimes: yield* positive("CATALOG_QUOTA_PLAYTIMES", 100_000)
+        playtimes: yield* positive("CATALOG_QUOTA_PLAYTIMES", 100_000),
+        media: yield* positive("CATALOG_QUOTA_MEDIA", 1000)
       },
       failedCredentials: {
         capacity: yield* Config.schema(
