@@ -84,67 +84,64 @@ const derived = (read: string): Storage => ({ read })
 /** An empty JSON array where an aggregate found no rows. */
 const list = (aggregate: string) => `coalesce((${aggregate}), '[]'::json)`
 
-const aliasJson = objectSql(EntityName, {
-  lang: "a.lang",
-  value: "a.value",
-  alias_kind: "a.alias_kind",
-  is_machine: "a.is_machine"
-})
-const introJson = objectSql(Intro, { lang: "n.lang", value: "n.value", is_machine: "n.is_machine", source: "n.source" })
-const linkJson = objectSql(WorkLink, { site: "l.site", url: "l.url", label: "l.label", lang: "l.lang" })
-
 /**
  * The shared satellites (`entity_aliases`, `entity_intros`, `entity_links`), numbered by `position`
- * in the order written. An alias write keeps the internal search hints, numbered after them.
+ * in the order written. A write replaces the entity's rows, except those `kept` (the internal search
+ * hints of aliases), which the new rows are numbered after. Tables, columns and filters are
+ * constants of this file; values reach the database as one JSON parameter.
  */
-const aliases = (object: string): Storage => ({
-  read: list(`SELECT json_agg(${aliasJson} ORDER BY a.position) FROM entity_aliases a
-    WHERE a.entity_type = '${object}' AND a.entity_id = e.id AND a.alias_kind <> 'search_hint'`),
-  write: ({ id, sql }, value: ReadonlyArray<typeof EntityName.Type>) =>
-    Effect.gen(function*() {
-      yield* sql`DELETE FROM entity_aliases WHERE entity_type = ${object} AND entity_id = ${id}::bigint
-        AND alias_kind <> 'search_hint'`
-      if (value.length === 0) return
-      yield* sql`
-        INSERT INTO entity_aliases (entity_type, entity_id, position, lang, value, alias_kind, is_machine)
-        SELECT ${object}, ${id}::bigint,
-          coalesce((SELECT max(position) + 1 FROM entity_aliases WHERE entity_type = ${object}
-            AND entity_id = ${id}::bigint), 0) + x.n - 1,
-          x.lang, x.value, x.alias_kind, x.is_machine
-        FROM ROWS FROM (jsonb_to_recordset(${JSON.stringify(value)}::jsonb)
-          AS (lang text, value text, alias_kind text, is_machine boolean))
-          WITH ORDINALITY AS x (lang, value, alias_kind, is_machine, n)`
-    })
+const satellite = (spec: {
+  readonly table: "entity_aliases" | "entity_intros" | "entity_links"
+  readonly json: string
+  /** The value's members with their column types, in the read record's order. */
+  readonly columns: ReadonlyArray<readonly [name: string, type: string]>
+  /** Rows a write leaves in place (SQL over the table's own columns), if any. */
+  readonly kept?: string
+}) =>
+(object: string): Storage => {
+  const names = spec.columns.map(([name]) => name).join(", ")
+  const typed = spec.columns.map(([name, type]) => `${name} ${type}`).join(", ")
+  const replaced = spec.kept === undefined ? "" : ` AND NOT (${spec.kept})`
+  return {
+    read: list(`SELECT json_agg(${spec.json} ORDER BY s.position) FROM ${spec.table} s
+      WHERE s.entity_type = '${object}' AND s.entity_id = e.id${replaced}`),
+    write: ({ id, sql }, value: ReadonlyArray<unknown>) =>
+      Effect.gen(function*() {
+        yield* sql`DELETE FROM ${sql(spec.table)} WHERE entity_type = ${object} AND entity_id = ${id}::bigint
+          ${sql.literal(replaced)}`
+        if (value.length === 0) return
+        yield* sql`
+          INSERT INTO ${sql(spec.table)} (entity_type, entity_id, position, ${sql.literal(names)})
+          SELECT ${object}, ${id}::bigint,
+            coalesce((SELECT max(position) + 1 FROM ${sql(spec.table)} WHERE entity_type = ${object}
+              AND entity_id = ${id}::bigint), 0) + x.n - 1,
+            ${sql.literal(spec.columns.map(([name]) => `x.${name}`).join(", "))}
+          FROM ROWS FROM (jsonb_to_recordset(${JSON.stringify(value)}::jsonb) AS (${sql.literal(typed)}))
+            WITH ORDINALITY AS x (${sql.literal(names)}, n)`
+      })
+  }
+}
+
+const aliases = satellite({
+  table: "entity_aliases",
+  json: objectSql(EntityName, {
+    lang: "s.lang",
+    value: "s.value",
+    alias_kind: "s.alias_kind",
+    is_machine: "s.is_machine"
+  }),
+  columns: [["lang", "text"], ["value", "text"], ["alias_kind", "text"], ["is_machine", "boolean"]],
+  kept: "alias_kind = 'search_hint'"
 })
-const intros = (object: string): Storage => ({
-  read: list(`SELECT json_agg(${introJson} ORDER BY n.position) FROM entity_intros n
-    WHERE n.entity_type = '${object}' AND n.entity_id = e.id`),
-  write: ({ id, sql }, value: ReadonlyArray<typeof Intro.Type>) =>
-    Effect.gen(function*() {
-      yield* sql`DELETE FROM entity_intros WHERE entity_type = ${object} AND entity_id = ${id}::bigint`
-      if (value.length === 0) return
-      yield* sql`
-        INSERT INTO entity_intros (entity_type, entity_id, position, lang, value, is_machine, source)
-        SELECT ${object}, ${id}::bigint, x.n - 1, x.lang, x.value, x.is_machine, x.source
-        FROM ROWS FROM (jsonb_to_recordset(${JSON.stringify(value)}::jsonb)
-          AS (lang text, value text, is_machine boolean, source text))
-          WITH ORDINALITY AS x (lang, value, is_machine, source, n)`
-    })
+const intros = satellite({
+  table: "entity_intros",
+  json: objectSql(Intro, { lang: "s.lang", value: "s.value", is_machine: "s.is_machine", source: "s.source" }),
+  columns: [["lang", "text"], ["value", "text"], ["is_machine", "boolean"], ["source", "text"]]
 })
-const links = (object: string): Storage => ({
-  read: list(`SELECT json_agg(${linkJson} ORDER BY l.position) FROM entity_links l
-    WHERE l.entity_type = '${object}' AND l.entity_id = e.id`),
-  write: ({ id, sql }, value: ReadonlyArray<typeof WorkLink.Type>) =>
-    Effect.gen(function*() {
-      yield* sql`DELETE FROM entity_links WHERE entity_type = ${object} AND entity_id = ${id}::bigint`
-      if (value.length === 0) return
-      yield* sql`
-        INSERT INTO entity_links (entity_type, entity_id, position, site, url, label, lang)
-        SELECT ${object}, ${id}::bigint, x.n - 1, x.site, x.url, x.label, x.lang
-        FROM ROWS FROM (jsonb_to_recordset(${JSON.stringify(value)}::jsonb)
-          AS (site text, url text, label text, lang text))
-          WITH ORDINALITY AS x (site, url, label, lang, n)`
-    })
+const links = satellite({
+  table: "entity_links",
+  json: objectSql(WorkLink, { site: "s.site", url: "s.url", label: "s.label", lang: "s.lang" }),
+  columns: [["site", "text"], ["url", "text"], ["label", "text"], ["lang", "text"]]
 })
 
 /** The name columns every entity but tags and engines has. */
