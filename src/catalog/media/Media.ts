@@ -68,7 +68,7 @@ export class Media extends Context.Service<Media>()("catalog/Media", {
         }
         const thumbhash = yield* thumbhashOf(image.bytes).pipe(Effect.orDie)
         const url = `${catalogPublicUrl}${UPLOAD_PATH}/${image.sha256}`
-        yield* store.put(image.sha256, image.bytes, image.contentType)
+        yield* store.put("images", image.sha256, image.bytes, image.contentType)
         // One row per hash: of two identical uploads at once, the second waits for the first's row and
         // then inserts none, so the bytes are recorded once and the second answers deduplicated.
         const inserted = yield* sql<{ hash: string }>`
@@ -94,7 +94,7 @@ export class Media extends Context.Service<Media>()("catalog/Media", {
       })
 
     /** The stored bytes of an uploaded image. */
-    const find = (hash: string) => store.get(hash)
+    const find = (hash: string) => store.get("images", hash)
 
     return { upload, fingerprint, find } as const
   })
