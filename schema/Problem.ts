@@ -373,7 +373,9 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
   ...problemFields("QUOTA_EXCEEDED"),
   ...retryAfter,
   quota: Schema.String.annotate({ description: "The quota that is used up (`claims`, `decisions`, ...)." }),
-  limit: Schema.Int.check(Schema.isGreaterThan(0)).annotate({ description: "Writes the quota allows per UTC day." })
+  limit: Schema.Int.check(Schema.isGreaterThan(0)).annotate({
+    description: "What the quota allows per UTC day: writes, or bytes for `media` (image uploads)."
+  })
 }) {}
 export class InternalError
   extends Schema.TaggedError<InternalError>()("InternalError", problemFields("INTERNAL_ERROR"))

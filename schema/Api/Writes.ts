@@ -56,6 +56,20 @@ export const holdsRole = (roles: ReadonlyArray<string>, role: ManagementRole): b
 export const QuotaKinds = ["claims", "decisions", "proposals", "votes", "news", "playtimes", "media"] as const
 export type QuotaKind = (typeof QuotaKinds)[number]
 
+/**
+ * What each quota counts: a write counts one, except an image upload, which counts the bytes of its
+ * body (what it costs the service to read and decode).
+ */
+export const QuotaUnits: Readonly<Record<QuotaKind, "writes" | "bytes">> = {
+  claims: "writes",
+  decisions: "writes",
+  proposals: "writes",
+  votes: "writes",
+  news: "writes",
+  playtimes: "writes",
+  media: "bytes"
+}
+
 export interface RouteRule {
   /** The operation acts for a person: a credential without a user is 403 `USER_IDENTITY_REQUIRED`. */
   readonly user: boolean

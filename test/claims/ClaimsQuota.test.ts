@@ -1,12 +1,17 @@
 /**
  * Daily site write quotas (docs/writing.md, "Limits"): a refused write uses none, a replay uses none,
- * each site and kind counts on its own. Its own file: the servers run with tiny quotas.
+ * each site and kind counts on its own; the `media` quota counts bytes of upload bodies (docs/writing.md,
+ * "Editor images"), also when uploads race. Its own file: the servers run with tiny quotas.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Crypto from "node:crypto"
+import sharp from "sharp"
 import { ClaimDecisionRecord, ClaimRecord } from "../../schema/Catalog/Claim.js"
 import { ProblemCodes } from "../../schema/Problem.js"
 import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
+import { upload } from "../support/Media.js"
 import { serverLayerOptions } from "../support/TestServers.js"
 
 type Reply = Effect.Success<ReturnType<ClaimsFixtureShape["call"]>>
@@ -23,9 +28,24 @@ const expectClaim = (res: Reply, status = 200) => {
   return Schema.decodeUnknownSync(ClaimRecord)(res.body)
 }
 
+/** About 30 kB of PNG each: noise does not compress, so two fit in `MEDIA_QUOTA` and three do not. */
+const MEDIA_QUOTA = 70_000
+const noisePng = () =>
+  Effect.promise(() =>
+    sharp(Crypto.randomBytes(100 * 100 * 3), { raw: { width: 100, height: 100, channels: 3 } }).png().toBuffer()
+      .then((b) => new Uint8Array(b))
+  )
+
 describe("claims: daily site quotas (docs/writing.md, \"Limits\")", () => {
   it.layer(
-    ClaimsFixtureLive({ works: 10, config: { CATALOG_QUOTA_CLAIMS: "2", CATALOG_QUOTA_DECISIONS: "1" } }),
+    ClaimsFixtureLive({
+      works: 10,
+      config: {
+        CATALOG_QUOTA_CLAIMS: "2",
+        CATALOG_QUOTA_DECISIONS: "1",
+        CATALOG_QUOTA_MEDIA_BYTES: String(MEDIA_QUOTA)
+      }
+    }),
     serverLayerOptions()
   )((it) => {
     it.effect("429 QUOTA_EXCEEDED once a site's creations, submissions or decisions are spent; refusals and replays use none", () =>
@@ -70,6 +90,38 @@ describe("claims: daily site quotas (docs/writing.md, \"Limits\")", () => {
         Schema.decodeUnknownSync(ClaimDecisionRecord)(approved.body)
         expectQuotaExceeded(yield* decide(c))
         expect(yield* state(f.otherSiteUser.key, c)).toBe("pending")
+      }))
+
+    it.effect("the media quota counts upload bytes: an upload past it is 429 before it is decoded, and of two racing uploads only the one that fits is kept", () =>
+      Effect.gen(function*() {
+        const f = yield* ClaimsFixture
+        const sql = yield* SqlClient.SqlClient
+        const uploadsRecorded = Effect.map(
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM images WHERE source = 'upload'`.pipe(Effect.orDie),
+          (rows) => rows[0]!.n
+        )
+        const [one, two, three] = [yield* noisePng(), yield* noisePng(), yield* noisePng()]
+        for (const bytes of [one, two, three]) expect(bytes.length).toBeGreaterThan(MEDIA_QUOTA / 3)
+        expect(one.length + two.length).toBeLessThanOrEqual(MEDIA_QUOTA)
+        const keyA = yield* f.makeKey("site_a", ["catalog:read", "media:write"], f.siteUser.id)
+        expect((yield* upload(f, keyA, one, "image/png")).status).toBe(201)
+        expect((yield* upload(f, keyA, two, "image/png")).status).toBe(201)
+        const refused = yield* upload(f, keyA, three, "image/png")
+        expectQuotaExceeded(refused)
+        expect(refused.body).toMatchObject({ quota: "media", limit: MEDIA_QUOTA })
+        expect(refused.headers.get("ratelimit-policy")).toMatch(new RegExp(`^"media";q=${MEDIA_QUOTA};w=86400,`))
+        expect(yield* uploadsRecorded).toBe(2)
+
+        // Another site has its own bytes; of two uploads at once that each pass the early look, the
+        // count at commit keeps one.
+        const keyB = yield* f.makeKey("site_b", ["catalog:read", "media:write"], f.otherSiteUser.id)
+        expect((yield* upload(f, keyB, one, "image/png")).status).toBe(200)
+        const [four, five] = [yield* noisePng(), yield* noisePng()]
+        const racing = yield* Effect.all([upload(f, keyB, four, "image/png"), upload(f, keyB, five, "image/png")], {
+          concurrency: 2
+        })
+        expect(racing.map((res) => res.status).sort()).toEqual([201, 429])
+        expect(yield* uploadsRecorded).toBe(3)
       }))
   })
 })

@@ -348,7 +348,7 @@ describe("daily site quotas (docs/writing.md, \"Limits\")", () => {
           const used = (site: string) =>
             Effect.map(
               sql<{ used: number }>`
-                SELECT used FROM catalog_quota_usage
+                SELECT used::int AS used FROM catalog_quota_usage
                 WHERE site = ${site} AND kind = 'claims' AND day = (now() AT TIME ZONE 'UTC')::date`,
               (rows) => rows[0]?.used ?? 0
             ).pipe(Effect.orDie)
@@ -443,7 +443,7 @@ describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
         votes: 100_000,
         news: 1000,
         playtimes: 100_000,
-        media: 1000
+        media: 1024 ** 3
       })
       const budget = yield* RequestBudget
       const admitted = yield* budget.take("someone")
@@ -474,7 +474,7 @@ describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
         votes: 100_000,
         news: 9,
         playtimes: 100_000,
-        media: 1000
+        media: 1024 ** 3
       })
       // The votes quota is read from `CATALOG_QUOTA_VOTES`.
       const votes = yield* Effect.provide(CatalogLimits, CatalogLimits.layer, { local: true }).pipe(
@@ -492,11 +492,23 @@ describe("limits: defaults (docs/writing.md, \"Limits\")", () => {
         )
       )
       expect(playtimes.quotas.playtimes).toBe(3)
-      // The media quota: 1000 uploads a day by default, read from `CATALOG_QUOTA_MEDIA`.
+      // The media quota: 1 GiB of upload bodies a day by default, read from `CATALOG_QUOTA_MEDIA_BYTES`,
+      // a whole number of bytes.
       const media = yield* Effect.provide(CatalogLimits, CatalogLimits.layer, { local: true }).pipe(
-        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromUnknown({ CATALOG_QUOTA_MEDIA: "4" }))
+        Effect.provideService(
+          ConfigProvider.ConfigProvider,
+          ConfigProvider.fromUnknown({ CATALOG_QUOTA_MEDIA_BYTES: "5000000000" })
+        )
       )
-      expect(media.quotas.media).toBe(4)
+      expect(media.quotas.media).toBe(5_000_000_000)
+      const fractional = yield* Effect.provide(CatalogLimits, CatalogLimits.layer, { local: true }).pipe(
+        Effect.provideService(
+          ConfigProvider.ConfigProvider,
+          ConfigProvider.fromUnknown({ CATALOG_QUOTA_MEDIA_BYTES: "1.5" })
+        ),
+        Effect.exit
+      )
+      expect(fractional._tag).toBe("Failure")
     }).pipe(
       Effect.provide(
         RequestBudget.layerWithoutDependencies.pipe(

@@ -19,6 +19,7 @@ import * as Path from "node:path"
 import sharp from "sharp"
 import type { Scope } from "../../schema/Annotations.js"
 import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
+import { fetchBytes, picture, upload } from "../support/Media.js"
 import {
   expectProblemCode,
   expectStatus,
@@ -40,57 +41,6 @@ const editor = (f: ClaimsFixtureShape) =>
     const id = yield* f.makeUser([])
     return yield* f.makeKey("site_a", scopes, id)
   })
-
-let keys = 0
-/** `POST /v2/media/images?preset=...` with `body` as the raw request body. */
-const upload = (
-  f: ClaimsFixtureShape,
-  key: string,
-  body: Uint8Array,
-  contentType: string,
-  preset = "cover"
-): Effect.Effect<Reply> =>
-  Effect.promise(async () => {
-    const res = await fetch(`${f.base}/v2/media/images?preset=${preset}`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${key}`,
-        "content-type": contentType,
-        "idempotency-key": `upload-${Date.now()}-${++keys}`
-      },
-      body: Buffer.from(body)
-    })
-    const text = await res.text()
-    return { status: res.status, headers: res.headers, body: text === "" ? null : JSON.parse(text) }
-  })
-
-/** The stored bytes at `url`, with the answer's headers. */
-const fetchBytes = (url: string) =>
-  Effect.promise(async () => {
-    const res = await fetch(url)
-    return { status: res.status, headers: res.headers, bytes: new Uint8Array(await res.arrayBuffer()) }
-  })
-
-/** A picture of `width` x `height` in `format`, its colour picked by `seed` so each test's bytes are new. */
-const picture = (
-  seed: number,
-  format: "png" | "jpeg" | "webp" | "avif",
-  width = 64,
-  height = 48
-) =>
-  Effect.promise(() =>
-    sharp({
-      create: {
-        width,
-        height,
-        channels: 3,
-        background: { r: seed % 256, g: (seed * 7) % 256, b: (seed * 13) % 256 }
-      }
-    })
-      .toFormat(format)
-      .toBuffer()
-      .then((b) => new Uint8Array(b))
-  )
 
 const imagesRows = (hash: string) =>
   Effect.gen(function*() {

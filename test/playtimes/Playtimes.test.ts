@@ -409,7 +409,7 @@ describe("playtime quota (docs/writing.md, \"Playtimes\" and \"Limits\")", () =>
           const [a, b, c] = f.works
           const used = Effect.map(
             sql<{ used: number }>`
-              SELECT used FROM catalog_quota_usage
+              SELECT used::int AS used FROM catalog_quota_usage
               WHERE site = 'site_a' AND kind = 'playtimes' AND day = (now() AT TIME ZONE 'UTC')::date`,
             (rows) => rows[0]?.used ?? 0
           ).pipe(Effect.orDie)

@@ -16,8 +16,9 @@ export interface CatalogLimitsShape {
   readonly leaseMax: number
   /**
    * Writes per site and UTC day, by kind (`CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`,
-   * `CATALOG_QUOTA_PROPOSALS`, `CATALOG_QUOTA_VOTES`, `CATALOG_QUOTA_NEWS`, `CATALOG_QUOTA_PLAYTIMES`,
-   * `CATALOG_QUOTA_MEDIA`).
+   * `CATALOG_QUOTA_PROPOSALS`, `CATALOG_QUOTA_VOTES`, `CATALOG_QUOTA_NEWS`, `CATALOG_QUOTA_PLAYTIMES`);
+   * for `media`, bytes of uploaded image bodies (`CATALOG_QUOTA_MEDIA_BYTES`, schema/Api/Writes.ts
+   * `QuotaUnits`).
    */
   readonly quotas: Readonly<Record<QuotaKind, number>>
   /**
@@ -51,7 +52,14 @@ export class CatalogLimits extends Context.Service<CatalogLimits>()("catalog/Cat
         votes: yield* positive("CATALOG_QUOTA_VOTES", 100_000),
         news: yield* positive("CATALOG_QUOTA_NEWS", 1000),
         playtimes: yield* positive("CATALOG_QUOTA_PLAYTIMES", 100_000),
-        media: yield* positive("CATALOG_QUOTA_MEDIA", 1000)
+        media: yield* Config.schema(
+          Schema.Int.check(
+            Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }, {
+              message: "CATALOG_QUOTA_MEDIA_BYTES must be a whole number of bytes, at least 1"
+            })
+          ),
+          "CATALOG_QUOTA_MEDIA_BYTES"
+        ).pipe(Config.withDefault(1024 ** 3))
       },
       failedCredentials: {
         capacity: yield* Config.schema(

@@ -32,7 +32,8 @@ const HttpMediaWriteGroup = HttpApiBuilder.group(
             rule: mediaRules.uploadImage,
             idempotencyKey: headers["idempotency-key"],
             payload: media.fingerprint(query.preset, contentType, payload),
-            write: media.upload(query.preset, contentType, payload)
+            write: media.upload(query.preset, contentType, payload),
+            weight: payload.length
           })
         }), runToCompletion)
     })

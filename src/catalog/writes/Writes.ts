@@ -14,7 +14,9 @@
  *    `If-Match` is stale by then;
  * 2. the write itself, which checks preconditions and tenancy against the rows it locks;
  * 3. the site's daily quota of the rule's kind (429 `QUOTA_EXCEEDED`) and the answer's record
- *    under the key, in one statement (`finish`).
+ *    under the key, in one statement (`finish`). A write counts one against its quota, or its
+ *    `weight` where the quota counts bytes (schema/Api/Writes.ts `QuotaUnits`); such a write, costly
+ *    to run, is also refused before it starts when the quota cannot take it any more.
  *
  * Everything commits together or not at all: a crash never leaves a write without its record or a
  * record without its write, and a refused request (any failure) stores nothing, so its retry is
@@ -27,7 +29,7 @@ import { SqlClient, SqlSchema } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import * as Crypto from "node:crypto"
 import type { PrincipalShape } from "../../../schema/Api/Security.js"
-import { idempotencyKeyValue, type RouteRule } from "../../../schema/Api/Writes.js"
+import { idempotencyKeyValue, type QuotaKind, QuotaUnits, type RouteRule } from "../../../schema/Api/Writes.js"
 import {
   IdempotencyKeyReused,
   IdempotencyRequestInProgress,
@@ -185,13 +187,35 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
       })
     }
 
+    /** 429 `QUOTA_EXCEEDED` for `quota`. */
+    const quotaExceeded = (kind: QuotaKind) => {
+      const limit = limits.quotas[kind]
+      const allowance = QuotaUnits[kind] === "bytes" ? `${limit} bytes of ${kind} uploads` : `${limit} ${kind} writes`
+      return new QuotaExceeded({
+        detail: `The site's daily quota of ${allowance} is used up; it starts again at 00:00 UTC.`,
+        retry_after: secondsToUtcMidnight(new Date()),
+        quota: kind,
+        limit
+      })
+    }
+
+    /** What the site has used of `kind` today. */
+    const usedToday = SqlSchema.findOneOption({
+      Request: Schema.Struct({ site: Schema.String, kind: Schema.String }),
+      Result: Schema.Struct({ used: Schema.NumberFromString }),
+      execute: ({ kind, site }) =>
+        sql`
+          SELECT used::text AS used FROM catalog_quota_usage
+          WHERE site = ${site} AND kind = ${kind} AND day = (now() AT TIME ZONE 'UTC')::date`
+    })
+
     /**
      * The write's last steps, in one statement (they run while the write may hold a lock others wait
-     * for): one write of the rule's kind counted against the site's quota for today, and the answer
-     * stored under the key, only when the quota allowed it. Fails when the quota is spent.
+     * for): `weight` units of the rule's kind counted against the site's quota for today, and the
+     * answer stored under the key, only when the quota allowed it. Fails when the quota cannot take it.
      */
     const finish = (
-      quota: { readonly site: string; readonly kind: NonNullable<RouteRule["quota"]> } | undefined,
+      quota: { readonly site: string; readonly kind: QuotaKind; readonly weight: number } | undefined,
       stored: {
         readonly scope: string
         readonly key: string
@@ -206,8 +230,10 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
           ? sql`SELECT 1 AS used`
           : sql`
             INSERT INTO catalog_quota_usage AS q (site, kind, day, used)
-            VALUES (${quota.site}, ${quota.kind}, (now() AT TIME ZONE 'UTC')::date, 1)
-            ON CONFLICT (site, kind, day) DO UPDATE SET used = q.used + 1 WHERE q.used < ${limit}
+            SELECT ${quota.site}, ${quota.kind}, (now() AT TIME ZONE 'UTC')::date, ${quota.weight}::bigint
+            WHERE ${quota.weight}::bigint <= ${limit}::bigint
+            ON CONFLICT (site, kind, day) DO UPDATE SET used = q.used + EXCLUDED.used
+              WHERE q.used + EXCLUDED.used <= ${limit}::bigint
             RETURNING used`
         const keep = stored === undefined ? sql`SELECT 1` : sql`
           INSERT INTO catalog_idempotency (scope, key, fingerprint, status, headers, body)
@@ -224,14 +250,7 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
               WITH counted AS (${counted}), kept AS (${keep})
               SELECT count(*)::int AS allowed FROM counted`
         })(undefined).pipe(Effect.catchTags({ SchemaError: Effect.die, NoSuchElementError: Effect.die }))
-        if (quota !== undefined && allowed === 0) {
-          return yield* new QuotaExceeded({
-            detail: `The site's daily quota of ${limit} ${quota.kind} writes is used up; it starts again at 00:00 UTC.`,
-            retry_after: secondsToUtcMidnight(new Date()),
-            quota: quota.kind,
-            limit
-          })
-        }
+        if (quota !== undefined && allowed === 0) return yield* quotaExceeded(quota.kind)
       })
 
     /**
@@ -244,6 +263,8 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
       readonly idempotencyKey: string | undefined
       readonly payload: unknown
       readonly write: Effect.Effect<WriteAnswer, E, R>
+      /** What the write counts against its quota when that counts bytes (schema/Api/Writes.ts `QuotaUnits`). */
+      readonly weight?: number | undefined
     }) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
@@ -277,6 +298,21 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
           }
         }
 
+        const quota = rule.quota === undefined ? undefined : {
+          site: principal.site,
+          kind: rule.quota,
+          weight: QuotaUnits[rule.quota] === "bytes" ? Math.max(1, options.weight ?? 1) : 1
+        }
+        // A write whose quota counts bytes is costly to run: refused before it starts when it cannot fit
+        // any more (the count in `finish` stays the one that holds under concurrency).
+        if (quota !== undefined && QuotaUnits[quota.kind] === "bytes") {
+          const used = yield* usedToday(quota).pipe(
+            Effect.map(Option.match({ onNone: () => 0, onSome: (row) => row.used })),
+            Effect.orDie
+          )
+          if (used + quota.weight > limits.quotas[quota.kind]) return yield* quotaExceeded(quota.kind)
+        }
+
         const outcome = yield* Effect.gen(function*() {
           if (Option.isSome(key)) {
             // In the idempotency class of its own (platform/AdvisoryLocks.ts), so no key can block
@@ -297,7 +333,7 @@ export class Writes extends Context.Service<Writes>()("catalog/Writes", {
           }
           const answer = yield* options.write
           yield* finish(
-            rule.quota === undefined ? undefined : { site: principal.site, kind: rule.quota },
+            quota,
             Option.isNone(key) ? undefined : { scope: principal.owner, key: key.value, fingerprint, answer }
           )
           return { replayed: false as const, answer }
