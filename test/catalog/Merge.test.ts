@@ -126,6 +126,106 @@ describe("merge (docs/decisions.md, \"Catalog reads\")", () => {
         expect(yield* countMismatches).toEqual([])
       }))
 
+    it.effect("a work merge moves players' reports (the larger of two kept), news links and votes on a shared cover to the survivor, its playtime aggregate equal to a recount (docs/writing.md, \"Playtimes\", \"News\", \"Cover votes\")", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const [a, b] = yield* sql<{ id: string }>`
+          SELECT id::text AS id FROM works w WHERE live
+            AND NOT EXISTS (SELECT 1 FROM playtimes p WHERE p.work_id = w.id) ORDER BY id DESC LIMIT 2`.pipe(
+          Effect.map((rows) => rows.map((r) => r.id))
+        )
+        // Reports: users 1-3 on the loser, users 3-5 on the survivor (user 3 on both: 900 beats 100).
+        const reports: ReadonlyArray<readonly [number, string, number]> = [
+          [1, a!, 30],
+          [2, a!, 480],
+          [3, a!, 900],
+          [3, b!, 100],
+          [4, b!, 250],
+          [5, b!, 7000]
+        ]
+        for (const [user, work, minutes] of reports) {
+          yield* sql`INSERT INTO playtimes (user_id, work_id, minutes) VALUES (${user}, ${work}, ${minutes})`
+        }
+        // The aggregates as the writer keeps them, counted here from the reports.
+        yield* sql`
+          INSERT INTO work_playtime_minutes (work_id, minutes, players)
+          SELECT work_id, minutes, count(*) FROM playtimes WHERE work_id IN (${a}, ${b}) GROUP BY 1, 2`
+        yield* sql`
+          INSERT INTO work_playtime_buckets (work_id, bucket, players)
+          SELECT work_id, minutes / 250, count(*) FROM playtimes WHERE work_id IN (${a}, ${b}) GROUP BY 1, 2`
+        yield* sql`
+          INSERT INTO work_playtimes (work_id, players, median_minutes)
+          SELECT work_id, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY minutes) FROM playtimes
+          WHERE work_id IN (${a}, ${b}) GROUP BY 1`
+        // Two news items: one names the loser, one names both.
+        yield* sql`INSERT INTO news_sources (source, site) VALUES ('merge_news', 'site_a') ON CONFLICT DO NOTHING`
+        const items = yield* sql<{ id: string }>`
+          INSERT INTO news_items (source, site, title, summary, source_url, lane, published_at)
+          VALUES ('merge_news', 'site_a', 'One', 'One', ${`https://news.example/${a}/1`}, 'news', now()),
+                 ('merge_news', 'site_a', 'Two', 'Two', ${`https://news.example/${a}/2`}, 'news', now())
+          RETURNING id::text AS id`
+        yield* sql`
+          INSERT INTO news_item_works (news_id, work_id, position) VALUES
+            (${items[0]!.id}, ${a}, 0), (${items[1]!.id}, ${b}, 0), (${items[1]!.id}, ${a}, 1)`
+        // The same image as a cover of both works; votes on the loser's by users x and y, on the
+        // survivor's by y.
+        const [image] = yield* sql<{ hash: string }>`SELECT hash FROM images ORDER BY hash LIMIT 1`
+        const covers = yield* sql<{ id: string }>`
+          INSERT INTO covers (work_id, image_hash) VALUES (${a}, ${image!.hash}), (${b}, ${image!.hash})
+          RETURNING id::text AS id`
+        const [fromCover, intoCover] = [covers[0]!.id, covers[1]!.id]
+        yield* sql`
+          INSERT INTO cover_votes (cover_id, uid) VALUES (${fromCover}, 'x'), (${fromCover}, 'y'), (${intoCover}, 'y')`
+        yield* sql`UPDATE covers SET vote_count = 2 WHERE id = ${fromCover}`
+        yield* sql`UPDATE covers SET vote_count = 1 WHERE id = ${intoCover}`
+
+        const result = yield* cli(["merge", "work", a!, b!, "--json"])
+        expect(result.code, result.stderr).toBe(0)
+        expect(JSON.parse(result.stdout).moved).toMatchObject({ playtimes: 3, news: 1, cover_votes: 1 })
+
+        const survivorReports = yield* sql<{ user_id: string; minutes: number }>`
+          SELECT user_id::text AS user_id, minutes FROM playtimes WHERE work_id IN (${a}, ${b})
+          ORDER BY user_id`
+        expect(survivorReports.map((r) => [r.user_id, r.minutes])).toEqual([
+          ["1", 30],
+          ["2", 480],
+          ["3", 900],
+          ["4", 250],
+          ["5", 7000]
+        ])
+        expect(yield* sql`SELECT 1 FROM playtimes WHERE work_id = ${a}`).toHaveLength(0)
+        // The stored aggregate and histograms equal a recount of the survivor's reports.
+        const [recount] = yield* sql<{ players: number; median: number; stored: number; median_stored: number }>`
+          SELECT count(*)::int AS players,
+                 percentile_cont(0.5) WITHIN GROUP (ORDER BY minutes) AS median,
+                 (SELECT players FROM work_playtimes WHERE work_id = ${b}) AS stored,
+                 (SELECT median_minutes FROM work_playtimes WHERE work_id = ${b}) AS median_stored
+          FROM playtimes WHERE work_id = ${b}`
+        expect(recount).toEqual({ players: 5, median: 480, stored: 5, median_stored: 480 })
+        const histogramDrift = yield* sql`
+          SELECT minutes FROM (
+            SELECT minutes, count(*)::int AS n FROM playtimes WHERE work_id = ${b} GROUP BY minutes) r
+          FULL JOIN (SELECT minutes, players AS n FROM work_playtime_minutes WHERE work_id = ${b} AND players <> 0) h
+            USING (minutes)
+          WHERE r.n IS DISTINCT FROM h.n`
+        expect(histogramDrift).toEqual([])
+        const [loser] = yield* sql<{ players: number; median_minutes: number | null }>`
+          SELECT players, median_minutes FROM work_playtimes WHERE work_id = ${a}`
+        expect(loser).toEqual({ players: 0, median_minutes: null })
+        // Both items name the survivor, once each.
+        const links = yield* sql<{ news_id: string; work_id: string }>`
+          SELECT news_id::text AS news_id, work_id::text AS work_id FROM news_item_works
+          WHERE news_id IN (${items[0]!.id}, ${items[1]!.id}) ORDER BY news_id, position`
+        expect(links).toEqual([{ news_id: items[0]!.id, work_id: b }, { news_id: items[1]!.id, work_id: b }])
+        // x's vote now counts on the survivor's cover; y voted there already.
+        const voters = yield* sql<
+          { uid: string }
+        >`SELECT uid FROM cover_votes WHERE cover_id = ${intoCover} ORDER BY uid`
+        expect(voters.map((v) => v.uid)).toEqual(["x", "y"])
+        const [count] = yield* sql<{ vote_count: number }>`SELECT vote_count FROM covers WHERE id = ${intoCover}`
+        expect(count!.vote_count).toBe(2)
+      }))
+
     it.effect("chains are flattened to the final survivor (docs/change-feed.md, \"What a mirror can rely on\")", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient

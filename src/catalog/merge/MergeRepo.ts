@@ -8,6 +8,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { TargetObject } from "../../../schema/Catalog/Change.js"
+import { movePlaytimes } from "../playtimes/PlaytimeAggregates.js"
 
 /**
  * `characters.nsfw`: the character appears in live works, all of them nsfw (through roster rows that
@@ -203,6 +204,34 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
           UPDATE works s SET engine_id = l.engine_id FROM works l
           WHERE s.id = ${intoId} AND l.id = ${fromId} AND s.engine_id IS NULL AND l.engine_id IS NOT NULL
         `
+        // Votes on a cover the survivor has too (the same image, so it stayed with the loser) count on
+        // the survivor's: once per user.
+        const [{ votes }] = yield* sql<{ readonly votes: number }>`
+          WITH pairs AS (
+            SELECT l.id AS from_cover, s.id AS into_cover FROM covers l
+            JOIN covers s ON s.image_hash = l.image_hash AND s.work_id = ${intoId}
+            WHERE l.work_id = ${fromId}
+          ), moved AS (
+            INSERT INTO cover_votes (cover_id, uid, created_at)
+            SELECT p.into_cover, v.uid, v.created_at FROM cover_votes v JOIN pairs p ON p.from_cover = v.cover_id
+            ON CONFLICT (cover_id, uid) DO NOTHING
+            RETURNING cover_id
+          ), counted AS (
+            UPDATE covers c SET vote_count = c.vote_count + m.n
+            FROM (SELECT cover_id, count(*)::int AS n FROM moved GROUP BY cover_id) m WHERE c.id = m.cover_id
+            RETURNING m.n
+          )
+          SELECT coalesce(sum(n), 0)::int AS votes FROM counted`
+        // News that named the loser names the survivor (once: an item that named both keeps its link
+        // to the survivor and loses the other).
+        const news = yield* idRows(sql`
+          UPDATE news_item_works SET work_id = ${intoId}
+          WHERE work_id = ${fromId}
+            AND news_id NOT IN (SELECT news_id FROM news_item_works WHERE work_id = ${intoId})
+          RETURNING news_id::text AS id
+        `)
+        yield* sql`DELETE FROM news_item_works WHERE work_id = ${fromId}`
+        const playtimes = yield* movePlaytimes(sql, fromId, intoId)
         return {
           companies: ids(companies),
           tags: ids(tags),
@@ -210,7 +239,10 @@ export class MergeRepo extends Context.Service<MergeRepo>()("catalog/MergeRepo",
           characters: ids(characters),
           credits: credits.length,
           ratings: ratings.length,
-          releases: ids(releases)
+          releases: ids(releases),
+          coverVotes: votes,
+          news: news.length,
+          playtimes
         }
       })
 

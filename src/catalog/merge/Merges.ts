@@ -134,7 +134,10 @@ export class Merges extends Context.Service<Merges>()("catalog/Merges", {
               characters: rows.characters.length,
               credits: rows.credits,
               ratings: rows.ratings,
-              releases: rows.releases.length
+              releases: rows.releases.length,
+              cover_votes: rows.coverVotes,
+              news: rows.news,
+              playtimes: rows.playtimes
             })
             if (rows.releases.length > 0) yield* repo.refreshWorkFromReleases([intoId])
             if (rows.characters.length > 0) yield* repo.refreshCharacterNsfw(rows.characters)

@@ -16,6 +16,7 @@ import { bigintId } from "../shared/Lanes.js"
 import { rfc3339Sql } from "../shared/Rfc3339.js"
 import { gateSql } from "../works/WorkSql.js"
 import { jsonAnswer } from "../writes/Writes.js"
+import { refreshPlaytimeAggregates } from "./PlaytimeAggregates.js"
 
 const userOf = (principal: PrincipalShape) =>
   Option.match(principal.user, {
@@ -136,22 +137,7 @@ export class Playtimes extends Context.Service<Playtimes>()("catalog/Playtimes",
             ORDER BY 1, 2
             ON CONFLICT (work_id, bucket) DO UPDATE SET players = t.players + EXCLUDED.players`
           // The aggregates from the histogram, and a change-feed row for each work whose aggregate moved.
-          yield* sql`
-            WITH n AS (
-              SELECT b.work_id, sum(b.players)::int AS players FROM work_playtime_buckets b
-              WHERE b.work_id = ANY(${changedWorks}::bigint[]) GROUP BY b.work_id
-            ), next AS (
-              SELECT n.work_id, n.players, CASE WHEN n.players = 0 THEN NULL ELSE
-                (playtime_kth(n.work_id, (n.players + 1) / 2) + playtime_kth(n.work_id, n.players / 2 + 1)) / 2.0
-                END::double precision AS median_minutes
-              FROM n
-            ), upd AS (
-              UPDATE work_playtimes s SET players = next.players, median_minutes = next.median_minutes
-              FROM next WHERE s.work_id = next.work_id
-                AND (s.players, s.median_minutes) IS DISTINCT FROM (next.players, next.median_minutes)
-              RETURNING s.work_id
-            )
-            SELECT catalog_touch('work', upd.work_id) FROM upd`
+          yield* refreshPlaytimeAggregates(sql, changedWorks)
         }
         return yield* jsonAnswer(ListPlaytime, { object: "list", items: stored.map(toPlaytime) })
       }).pipe(Effect.catchTag("SqlError", Effect.die))
