@@ -217,9 +217,8 @@ export class MediaStore extends Context.Service<MediaStore, {
                   secretAccessKey: Redacted.value(options.credentials.secretAccessKey)
                 }
               }),
-              // Checksums only where the S3 API requires one: several S3-compatible stores refuse the
-              // optional ones the SDK would add to every put. The bytes are named by their SHA-256,
-              // and the SigV4 signature covers the payload hash.
+              // Checksums only where the S3 API requires one: S3-compatible stores that predate the
+              // SDK's default checksums refuse the ones it would add to every put.
               requestChecksumCalculation: "WHEN_REQUIRED",
               responseChecksumValidation: "WHEN_REQUIRED",
               // A store that stops answering fails the request (after the SDK's retries) instead of

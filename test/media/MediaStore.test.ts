@@ -21,9 +21,8 @@ import {
   type StoredContentType,
   storedExtensions
 } from "../../src/platform/MediaStore.js"
+import { sha256 } from "../support/Media.js"
 import { S3Store, S3StoreLive } from "../support/S3Store.js"
-
-const sha256 = (bytes: Uint8Array) => Crypto.createHash("sha256").update(bytes).digest("hex")
 
 /** New bytes (no image: the store keeps whatever it is given) and their hash. */
 const sample = (size = 2048) => {
