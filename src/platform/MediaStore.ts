@@ -66,7 +66,7 @@ export const isMediaStoreUnavailable = (u: unknown): u is MediaStoreUnavailable 
 /** Where and how the `s3` layer reaches its bucket. */
 export interface S3MediaStoreOptions {
   readonly bucket: string
-  /** The signing region (an S3-compatible store usually takes any, `us-east-1` by custom). */
+  /** The signing region (an S3-compatible store usually takes any; `us-east-1` by convention). */
   readonly region: string
   /** The store's base URL; none: Amazon S3's endpoint for `region`. */
   readonly endpoint?: string | undefined
@@ -86,7 +86,8 @@ export interface S3MediaStoreOptions {
 
 /**
  * "No such object", told by the error's name (the S3 error code; HeadObject has no body, so its 404 is
- * `NotFound`), never by its status alone: a missing bucket is 404 too, and is no missing object.
+ * `NotFound`), never by its status alone: a missing bucket is 404 too, and is no missing object. (Only
+ * a HeadObject cannot tell the two apart; the put it precedes then fails on the missing bucket.)
  */
 const isNoSuchObject = (cause: unknown) =>
   cause instanceof Error && (cause.name === "NoSuchKey" || cause.name === "NotFound")
