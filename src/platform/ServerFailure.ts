@@ -1,15 +1,17 @@
 /**
  * The problems of a request the server failed, not the client (docs/api-contract.md, "Errors:
- * catalog problem documents"): the database unavailable is a 503 with `Retry-After` (the request was
- * fine; retry later), any other defect a 500 with an empty `detail` (nothing internal reaches the
- * client; the cause goes to the log). Whether the database is unavailable is told by SQLSTATE,
- * @effect/sql-pg's reason and system error codes only (SqlState.ts), never by message text.
+ * catalog problem documents"): the database unavailable, or the S3-compatible media store
+ * (src/platform/MediaStore.ts), is a 503 with `Retry-After` (the request was fine; retry later), any
+ * other defect a 500 with an empty `detail` (nothing internal reaches the client; the cause goes to
+ * the log). Whether the database is unavailable is told by SQLSTATE, @effect/sql-pg's reason and
+ * system error codes only (SqlState.ts), never by message text.
  */
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { InternalError, ServiceUnavailable } from "../../schema/Problem.js"
 import type { Problem } from "../../schema/Problem.js"
+import { isMediaStoreUnavailable } from "./MediaStore.js"
 import { isDatabaseUnavailable } from "./SqlState.js"
 
 /**
@@ -31,6 +33,10 @@ export const serverFailureProblem = (
         ? Effect.logDebug("statement cancelled: the client went away", cause)
         : Effect.logError("database unavailable", cause)
       return new ServiceUnavailable({ detail: "The database is unreachable.", retry_after: 5 })
+    }
+    if (isMediaStoreUnavailable(error)) {
+      yield* Effect.logError("media store unavailable", cause)
+      return new ServiceUnavailable({ detail: "The media store is unavailable.", retry_after: 5 })
     }
     if (Cause.hasInterruptsOnly(cause)) return undefined
     if (Option.isSome(Cause.findErrorOption(cause))) return undefined
