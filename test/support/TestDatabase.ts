@@ -39,7 +39,10 @@ export const newTestDatabase = (template?: string) =>
   })
 
 /** `DatabaseUrl` of a new database cloned from the migrated template; dropped when the layer is released. */
-export const TestDatabaseUrlLive = Layer.effect(DatabaseUrl, Effect.suspend(() => newTestDatabase(inject("pgTemplate"))))
+export const TestDatabaseUrlLive = Layer.effect(
+  DatabaseUrl,
+  Effect.suspend(() => newTestDatabase(inject("pgTemplate")))
+)
 
 /**
  * The servers' pool (`SqlLive`: prepared statements, statement timeout) over the database `url`
