@@ -231,7 +231,10 @@ export class IdentityCleanup extends Context.Service<IdentityCleanup>()("identit
     return { run } as const
   })
 }) {
-  /** With the `MediaStore` the app runs with (`layerWithoutDependencies`: with the one provided to it). */
+  /**
+   * On its own `MediaStore.layer`, for use alone; the servers take `layerWithoutDependencies`, over the store
+   * provided once to the whole process (src/App.ts).
+   */
   static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide(MediaStore.layer))
   static readonly layerWithoutDependencies = Layer.effect(this, this.make)
 }
