@@ -8,6 +8,7 @@ import { IdentityPortLive } from "./identity/IdentityPortLive.js"
 import { IdentityServerLive } from "./identity/IdentityServer.js"
 import { AppSecret, ServerConfig } from "./platform/Config.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "./platform/Database.js"
+import { MediaStore } from "./platform/MediaStore.js"
 import { ServerSecretPolicyLive } from "./platform/SecretPolicy.js"
 import { TracingLive } from "./platform/Tracing.js"
 
@@ -28,9 +29,14 @@ const SettingsLive = ServerSecretPolicyLive.pipe(
   Layer.provideMerge(Layer.mergeAll(ServerConfig.layer, AppSecret.layer))
 )
 
-/** Pool over `DATABASE_URL` or the embedded cluster; migrations applied before anything serves. */
+/**
+ * Pool over `DATABASE_URL` or the embedded cluster; migrations applied before anything serves. The
+ * `MediaStore` (editor images and avatars) is one for the whole process: the migrations, the catalog
+ * and the identity provider share it.
+ */
 export const InfrastructureLive = MigratorLive.pipe(
   Layer.provideMerge(SqlLive),
+  Layer.provideMerge(MediaStore.layer),
   Layer.provideMerge(DatabaseUrlLive),
   Layer.provideMerge(TracingLive),
   Layer.provideMerge(SettingsLive)

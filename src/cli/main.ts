@@ -10,6 +10,7 @@ import { Clients } from "../identity/clients/Clients.js"
 import { UserStandingLive } from "../identity/users/Standing.js"
 import { Users } from "../identity/users/Users.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "../platform/Database.js"
+import { MediaStore } from "../platform/MediaStore.js"
 import { apiKeyCommand } from "./ApiKeyCommands.js"
 import { claimCommand, claimsCommand } from "./ClaimCommands.js"
 import { creatorCommand } from "./CreatorCommands.js"
@@ -50,7 +51,12 @@ const cli = Command.make("shiori").pipe(
   ])
 )
 
-const DatabaseLive = MigratorLive.pipe(Layer.provideMerge(SqlLive), Layer.provideMerge(DatabaseUrlLive))
+// The migrations may need the `MediaStore` (migrations/0030 moves avatars into it).
+const DatabaseLive = MigratorLive.pipe(
+  Layer.provideMerge(SqlLive),
+  Layer.provideMerge(MediaStore.layer),
+  Layer.provideMerge(DatabaseUrlLive)
+)
 
 // `UserStandingLive`: the catalog's claims (claim commands) read users' roles through src/platform/IdentityPort.ts.
 const ServicesLive = Layer.mergeAll(ApiKeys.layer, Users.layer, Clients.layer, Merges.layer, UserStandingLive).pipe(

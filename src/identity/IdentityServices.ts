@@ -76,7 +76,7 @@ export const IdentityServicesLive = Layer.mergeAll(
   Revocation.layer,
   Logout.layer,
   AddressLimits.layer,
-  IdentityCleanup.layer,
+  IdentityCleanup.layerWithoutDependencies,
   Directory.layer,
   CreatorApplications.layer,
   Layer.mergeAll(Account.layer, Recovery.layer).pipe(Layer.provide(EmailCodes.layer)),

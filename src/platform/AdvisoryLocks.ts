@@ -16,6 +16,7 @@
  * | 4 `catalogSeed` | one seed at a time (src/demo/Seed.ts) | 0 |
  * | 5 `signingKeys` | creating, sealing and rotating signing keys (src/identity/keys/SigningKeys.ts) | 0 |
  * | 6 `rateLimitAdmit` | one sign-in admission per backoff (`rate_limit_admit()`, migrations/0020) | `hashtext(backoff)` |
+| 7 `avatarFile` | storing an avatar's file against removing it (src/identity/account/Avatars.ts, src/identity/cleanup/Cleanup.ts) | `hashtext(sha256)` |
  *
  * The SQL functions hold their class as a literal, written by migrations/0023, which reads it from
  * here: a class is never renumbered or reused (changing one needs a migration that redefines the
@@ -27,7 +28,8 @@ export const AdvisoryLockClass = {
   idempotency: 3,
   catalogSeed: 4,
   signingKeys: 5,
-  rateLimitAdmit: 6
+  rateLimitAdmit: 6,
+  avatarFile: 7
 } as const
 
 export type AdvisoryLockClass = (typeof AdvisoryLockClass)[keyof typeof AdvisoryLockClass]

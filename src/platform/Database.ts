@@ -15,6 +15,7 @@ import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import Pg from "pg"
 import { startEmbeddedPostgres } from "./EmbeddedPostgres.js"
+import { MediaStore } from "./MediaStore.js"
 
 /** Where the database lives, for code that needs a raw connection (COPY in the seeder, LISTEN). */
 export class DatabaseUrl extends Context.Service<DatabaseUrl, Redacted.Redacted>()("platform/DatabaseUrl") {}
@@ -171,10 +172,14 @@ export const SqlLive = Layer.unwrap(
 
 /**
  * The numbered files of `migrations/`, imported from here (not from inside node_modules) so the
- * same loader works under tsx, vitest and compiled JavaScript.
+ * same loader works under tsx, vitest and compiled JavaScript. A migration may use the `MediaStore`
+ * (migrations/0030 moves avatars' bytes into it): the loader takes the one the process runs with
+ * and hands it to every migration.
  */
-export const migrationLoader: Migrator.Loader = Effect.sync(() =>
-  Fs.readdirSync(migrationsDirectory)
+export const migrationLoader: Migrator.Loader<MediaStore> = Effect.gen(function*() {
+  const media = yield* MediaStore
+  const files = yield* Effect.sync(() => Fs.readdirSync(migrationsDirectory))
+  return files
     .map((file) => /^(\d+)_([^.]+)\.(ts|js)$/.exec(file))
     .filter((m): m is RegExpExecArray => m !== null)
     .map((m): Migrator.ResolvedMigration => [
@@ -182,17 +187,18 @@ export const migrationLoader: Migrator.Loader = Effect.sync(() =>
       m[2]!,
       Effect.promise(() => import(pathToFileURL(Path.join(migrationsDirectory, m[0])).href)).pipe(
         // A migration may rebuild a large table: no statement timeout inside the migration transaction.
-        Effect.map((module: { default: Effect.Effect<unknown, unknown, SqlClient.SqlClient> }) =>
+        Effect.map((module: { default: Effect.Effect<unknown, unknown, SqlClient.SqlClient | MediaStore> }) =>
           Effect.andThen(
             Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SET LOCAL statement_timeout = 0`),
             module.default
-          )
+          ).pipe(Effect.provideService(MediaStore, media))
         )
       )
     ])
     .sort((a, b) => a[0] - b[0])
-)
+})
 
+/** Applies pending migrations when built; needs the `MediaStore` (`MediaStore.layer`, provided once to the app). */
 export const MigratorLive = PgMigrator.layer({ loader: migrationLoader }).pipe(
   Layer.provide(NodeServices.layer),
   Layer.orDie

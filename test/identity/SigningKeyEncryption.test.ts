@@ -4,8 +4,7 @@
  * earlier schema are sealed at the next start, a changed secret stops start-up with a clear error
  * (never a new key), and the row's kid is authenticated (AES-GCM additional data, NIST SP 800-38D).
  */
-import { NodeServices } from "@effect/platform-node"
-import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Exit, Layer, Redacted, Result } from "effect"
 import { SqlClient } from "effect/sql"
@@ -20,8 +19,8 @@ import {
 } from "../../src/identity/keys/SigningKeyCipher.js"
 import { generateKey, SigningKeys } from "../../src/identity/keys/SigningKeys.js"
 import { Tokens } from "../../src/identity/tokens/Tokens.js"
-import { migrationLoader, quoteIdentifier, withPgClient } from "../../src/platform/Database.js"
-import { TestSqlLive } from "../support/TestDatabase.js"
+import { quoteIdentifier, withPgClient } from "../../src/platform/Database.js"
+import { migrateUpTo, TemporaryMediaStoreLive, TestSqlLive } from "../support/TestDatabase.js"
 
 const SECRET = "first-secret-first-secret-first-secret"
 const OTHER_SECRET = "second-secret-second-secret-second-secret"
@@ -230,13 +229,10 @@ describe("migrations/0011 over rows of the earlier schema", () => {
         const url = new URL(inject("pgAdminUrl"))
         url.pathname = `/${name}`
         const database = yield* Layer.build(
-          Layer.mergeAll(PgClient.layer({ url: Redacted.make(url.toString()) }), NodeServices.layer)
+          Layer.mergeAll(PgClient.layer({ url: Redacted.make(url.toString()) }), TemporaryMediaStoreLive)
         )
-        const migrateUpTo = (last: number) =>
-          PgMigrator.run({
-            loader: Effect.map(migrationLoader, (all) => all.filter(([id]) => id <= last))
-          }).pipe(Effect.provide(database))
-        yield* migrateUpTo(10)
+        const migrateTo = (last: number) => migrateUpTo(last).pipe(Effect.provide(database))
+        yield* migrateTo(10)
         const old = yield* generateKey
         yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
           sql`
@@ -245,7 +241,7 @@ describe("migrations/0011 over rows of the earlier schema", () => {
             JSON.stringify(old.publicJwk)
           }::jsonb)
         `).pipe(Effect.provide(database))
-        expect((yield* migrateUpTo(Number.MAX_SAFE_INTEGER)).map(([id]) => id)).toContain(11)
+        expect((yield* migrateTo(Number.MAX_SAFE_INTEGER)).map(([id]) => id)).toContain(11)
         const keys = yield* start().pipe(Effect.provide(database))
         expect((yield* keys.signingKey).kid).toBe(old.kid)
         const [row, ...more] = yield* rows.pipe(Effect.provide(database))

@@ -15,8 +15,10 @@ import { IdentityPortLive } from "../../src/identity/IdentityPortLive.js"
 import { IdentityHttpLive } from "../../src/identity/IdentityServer.js"
 import { Users } from "../../src/identity/users/Users.js"
 import { AppSecret, ServerConfig } from "../../src/platform/Config.js"
+import type { DatabaseUrl } from "../../src/platform/Database.js"
 import { listen } from "../../src/platform/HttpListener.js"
-import { TestSqlLive } from "./TestDatabase.js"
+import { MediaStore } from "../../src/platform/MediaStore.js"
+import { TestSqlLive, testSqlOver } from "./TestDatabase.js"
 
 export interface IdentityServersShape {
   /** `http://127.0.0.1:<port>` of the identity server. */
@@ -64,6 +66,8 @@ const withSettings = (settings: Record<string, string>) =>
  */
 export interface ServerOptions {
   readonly clock?: Clock.Clock
+  /** The database, instead of a fresh copy of the migrated template (`TestDatabaseUrlLive`). */
+  readonly database?: Layer.Layer<DatabaseUrl>
 }
 
 const ServersLive = (overrides: Record<string, string>, options: ServerOptions) =>
@@ -93,12 +97,15 @@ const ServersLive = (overrides: Record<string, string>, options: ServerOptions) 
     })
   )
 
-/** Servers plus `Users` and `Clients` over the same database, for setting up accounts. */
+/**
+ * Servers plus `Users` and `Clients` over the same database, for setting up accounts, and the
+ * `MediaStore` the servers share (under `SHIORI_DATA_DIR/media`).
+ */
 export const IdentityTestEnv = (overrides: Record<string, string> = {}, options: ServerOptions = {}) =>
   Layer.mergeAll(ServersLive(overrides, options), Users.layerWithoutDependencies, Clients.layer).pipe(
     Layer.provide(Passwords.layer),
-    Layer.provideMerge(Layer.mergeAll(ServerConfig.layer, AppSecret.layer)),
-    Layer.provideMerge(TestSqlLive),
+    Layer.provideMerge(Layer.mergeAll(ServerConfig.layer, AppSecret.layer, MediaStore.layer)),
+    Layer.provideMerge(options.database === undefined ? TestSqlLive : testSqlOver(options.database)),
     Layer.provide(ConfigProvider.layer(withSettings({ ...baseSettings, ...overrides }))),
     // Layers are memoized across the builds that share a memo map: each env stands alone.
     Layer.fresh

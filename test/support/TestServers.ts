@@ -1,6 +1,7 @@
 /**
  * The real server stacks (the same layers `npm start` runs) on ephemeral ports over a fresh
- * database. Tests talk to them over real HTTP.
+ * database, sharing one `MediaStore` (under `SHIORI_DATA_DIR/media`) as src/App.ts does. Tests talk
+ * to them over real HTTP.
  */
 import { ConfigProvider, Context, type Duration, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
@@ -9,6 +10,7 @@ import { IdentityPortLive } from "../../src/identity/IdentityPortLive.js"
 import { IdentityHttpLive } from "../../src/identity/IdentityServer.js"
 import { AppSecret, ServerConfig } from "../../src/platform/Config.js"
 import { listen } from "../../src/platform/HttpListener.js"
+import { MediaStore } from "../../src/platform/MediaStore.js"
 import { TestSqlLive } from "./TestDatabase.js"
 
 export interface TestServersShape {
@@ -55,7 +57,7 @@ export const TestServersLive = Layer.effect(
     return { catalog, identity }
   })
 ).pipe(
-  Layer.provideMerge(Layer.mergeAll(ServerConfig.layer, AppSecret.layer)),
+  Layer.provideMerge(Layer.mergeAll(ServerConfig.layer, AppSecret.layer, MediaStore.layer)),
   Layer.provideMerge(TestSqlLive)
 )
 

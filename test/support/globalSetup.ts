@@ -12,6 +12,7 @@ import * as Path from "node:path"
 import type { TestProject } from "vitest/node"
 import { migrationLoader, quoteIdentifier, withPgClient } from "../../src/platform/Database.js"
 import { startEmbeddedPostgres } from "../../src/platform/EmbeddedPostgres.js"
+import { MediaStore } from "../../src/platform/MediaStore.js"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -46,14 +47,20 @@ export default async function setup(project: TestProject) {
     await client.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(template)}`)
     await client.query(`CREATE DATABASE ${quoteIdentifier(template)}`)
   }))
+  // The template holds no avatars, so migrations/0030 writes nothing to this store.
+  const mediaDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "shiori-test-media-"))
   await Effect.runPromise(
     PgMigrator.run({ loader: migrationLoader }).pipe(
       Effect.provide(
-        Layer.mergeAll(PgClient.layer({ url: Redacted.make(withDatabase(adminUrl, template)) }), NodeServices.layer)
+        Layer.mergeAll(
+          PgClient.layer({ url: Redacted.make(withDatabase(adminUrl, template)) }),
+          NodeServices.layer,
+          MediaStore.files(mediaDir)
+        )
       ),
       Effect.scoped
     )
-  )
+  ).finally(() => Fs.rmSync(mediaDir, { recursive: true, force: true }))
   project.provide("pgAdminUrl", adminUrl)
   project.provide("pgTemplate", template)
 

@@ -99,5 +99,6 @@ export class Media extends Context.Service<Media>()("catalog/Media", {
     return { upload, fingerprint, find } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide(MediaStore.layer))
+  /** Over the `MediaStore` provided to the app (src/App.ts). */
+  static readonly layer = Layer.effect(this, this.make)
 }

@@ -1,7 +1,12 @@
 /**
  * Avatars: `POST /auth/me/avatar` takes a `multipart/form-data` body with one `file` part, which
- * the image pipeline (src/platform/Images.ts) re-encodes to a 256x256 WebP; the bytes are stored
- * by their SHA-256 (migrations/0019_avatars.ts) and `picture` becomes their URL under the issuer.
+ * the image pipeline (src/platform/Images.ts) re-encodes to a 256x256 WebP; `picture` becomes its
+ * URL under the issuer, named by the SHA-256 of the bytes. The bytes are kept in the `MediaStore`
+ * (src/platform/MediaStore.ts, area `avatars`; files under `SHIORI_DATA_DIR/media/avatars` by
+ * default) and the `avatars` table (migrations/0019_avatars.ts, migrations/0030_avatar_files.ts)
+ * records each one, which `users.avatar_sha256` references and the cleanup job
+ * (src/identity/cleanup/Cleanup.ts) sweeps: a row exists only while its file does, and
+ * `GET /api/v1/avatars/{sha256}.webp` serves the file of a recorded avatar.
  * The body is bounded (`IDENTITY_MAX_AVATAR_BYTES`, src/platform/BodyLimit.ts) and, once the
  * upload is admitted, read whole and parsed here, in memory, so a malformed body is a 400 and never
  * a temporary file.
@@ -21,7 +26,9 @@ import { Config, Context, Effect, Layer, Metric, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Multipasta from "multipasta"
 import * as Os from "node:os"
+import { AdvisoryLockClass } from "../../platform/AdvisoryLocks.js"
 import { ImagePresets, processImage } from "../../platform/Images.js"
+import { MediaStore } from "../../platform/MediaStore.js"
 import { Passwords } from "../crypto/Passwords.js"
 import { UploadLimits } from "../ratelimit/UploadLimits.js"
 import { makeWorkQueue } from "../ratelimit/WorkQueue.js"
@@ -91,12 +98,18 @@ export const parseUpload = (contentType: string, body: Uint8Array) =>
       : refused("INVALID_REQUEST")
   })
 
-const AvatarRow = Schema.Struct({ content_type: Schema.String, bytes: Schema.Uint8Array })
-const decodeAvatar = Schema.decodeUnknownEffect(Schema.Array(AvatarRow))
+/**
+ * Takes, for the rest of the transaction, the lock under which an avatar's file is stored or
+ * removed: an upload holds it from writing the file to committing its row, the cleanup job from
+ * looking for a row to removing the file (src/identity/cleanup/Cleanup.ts).
+ */
+export const lockAvatarFile = (sql: SqlClient.SqlClient, sha256: string) =>
+  sql`SELECT pg_advisory_xact_lock(${AdvisoryLockClass.avatarFile}::int4, hashtext(${sha256}))`
 
 export class Avatars extends Context.Service<Avatars>()("identity/Avatars", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const media = yield* MediaStore
     const config = yield* IdentityConfig
     const limits = yield* UploadLimits
     const passwords = yield* Passwords
@@ -131,12 +144,19 @@ export class Avatars extends Context.Service<Avatars>()("identity/Avatars", {
         Effect.catchTag("WorkQueueFull", (full) => refused("RATE_LIMITED", retryAfter(full.retryAfterSeconds)))
       )
       const picture = `${config.issuer}/avatars/${image.sha256}.webp`
+      // The file first, then the row and the user: a crash in between leaves at worst a file no row
+      // records, named by its content (the same bytes uploaded again are the same file), which is
+      // harmless. The file is written under the avatar's lock, held until the row commits, so the
+      // cleanup job, which looks for a row and removes the file under the same lock, cannot take the
+      // file away from this row even when it swept an earlier row of the same bytes a moment ago.
       // Re-storing a known picture locks its row and makes it young again, so the cleanup job's
       // sweep of unused avatars cannot take it between this insert and the user's update.
       yield* Effect.gen(function*() {
+        yield* lockAvatarFile(sql, image.sha256)
+        yield* media.put("avatars", image.sha256, image.bytes, image.contentType)
         yield* sql`
-          INSERT INTO avatars (sha256, content_type, bytes, width, height)
-          VALUES (${image.sha256}, ${image.contentType}, ${image.bytes}, ${image.width}, ${image.height})
+          INSERT INTO avatars (sha256, content_type, size_bytes, width, height)
+          VALUES (${image.sha256}, ${image.contentType}, ${image.bytes.length}, ${image.width}, ${image.height})
           ON CONFLICT (sha256) DO UPDATE SET created_at = now()
         `
         yield* sql`
@@ -175,13 +195,18 @@ export class Avatars extends Context.Service<Avatars>()("identity/Avatars", {
         )
         : refused("INVALID_REQUEST")
 
-    /** The stored bytes named by `sha256`. */
+    /**
+     * The bytes of the avatar named by `sha256`, while it is recorded (one the cleanup job swept is
+     * gone even before its file is).
+     */
     const find = Effect.fn("Avatars.find")(function*(sha256: string) {
-      const rows = yield* sql`SELECT content_type, bytes FROM avatars WHERE sha256 = ${sha256}`.pipe(
-        Effect.flatMap(decodeAvatar),
-        Effect.orDie
-      )
-      return Option.fromNullishOr(rows[0])
+      const rows = yield* sql`SELECT 1 FROM avatars WHERE sha256 = ${sha256}`.pipe(Effect.orDie)
+      if (rows.length === 0) return Option.none()
+      const stored = yield* media.get("avatars", sha256)
+      if (Option.isNone(stored)) {
+        yield* Effect.logWarning("avatar recorded without its file").pipe(Effect.annotateLogs({ sha256 }))
+      }
+      return Option.map(stored, ({ bytes, contentType }) => ({ bytes, content_type: contentType }))
     })
 
     return { upload, uploadBody, find, imagePermits: permits } as const

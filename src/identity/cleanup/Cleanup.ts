@@ -13,7 +13,11 @@
  * - rate limit rows untouched for a day (every bucket is full by then, every backoff has forgotten);
  * - outbox mail sent or given up on (migrations/0014_mail_outbox.ts), kept meanwhile for the
  *   development mailbox and for inspection;
- * - half-done page sign-ins past their five minutes (migrations/0025_pending_sign_ins.ts).
+ * - half-done page sign-ins past their five minutes (migrations/0025_pending_sign_ins.ts);
+ * - avatars no account shows any more, a day after they were last uploaded, and their files in the
+ *   `MediaStore` (src/identity/account/Avatars.ts): a batch's rows are deleted first and, once that
+ *   has committed, each file is removed unless a new upload of the same bytes recorded the avatar
+ *   again meanwhile (see `avatars` below).
  *
  * Dead rows are kept a day first: a replayed code within that day still revokes what it produced
  * (src/identity/oauth/Grants.ts `revokeCodeReplay`), and the day-old state can be inspected.
@@ -29,6 +33,8 @@
 import { Config, Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Statement } from "effect/sql"
+import { MediaStore } from "../../platform/MediaStore.js"
+import { lockAvatarFile } from "../account/Avatars.js"
 import { IdentityConfig } from "../shared/IdentityConfig.js"
 
 /** How long a dead row is kept. */
@@ -51,6 +57,7 @@ export interface CleanupCounts {
 export class IdentityCleanup extends Context.Service<IdentityCleanup>()("identity/IdentityCleanup", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const media = yield* MediaStore
     const config = yield* IdentityConfig
     const intervalSeconds = yield* Config.schema(
       Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, {
@@ -65,18 +72,26 @@ export class IdentityCleanup extends Context.Service<IdentityCleanup>()("identit
     const retention = sql`now() - make_interval(secs => ${RETENTION_SECONDS}::float8)`
     const idleTimeout = config.refreshIdleTimeoutSeconds
 
-    /** Runs a `DELETE ... RETURNING 1` batch until one deletes fewer than a batch; answers the rows deleted. */
-    const drain = (batch: () => Statement.Statement<any>) =>
+    /** Runs `batch` (answering the rows it deleted) until one deletes fewer than a batch; answers the rows deleted. */
+    const drainWith = <E>(batch: Effect.Effect<number, E>) =>
       Effect.gen(function*() {
         let total = 0
         for (let i = 0; i < MAX_BATCHES; i++) {
-          const rows = yield* sql<{ n: number }>`WITH gone AS (${batch()}) SELECT count(*)::int AS n FROM gone`
-          const deleted = rows[0]?.n ?? 0
+          const deleted = yield* batch
           total += deleted
           if (deleted < batchSize) break
         }
         return total
       })
+
+    /** Runs a `DELETE ... RETURNING 1` batch until one deletes fewer than a batch; answers the rows deleted. */
+    const drain = (batch: () => Statement.Statement<any>) =>
+      drainWith(Effect.suspend(() =>
+        Effect.map(
+          sql<{ n: number }>`WITH gone AS (${batch()}) SELECT count(*)::int AS n FROM gone`,
+          (rows) => rows[0]?.n ?? 0
+        )
+      ))
 
     const authorizationCodes = drain(() =>
       sql`
@@ -150,17 +165,30 @@ export class IdentityCleanup extends Context.Service<IdentityCleanup>()("identit
       `
     )
     // Avatars no account shows any more (migrations/0019); a day old at least, so an upload racing
-    // the sweep keeps its bytes.
-    const avatars = drain(() =>
-      sql`
+    // the sweep keeps its row. The rows go first, in a statement of their own; each file is removed
+    // after that has committed, in a transaction holding the avatar's lock (`lockAvatarFile`), and
+    // only if no row names it again. An upload writes the file and commits its row under the same
+    // lock (src/identity/account/Avatars.ts), so either it came first and its row is seen here (the
+    // file stays), or it comes after the removal and writes the file anew. A crash between the two
+    // steps leaves files no row records: named by their content, harmless.
+    const removeAvatarFile = (sha256: string) =>
+      Effect.gen(function*() {
+        yield* lockAvatarFile(sql, sha256)
+        const again = yield* sql`SELECT 1 FROM avatars WHERE sha256 = ${sha256}`
+        if (again.length === 0) yield* media.remove("avatars", sha256)
+      }).pipe(sql.withTransaction)
+    const avatars = drainWith(Effect.gen(function*() {
+      const gone = yield* sql<{ sha256: string }>`
         DELETE FROM avatars WHERE sha256 IN (
           SELECT a.sha256 FROM avatars a
           WHERE a.created_at < ${retention}
             AND NOT EXISTS (SELECT 1 FROM users u WHERE u.avatar_sha256 = a.sha256)
           LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
-        ) RETURNING 1
+        ) RETURNING sha256
       `
-    )
+      yield* Effect.forEach(gone, ({ sha256 }) => removeAvatarFile(sha256), { concurrency: 4, discard: true })
+      return gone.length
+    }))
 
     // Half-done sign-ins past their lifetime (migrations/0025); a used or cancelled one is deleted at once.
     const pendingSignIns = drain(() =>
@@ -203,5 +231,10 @@ export class IdentityCleanup extends Context.Service<IdentityCleanup>()("identit
     return { run } as const
   })
 }) {
-  static readonly layer = Layer.effect(this, this.make)
+  /**
+   * On its own `MediaStore.layer`, for use alone; the servers take `layerWithoutDependencies`, over the store
+   * provided once to the whole process (src/App.ts).
+   */
+  static readonly layer = Layer.effect(this, this.make).pipe(Layer.provide(MediaStore.layer))
+  static readonly layerWithoutDependencies = Layer.effect(this, this.make)
 }
