@@ -89,6 +89,8 @@ const UPLOAD_CONNECTIONS = 8
 /** Requests per second of the event-loop probe beside the uploads (one connection). */
 const PROBE_RATE = 50
 const UPLOAD_TARGET_P99 = 500
+/** Pictures each side decodes at once: `CATALOG_IMAGE_CONCURRENCY`'s default (src/catalog/media/Media.ts). */
+const DECODES = Math.max(1, Os.availableParallelism() - 1)
 
 /**
  * Photo-like JPEGs of 2000 x 1500 (about 2 MB each at quality 90 without chroma subsampling): a
@@ -138,6 +140,19 @@ interface LockSample {
   /** Mean number of backends waiting for a row lock (another transaction's row), and of those on the quota row. */
   readonly rowWaiting: number
   readonly quotaWaiting: number
+}
+
+/** The members of an upload's answer the suite compares (schema/Catalog/EditImage.ts). */
+interface EditImageAnswer {
+  readonly object: string
+  readonly preset: string
+  readonly hash: string
+  readonly width: number
+  readonly height: number
+  readonly thumbhash: string
+  readonly size_bytes: number
+  readonly sexual: null
+  readonly violence: null
 }
 
 interface Row extends Result {
@@ -814,6 +829,33 @@ export const writes = async (): Promise<string> => {
       })
     }
 
+    /** The first 2xx answer of each side for each stored hash: `<side>\n<hash>`. */
+    const uploaded = new Map<string, EditImageAnswer>()
+    /**
+     * Whether the baseline answers as ours: for a hash both answered, the same members and the same
+     * stored image (size, dimensions, ThumbHash), and every hash answered one the pipeline makes here.
+     */
+    const answersAgree = (): string => {
+      const expected = new Set(stored.map((image) => image.sha256))
+      const strange = [...uploaded.values()].filter((answer) => !expected.has(answer.hash))
+      const common = [...uploaded.values()].find((answer) =>
+        uploaded.has(`baseline\n${answer.hash}`) && uploaded.has(`shiori\n${answer.hash}`)
+      )
+      if (common === undefined) return "**no picture answered by both sides**"
+      const base = uploaded.get(`baseline\n${common.hash}`)!
+      const mine = uploaded.get(`shiori\n${common.hash}`)!
+      const members = (a: EditImageAnswer) => Object.keys(a).sort().join(",")
+      const same = members(base) === members(mine) &&
+        (["object", "preset", "width", "height", "thumbhash", "size_bytes", "sexual", "violence"] as const)
+          .every((k) => base[k] === mine[k])
+      return [
+        same
+          ? "the baseline's answer has the same members as ours and, for the same picture, the same stored image " +
+            "(hash, size, dimensions, ThumbHash)"
+          : `**the answers differ**: baseline ${JSON.stringify(base)}, ours ${JSON.stringify(mine)}`,
+        ...(strange.length === 0 ? [] : [`**hashes not made here**: ${strange.map((a) => a.hash).join(", ")}`])
+      ].join("; ")
+    }
     /**
      * POST /v2/media/images?preset=cover with the next of the pictures (raw JPEG bytes, in turn) and a
      * fresh Idempotency-Key, at `UPLOAD_CONNECTIONS`; beside the measured run, `GET /healthz` on the
@@ -832,9 +874,12 @@ export const writes = async (): Promise<string> => {
           req.body = pictures[i % pictures.length]!
           return req
         },
-        onResponse: (status) => {
+        onResponse: (status, body) => {
           if (status === 201) answers.stored++
           else if (status === 200) answers.deduplicated++
+          else return
+          const answer = JSON.parse(body) as EditImageAnswer
+          if (!uploaded.has(`${side_}\n${answer.hash}`)) uploaded.set(`${side_}\n${answer.hash}`, answer)
         }
       }
       let probed: Promise<Result> | undefined
@@ -982,6 +1027,7 @@ export const writes = async (): Promise<string> => {
       }
       rows.push(base, ourRow)
       uploadRow = { ours: ourRow, base }
+      notes.push(`Image upload answers: ${answersAgree()}.`)
     }
     const rss = server.rssMb()
     await reset()
@@ -1019,8 +1065,10 @@ export const writes = async (): Promise<string> => {
         `resized to ${stored[0]?.width} x ${stored[0]?.height}, re-encoded as WebP ` +
         `(${stored.map((image) => image.bytes.length.toLocaleString("en")).join(", ")} bytes), hashed and ` +
         `thumbhashed. Sending other bytes per request (say a JPEG comment) would change nothing stored: the ` +
-        `pipeline strips metadata. Both sides decode at most ${Math.max(1, Os.availableParallelism() - 1)} ` +
-        `picture(s) at once (ours: \`CATALOG_IMAGE_CONCURRENCY\`'s default, the cores but one; the baseline: ` +
+        `pipeline strips metadata. Both sides decode at most ${DECODES} ` +
+        `${
+          DECODES === 1 ? "picture" : "pictures"
+        } at once (ours: \`CATALOG_IMAGE_CONCURRENCY\`'s default, the cores but one; the baseline: ` +
         `the same bound in bench/baseline/ImageUpload.ts), each holding its transaction while it waits, as ours ` +
         `does; so the comparison is of the same work under the same bound. The event loop probe is ` +
         `\`GET /healthz\` on the same server at ${PROBE_RATE} requests a second on one connection during the ` +
