@@ -4,7 +4,7 @@
  * src/platform/MediaStore.ts) with sharp called directly, no Effect:
  *
  * - the decode bounded like ours: at most the cores but one (at least one) pictures at once
- *   (`CATALOG_IMAGE_CONCURRENCY`'s default), the others waiting their turn in arrival order;
+ *   (`CATALOG_IMAGE_CONCURRENCY` when set), the others waiting their turn in arrival order;
  * - sharp with the same pixel cap (40 megapixels), `failOn: "error"`, one frame, the format checked
  *   against the accepted ones, `.rotate()`, fitted within the preset's box without enlarging, WebP at
  *   quality 85 (src/platform/Images.ts `processImage`), the SHA-256 of the result;
@@ -25,8 +25,8 @@ import { ACCEPTED_FORMATS, type ImagePreset, MAX_INPUT_PIXELS } from "../../src/
 /** WebP quality of the stored bytes (src/platform/Images.ts `processImage`). */
 const WEBP_QUALITY = 85
 
-/** Pictures decoded at once, as ours by default (src/catalog/media/Media.ts). */
-export const decodePermits = Math.max(1, Os.availableParallelism() - 1)
+/** Pictures decoded at once, as ours (src/catalog/media/Media.ts): `CATALOG_IMAGE_CONCURRENCY`, or the cores but one. */
+export const decodePermits = Number(process.env.CATALOG_IMAGE_CONCURRENCY ?? Math.max(1, Os.availableParallelism() - 1))
 
 let free = decodePermits
 const waiting: Array<() => void> = []

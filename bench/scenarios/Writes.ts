@@ -89,8 +89,11 @@ const UPLOAD_CONNECTIONS = 8
 /** Requests per second of the event-loop probe beside the uploads (one connection). */
 const PROBE_RATE = 50
 const UPLOAD_TARGET_P99 = 500
-/** Pictures each side decodes at once: `CATALOG_IMAGE_CONCURRENCY`'s default (src/catalog/media/Media.ts). */
-const DECODES = Math.max(1, Os.availableParallelism() - 1)
+/**
+ * Pictures each side decodes at once: `CATALOG_IMAGE_CONCURRENCY` (src/catalog/media/Media.ts; both
+ * processes inherit it from this one), by default the cores but one.
+ */
+const DECODES = Number(process.env.CATALOG_IMAGE_CONCURRENCY ?? Math.max(1, Os.availableParallelism() - 1))
 
 /**
  * Photo-like JPEGs of 2000 x 1500 (about 2 MB each at quality 90 without chroma subsampling): a
@@ -1068,7 +1071,7 @@ export const writes = async (): Promise<string> => {
         `pipeline strips metadata. Both sides decode at most ${DECODES} ` +
         `${
           DECODES === 1 ? "picture" : "pictures"
-        } at once (ours: \`CATALOG_IMAGE_CONCURRENCY\`'s default, the cores but one; the baseline: ` +
+        } at once (\`CATALOG_IMAGE_CONCURRENCY\`, by default the cores but one; ours in src/catalog/media/Media.ts, the baseline: ` +
         `the same bound in bench/baseline/ImageUpload.ts), each holding its transaction while it waits, as ours ` +
         `does; so the comparison is of the same work under the same bound. The event loop probe is ` +
         `\`GET /healthz\` on the same server at ${PROBE_RATE} requests a second on one connection during the ` +
