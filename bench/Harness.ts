@@ -206,6 +206,8 @@ export interface Target {
   readonly prime?: boolean
   /** CPU seconds so far per process of interest; the result reports milliseconds per request. */
   readonly cpu?: () => Readonly<Record<string, number>>
+  /** autocannon connections for this target (default `BENCH_CONNECTIONS`). */
+  readonly connections?: number
 }
 
 const summary = (name: string, result: autocannon.Result, clientBusy = 0): Result => ({
@@ -234,7 +236,7 @@ export const load = async (name: string, target: Target, duration = settings.dur
   const requests = target.requests ?? target.paths?.map((path) => ({ method: "GET" as const, path }))
   const options = {
     url: base.origin + base.pathname + base.search,
-    connections: settings.connections,
+    connections: target.connections ?? settings.connections,
     headers: target.headers ?? {},
     ...(requests ? { requests: [...requests] } : {})
   }
@@ -259,6 +261,14 @@ export const load = async (name: string, target: Target, duration = settings.dur
   }
   return { ...measured, cpuMs }
 }
+
+/**
+ * A paced probe beside a measured run: one connection sending `rate` requests a second to `url` for
+ * `duration` seconds. Its latency is how long a cheap request waits while the server is busy with
+ * other work (on its event loop, or for a core).
+ */
+export const probe = async (name: string, url: string, duration: number, rate: number): Promise<Result> =>
+  summary(name, await autocannon({ url, connections: 1, overallRate: rate, duration }))
 
 export const table = (results: ReadonlyArray<Result & { readonly ratio?: string }>) => {
   const lines = [

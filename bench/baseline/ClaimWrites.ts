@@ -51,6 +51,17 @@
  *   rows locked in id order (an upsert), the playtimes upserted with the old minutes, then for the
  *   changed ones the histogram (minutes and buckets) and the aggregates with their change-feed rows.
  *
+ * An editor image (`POST /v2/media/images?preset=cover|screenshot`, quota `media` counting the body's
+ * bytes; src/catalog/media/Media.ts and Http.ts), through the same write runner with ours' statements
+ * for a byte-counted quota (src/catalog/writes/Writes.ts): the raw body read with the same 20 MiB cap
+ * (413 past it), its SHA-256 in the fingerprint (preset, declared type, digest), the site's use of the
+ * day read before the transaction (a byte-counted write is refused before it runs when it cannot fit),
+ * then in the transaction the picture decoded and re-encoded with sharp directly, its ThumbHash and
+ * its file (bench/baseline/ImageUpload.ts: the decode bounded as ours, at most the cores but one at
+ * once, under `MEDIA_DIR`), `INSERT INTO images ... ON CONFLICT (hash) DO NOTHING`, and the quota
+ * counted by the body's bytes with the answer stored in one statement. The thread pool is sized as
+ * ours (src/ThreadPool.ts).
+ *
  * The same answers (status, JSON, `ETag`, `Location`, `Idempotent-Replayed`). None of our stack: no
  * Effect, no schemas, no middleware, no rate limiter, no error model beyond a status code. The
  * credential is looked up once per API key and kept in memory (ours caches it too).
@@ -66,10 +77,16 @@
  *   the record read back (a lateral join), the quota upsert and the stored answer as separate
  *   statements, then COMMIT.
  */
+// First: libuv's thread pool sized as ours, before any module can queue work on it.
+import "../../src/ThreadPool.js"
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
+import * as Path from "node:path"
 import Pg from "pg"
+import { MAX_UPLOAD_BYTES, UPLOAD_CONTENT_TYPES, UPLOAD_PATH } from "../../schema/Api/MediaApi.js"
 import { AdvisoryLockClass } from "../../src/platform/AdvisoryLocks.js"
+import { ImagePresets } from "../../src/platform/Images.js"
+import { keep, processUpload, thumbhash } from "./ImageUpload.js"
 
 const port = Number(process.env.PORT)
 const lockMode = process.env.EVENT_LOCK === "0" ? "off" : process.env.EVENT_LOCK === "long" ? "long" : "on"
@@ -77,6 +94,12 @@ const lockMode = process.env.EVENT_LOCK === "0" ? "off" : process.env.EVENT_LOCK
 const quotaOff = process.env.QUOTA === "off"
 /** The daily quota per site and kind: set as high as the server's (`CATALOG_QUOTA_*`). */
 const quotaLimit = Number(process.env.QUOTA_LIMIT ?? 1e9)
+/** The daily `media` quota per site, in bytes of upload bodies: set as high as the server's (`CATALOG_QUOTA_MEDIA_BYTES`). */
+const mediaQuotaLimit = Number(process.env.MEDIA_QUOTA_LIMIT ?? 1024 ** 3)
+/** Where uploaded images are kept (ours: `SHIORI_DATA_DIR/media`). */
+const mediaDir = Path.resolve(process.env.MEDIA_DIR ?? ".data/media-baseline")
+/** The origin an image's `url` names (ours: `CATALOG_PUBLIC_URL`). */
+const publicUrl = process.env.PUBLIC_URL ?? `http://127.0.0.1:${port}`
 const pool = new Pg.Pool({
   connectionString: process.env.DATABASE_URL,
   max: Number(process.env.DATABASE_POOL_SIZE ?? 20),
@@ -152,6 +175,30 @@ const sqlFinishNoKey = `WITH counted AS (
     ON CONFLICT (site, kind, day) DO UPDATE SET used = q.used + 1 WHERE q.used < $3
     RETURNING used),
   kept AS (SELECT 1)
+  SELECT count(*)::int AS allowed FROM counted`
+
+// A write whose quota counts bytes (src/catalog/writes/Writes.ts): the day's use read before the
+// transaction, then the quota counted by the write's weight with the answer stored, in one statement.
+const sqlUsedToday = `SELECT used::text AS used FROM catalog_quota_usage
+  WHERE site = $1 AND kind = $2 AND day = (now() AT TIME ZONE 'UTC')::date`
+const sqlFinishWeighted = (keyed: boolean) =>
+  `WITH counted AS (
+    INSERT INTO catalog_quota_usage AS q (site, kind, day, used)
+    SELECT $1, $2, (now() AT TIME ZONE 'UTC')::date, $3::bigint
+    WHERE $4::bigint <= $5::bigint
+    ON CONFLICT (site, kind, day) DO UPDATE SET used = q.used + EXCLUDED.used
+      WHERE q.used + EXCLUDED.used <= $6::bigint
+    RETURNING used),
+  kept AS (${
+    keyed
+      ? `
+    INSERT INTO catalog_idempotency (scope, key, fingerprint, status, headers, body)
+    SELECT $7, $8, $9, $10, $11::jsonb, $12
+    FROM counted
+    ON CONFLICT (scope, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status,
+      headers = EXCLUDED.headers, body = EXCLUDED.body, created_at = now()`
+      : "SELECT 1"
+  })
   SELECT count(*)::int AS allowed FROM counted`
 
 // EVENT_LOCK=long: the statements of the sequence before commits 00f5a1b and 34f176d.
@@ -337,6 +384,12 @@ const sqlAggregates = `WITH n AS (
             )
             SELECT catalog_touch('work', upd.work_id) FROM upd`
 
+// Editor images (src/catalog/media/Media.ts).
+const sqlInsertImage = `INSERT INTO images (hash, url, width, height, thumbhash, source, preset, size_bytes)
+  VALUES ($1, $2, $3, $4, $5, 'upload', $6, $7)
+  ON CONFLICT (hash) DO NOTHING
+  RETURNING hash`
+
 const names = new Map<string, string>()
 /** Parameterized statements go as named prepared statements, as ours (src/platform/Database.ts). */
 const query = <R = any>(client: Pg.PoolClient, text: string, values?: Array<unknown>) => {
@@ -408,18 +461,19 @@ const problem = (status: number, code: string): Answer => ({
 })
 
 /** The quota kinds of the routes here (src/catalog/limits/Limits.ts). */
-type Quota = "claims" | "decisions" | "proposals" | "votes" | "news" | "playtimes"
+type Quota = "claims" | "decisions" | "proposals" | "votes" | "news" | "playtimes" | "media"
 
 /**
  * The write runner: standing, then in one transaction the key's lock and lookup, the write, the
- * quota and the stored answer.
+ * quota and the stored answer. `weight` is what a write whose quota counts bytes (`media`) counts.
  */
 const runWrite = async (
   principal: Principal,
   key: string | undefined,
   fingerprint: Buffer,
   quota: Quota,
-  write: (client: Pg.PoolClient) => Promise<Answer>
+  write: (client: Pg.PoolClient) => Promise<Answer>,
+  weight?: number
 ): Promise<Answer & { readonly replayed?: boolean }> => {
   // A news post's rule needs no user: ours reads no standing for it.
   if (quota !== "news") {
@@ -446,6 +500,13 @@ const runWrite = async (
         throw error
       }
     }
+  }
+  const limit = quota === "media" ? mediaQuotaLimit : quotaLimit
+  if (weight !== undefined) {
+    const used = await pool.query<{ used: string }>(
+      { name: "b_used_today", text: sqlUsedToday, values: [principal.site, quota] }
+    )
+    if (Number(used.rows[0]?.used ?? 0) + weight > limit) return problem(429, "QUOTA_EXCEEDED")
   }
   const client = await pool.connect()
   try {
@@ -489,6 +550,22 @@ const runWrite = async (
             answer.body
           ])
         }
+      } else if (weight !== undefined) {
+        const counted = [principal.site, quota, weight, weight, limit, limit]
+        const finished = await query<{ allowed: number }>(
+          client,
+          sqlFinishWeighted(key !== undefined),
+          key === undefined ? counted : [
+            ...counted,
+            principal.owner,
+            key,
+            fingerprint,
+            answer.status,
+            JSON.stringify(answer.headers),
+            answer.body
+          ]
+        )
+        if (finished.rows[0]?.allowed !== 1) throw new Refused(429, "QUOTA_EXCEEDED")
       } else {
         const finished = key === undefined
           ? await query<{ allowed: number }>(client, sqlFinishNoKey, [principal.site, quota, quotaLimit])
@@ -937,6 +1014,102 @@ const playtimes =
     }
   }
 
+// --- Editor images -------------------------------------------------------------------------------------
+
+/** The `Content-Type` an upload of each format sharp reads must be declared as (src/catalog/media/Media.ts). */
+const declaredAs: Readonly<Record<string, string>> = {
+  jpeg: "image/jpeg",
+  png: "image/png",
+  webp: "image/webp",
+  avif: "image/avif",
+  heif: "image/avif",
+  gif: "image/gif"
+}
+
+const uploadImage =
+  (preset: "cover" | "screenshot", contentType: string, body: Buffer) =>
+  async (client: Pg.PoolClient): Promise<Answer> => {
+    const image = await processUpload(body, ImagePresets[preset])
+    if (image === undefined || declaredAs[image.sourceFormat] !== contentType) {
+      throw new Refused(422, "VALIDATION_FAILED")
+    }
+    const placeholder = await thumbhash(image.bytes)
+    const url = `${publicUrl}${UPLOAD_PATH}/${image.sha256}`
+    await keep(mediaDir, image.sha256, image.bytes)
+    const inserted = await query(client, sqlInsertImage, [
+      image.sha256,
+      url,
+      image.width,
+      image.height,
+      placeholder,
+      preset,
+      image.bytes.length
+    ])
+    const deduplicated = inserted.rows.length === 0
+    return {
+      status: deduplicated ? 200 : 201,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        object: "edit_image",
+        preset,
+        url,
+        hash: image.sha256,
+        width: image.width,
+        height: image.height,
+        thumbhash: placeholder,
+        sexual: null,
+        violence: null,
+        size_bytes: image.bytes.length,
+        is_deduplicated: deduplicated
+      })
+    }
+  }
+
+/** An upload's raw body, or undefined past `MAX_UPLOAD_BYTES` (declared or counted while read). */
+const readUpload = (req: Http.IncomingMessage) =>
+  new Promise<Buffer | undefined>((resolve, reject) => {
+    if (Number(req.headers["content-length"] ?? 0) > MAX_UPLOAD_BYTES) return resolve(undefined)
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= MAX_UPLOAD_BYTES) {
+        chunks.push(chunk)
+        return
+      }
+      req.off("data", onData)
+      resolve(undefined)
+    }
+    req.on("data", onData)
+    req.on("end", () => resolve(Buffer.concat(chunks, size)))
+    req.on("error", reject)
+  })
+
+/** `POST /v2/media/images?preset=...` with the image's bytes as the body. */
+const upload = (req: Http.IncomingMessage, res: Http.ServerResponse) => {
+  const preset = new URLSearchParams((req.url ?? "").split("?")[1] ?? "").get("preset")
+  const token = (req.headers.authorization ?? "").replace(/^Bearer /i, "")
+  const key = req.headers["idempotency-key"] as string | undefined
+  const contentType = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
+  Promise.all([readUpload(req), principalOf(token)]).then(async ([body, principal]) => {
+    if (body === undefined) {
+      const refused = problem(413, "PAYLOAD_TOO_LARGE")
+      return send(res, { ...refused, headers: { ...refused.headers, connection: "close" } })
+    }
+    if (principal === undefined) return send(res, problem(401, "INVALID_CREDENTIAL"))
+    if (preset !== "cover" && preset !== "screenshot") return send(res, problem(400, "INVALID_PARAMETER"))
+    if (!(UPLOAD_CONTENT_TYPES as ReadonlyArray<string>).includes(contentType)) {
+      return send(res, problem(422, "VALIDATION_FAILED"))
+    }
+    const digest = Crypto.createHash("sha256").update(body).digest("hex")
+    const fingerprint = Crypto.createHash("sha256")
+      .update(`POST ${UPLOAD_PATH}\n${canonical({ preset, content_type: contentType, sha256: digest })}`)
+      .digest()
+    const write = uploadImage(preset, contentType, body)
+    return send(res, await runWrite(principal, key, fingerprint, "media", write, Math.max(1, body.length)))
+  }).catch(() => send(res, problem(500, "INTERNAL_ERROR")))
+}
+
 const send = (res: Http.ServerResponse, answer: Answer & { readonly replayed?: boolean }) => {
   const headers: Record<string, string | number> = {
     ...answer.headers,
@@ -1041,6 +1214,7 @@ const writeOf = (
 Http.createServer((req, res) => {
   const path = (req.url ?? "/").split("?")[0]!
   if (path === "/healthz") return send(res, { status: 200, headers: {}, body: "{\"status\":\"ok\"}" })
+  if (path === UPLOAD_PATH && req.method === "POST") return upload(req, res)
   if (req.method !== "POST" && req.method !== "PUT") return send(res, problem(404, "NOT_FOUND"))
   const token = (req.headers.authorization ?? "").replace(/^Bearer /i, "")
   const key = req.headers["idempotency-key"] as string | undefined

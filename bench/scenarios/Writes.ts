@@ -12,23 +12,31 @@
  * pending claim (decisions) or open proposal (amendments, merges), so none is refused because an
  * earlier request took its work or its proposal.
  *
+ * Editor image uploads (`upload`): each request posts one of a few ~2 MB JPEGs generated at the
+ * start, at 8 connections, with a paced probe of a cheap route on the same server beside the measured
+ * run (its p99: whether the event loop stays free while pictures decode).
+ *
  * The request budget and the daily quotas are configuration: the suite raises them out of the way
  * (`CATALOG_RATE_BURST`, `CATALOG_RATE_PER_SECOND`, `CATALOG_QUOTA_CLAIMS`, `CATALOG_QUOTA_DECISIONS`,
- * `CATALOG_QUOTA_PROPOSALS` at 1e9). The rate limiter still runs on every request (leases of 1000
+ * `CATALOG_QUOTA_PROPOSALS` and the others at 1e9, `CATALOG_QUOTA_MEDIA_BYTES` at 1e15). The rate limiter still runs on every request (leases of 1000
  * tokens from the shared bucket, one `rate_limit_take` round trip per lease) and every write still
  * counts its quota row: both are measured, neither refuses.
  */
 import type autocannon from "autocannon"
+import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
+import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import Pg from "pg"
+import sharp from "sharp"
 import { AdvisoryLockClass } from "../../src/platform/AdvisoryLocks.js"
 import {
   descendantsCpu,
   freePort,
   load,
   ownCpu,
+  probe,
   type Proc,
   type Result,
   root,
@@ -50,10 +58,11 @@ const proposalRate = Number(process.env.BENCH_WRITES_PROPOSAL_RATE ?? 1000)
 /**
  * `BENCH_WRITES_ONLY`: comma-separated scenarios to run: create, lock (the two baseline diagnostics of
  * the event lock; with create), decide, replay, propose, amend, merge, quota (the baseline merge
- * without the quota row; with merge), merge-one, vote, news, playtimes. Default: all.
+ * without the quota row; with merge), merge-one, vote, news, playtimes, upload. Default: all.
  */
 const only = new Set(
-  (process.env.BENCH_WRITES_ONLY ?? "create,lock,decide,replay,propose,amend,merge,quota,merge-one,vote,news,playtimes")
+  (process.env.BENCH_WRITES_ONLY ??
+    "create,lock,decide,replay,propose,amend,merge,quota,merge-one,vote,news,playtimes,upload")
     .split(",").map((s) => s.trim())
 )
 /** Works per playtime batch (the route's maximum). */
@@ -61,6 +70,8 @@ const PLAYTIME_BATCH = 100
 /** Users the playtime batches rotate over (each with its own `playtimes:write` key). */
 const PLAYTIME_USERS = 4
 const HIGH = "1000000000"
+/** The media quota counts bytes: a petabyte a day is out of the way of any run. */
+const HIGH_BYTES = "1000000000000000"
 const limitsEnv = {
   ...unlimitedBudget,
   CATALOG_QUOTA_CLAIMS: HIGH,
@@ -68,7 +79,56 @@ const limitsEnv = {
   CATALOG_QUOTA_PROPOSALS: HIGH,
   CATALOG_QUOTA_VOTES: HIGH,
   CATALOG_QUOTA_NEWS: HIGH,
-  CATALOG_QUOTA_PLAYTIMES: HIGH
+  CATALOG_QUOTA_PLAYTIMES: HIGH,
+  CATALOG_QUOTA_MEDIA_BYTES: HIGH_BYTES
+}
+/** Distinct pictures the upload scenario sends in turn. */
+const UPLOAD_PICTURES = 8
+/** Upload connections: the target is stated at 8, not at the suite's `BENCH_CONNECTIONS`. */
+const UPLOAD_CONNECTIONS = 8
+/** Requests per second of the event-loop probe beside the uploads (one connection). */
+const PROBE_RATE = 50
+const UPLOAD_TARGET_P99 = 500
+/**
+ * Pictures each side decodes at once: `CATALOG_IMAGE_CONCURRENCY` (src/catalog/media/Media.ts; both
+ * processes inherit it from this one), by default the cores but one.
+ */
+const DECODES = Number(process.env.CATALOG_IMAGE_CONCURRENCY ?? Math.max(1, Os.availableParallelism() - 1))
+
+/**
+ * Photo-like JPEGs of 2000 x 1500 (about 2 MB each at quality 90 without chroma subsampling): a
+ * radial and two linear gradients, a diagonal wave, and independent noise per channel (what keeps
+ * JPEG from compressing them far below a camera's file). Deterministic per seed, so every run sends
+ * the same bytes and the stored images have the same hashes.
+ */
+const photo = (seed: number): Promise<Buffer> => {
+  const width = 2000
+  const height = 1500
+  let state = (Math.imul(seed + 1, 2654435761) >>> 0) || 1
+  const random = () => {
+    state ^= state << 13
+    state ^= state >>> 17
+    state ^= state << 5
+    return (state >>> 0) / 4294967296
+  }
+  const noise = () => (random() - 0.5) * 40
+  const clamp = (n: number) => Math.max(0, Math.min(255, n))
+  const cx = random() * width
+  const cy = random() * height
+  const [r, g] = [random() * 255, random() * 255]
+  const pixels = Buffer.alloc(width * height * 3)
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const i = (y * width + x) * 3
+      const d = Math.hypot(x - cx, y - cy) / 1500
+      pixels[i] = clamp(r * (1 - d) + (x / width) * 120 + noise())
+      pixels[i + 1] = clamp(g * d + (y / height) * 120 + noise())
+      pixels[i + 2] = clamp(128 + 100 * Math.sin((x + y) / 97 + seed) + noise())
+    }
+  }
+  return sharp(pixels, { raw: { width, height, channels: 3 } })
+    .jpeg({ quality: 90, chromaSubsampling: "4:4:4" })
+    .toBuffer()
 }
 
 /** What the event-lock sampler saw in a measured run (pg_locks and pg_stat_activity every 50 ms). */
@@ -85,12 +145,27 @@ interface LockSample {
   readonly quotaWaiting: number
 }
 
+/** The members of an upload's answer the suite compares (schema/Catalog/EditImage.ts). */
+interface EditImageAnswer {
+  readonly object: string
+  readonly preset: string
+  readonly hash: string
+  readonly width: number
+  readonly height: number
+  readonly thumbhash: string
+  readonly size_bytes: number
+  readonly sexual: null
+  readonly violence: null
+}
+
 interface Row extends Result {
   readonly ratio?: string
   readonly target?: string
   readonly met?: boolean
   readonly lock?: LockSample
   readonly note?: string
+  /** The paced probe of a cheap route on the same server during the measured run. */
+  readonly probe?: Result
 }
 
 const CLIENT_BOUND = 0.9
@@ -101,8 +176,8 @@ const report = (rows: ReadonlyArray<Row>) =>
   [
     "| scenario | req/s | p50 ms | p99 ms | non-2xx | errors | vs baseline | CPU ms/req: server + db | " +
     "load generator busy | event lock held | lock waiters (mean) | holder idle in tx | row-lock waiters (mean): all / quota row | " +
-    "target | met |",
-    "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|:-:|",
+    "event loop probe p99 ms | target | met |",
+    "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|:-:|",
     ...rows.map((r) =>
       `| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} | ${r.ratio ?? ""} | ` +
       `${r.cpuMs === undefined ? "" : `${r.cpuMs.server!.toFixed(2)} + ${r.cpuMs.db!.toFixed(2)} db`} | ` +
@@ -110,6 +185,7 @@ const report = (rows: ReadonlyArray<Row>) =>
       `${r.lock === undefined ? "" : pct(r.lock.held)} | ${r.lock === undefined ? "" : r.lock.waiting.toFixed(1)} | ` +
       `${r.lock === undefined ? "" : pct(r.lock.holderIdle)} | ` +
       `${r.lock === undefined ? "" : `${r.lock.rowWaiting.toFixed(1)} / ${r.lock.quotaWaiting.toFixed(1)}`} | ` +
+      `${r.probe === undefined ? "" : r.probe.p99} | ` +
       `${r.target ?? ""} | ${r.met === undefined ? "" : r.met ? "yes" : "**no**"} |`
     )
   ].join("\n")
@@ -148,6 +224,18 @@ export const writes = async (): Promise<string> => {
       : `Works (${works}) reused from ${Path.relative(root, dataDir)}.`
   )
 
+  // The upload scenario's pictures, and what the pipeline makes of each (src/platform/Images.ts, in this
+  // process: the same bytes and hashes both servers store, forgotten between scenarios).
+  const pictures = only.has("upload")
+    ? await Promise.all(Array.from({ length: UPLOAD_PICTURES }, (_, n) => photo(n)))
+    : []
+  const stored = pictures.length === 0 ?
+    [] :
+    await import("../../src/platform/Images.js").then((images) =>
+      Promise.all(pictures.map((picture) => Effect.runPromise(images.processImage(picture, images.ImagePresets.cover))))
+    )
+  const mediaDirs = [Path.join(dataDir, "media"), Path.join(dataDir, "media-baseline")]
+
   const processes: Array<Proc> = []
   const server = await startProcess("dist/src/main.js", env, `http://127.0.0.1:${port}/readyz`)
   processes.push(server)
@@ -161,7 +249,14 @@ export const writes = async (): Promise<string> => {
       const basePort = await freePort()
       const proc = await startProcess(
         "dist/bench/baseline/ClaimWrites.js",
-        { PORT: String(basePort), DATABASE_URL: databaseUrl, QUOTA_LIMIT: HIGH, ...extra },
+        {
+          PORT: String(basePort),
+          DATABASE_URL: databaseUrl,
+          QUOTA_LIMIT: HIGH,
+          MEDIA_QUOTA_LIMIT: HIGH_BYTES,
+          MEDIA_DIR: mediaDirs[1]!,
+          ...extra
+        },
         `http://127.0.0.1:${basePort}/healthz`
       )
       processes.push(proc)
@@ -237,6 +332,9 @@ export const writes = async (): Promise<string> => {
       authorization: `Bearer ${keyFor(claimant, "news:write")}`,
       "content-type": "application/json"
     }
+    const uploaderHeaders = only.has("upload")
+      ? { authorization: `Bearer ${keyFor(claimant, "media:write")}`, "content-type": "image/jpeg" }
+      : {}
     // The news source the posts name, bound to the bench site (as `cli news-source create` would).
     const newsSource = "bench_news"
     await pg.query(
@@ -291,6 +389,14 @@ export const writes = async (): Promise<string> => {
           "catalog_quota_usage, news_items, news_item_works, playtimes, work_playtimes, work_playtime_minutes, " +
           "work_playtime_buckets"
       )
+      // The uploaded images, recorded and kept, so each side's first upload of a picture stores it.
+      if (stored.length > 0) {
+        const hashes = stored.map((image) => image.sha256)
+        await pg.query("DELETE FROM images WHERE source = 'upload' AND hash = ANY($1)", [hashes])
+        for (const dir of mediaDirs) {
+          for (const hash of hashes) Fs.rmSync(Path.join(dir, hash.slice(0, 2), `${hash}.webp`), { force: true })
+        }
+      }
     }
 
     // --- The claim-event lock, sampled during each measured run ----------------------------------
@@ -726,6 +832,81 @@ export const writes = async (): Promise<string> => {
       })
     }
 
+    /** The first 2xx answer of each side for each stored hash: `<side>\n<hash>`. */
+    const uploaded = new Map<string, EditImageAnswer>()
+    /**
+     * Whether the baseline answers as ours: for a hash both answered, the same members and the same
+     * stored image (size, dimensions, ThumbHash), and every hash answered one the pipeline makes here.
+     */
+    const answersAgree = (): string => {
+      const expected = new Set(stored.map((image) => image.sha256))
+      const strange = [...uploaded.values()].filter((answer) => !expected.has(answer.hash))
+      const common = [...uploaded.values()].find((answer) =>
+        uploaded.has(`baseline\n${answer.hash}`) && uploaded.has(`shiori\n${answer.hash}`)
+      )
+      if (common === undefined) return "**no picture answered by both sides**"
+      const base = uploaded.get(`baseline\n${common.hash}`)!
+      const mine = uploaded.get(`shiori\n${common.hash}`)!
+      const members = (a: EditImageAnswer) => Object.keys(a).sort().join(",")
+      const same = members(base) === members(mine) &&
+        (["object", "preset", "width", "height", "thumbhash", "size_bytes", "sexual", "violence"] as const)
+          .every((k) => base[k] === mine[k])
+      return [
+        same
+          ? "the baseline's answer has the same members as ours and, for the same picture, the same stored image " +
+            "(hash, size, dimensions, ThumbHash)"
+          : `**the answers differ**: baseline ${JSON.stringify(base)}, ours ${JSON.stringify(mine)}`,
+        ...(strange.length === 0 ? [] : [`**hashes not made here**: ${strange.map((a) => a.hash).join(", ")}`])
+      ].join("; ")
+    }
+    /**
+     * POST /v2/media/images?preset=cover with the next of the pictures (raw JPEG bytes, in turn) and a
+     * fresh Idempotency-Key, at `UPLOAD_CONNECTIONS`; beside the measured run, `GET /healthz` on the
+     * same server at `PROBE_RATE` a second on one connection.
+     */
+    const upload = async (name: string, side: { origin: string; cpu: Target["cpu"] }): Promise<Row> => {
+      let next = 0
+      const side_ = name.split(":")[0]
+      const answers = { stored: 0, deduplicated: 0 }
+      const request: autocannon.Request = {
+        method: "POST",
+        path: "/v2/media/images?preset=cover",
+        setupRequest: (req) => {
+          const i = next++
+          req.headers = { ...req.headers, "idempotency-key": `upload-${tag}-${side_}-${i}` }
+          req.body = pictures[i % pictures.length]!
+          return req
+        },
+        onResponse: (status, body) => {
+          if (status === 201) answers.stored++
+          else if (status === 200) answers.deduplicated++
+          else return
+          const answer = JSON.parse(body) as EditImageAnswer
+          if (!uploaded.has(`${side_}\n${answer.hash}`)) uploaded.set(`${side_}\n${answer.hash}`, answer)
+        }
+      }
+      let probed: Promise<Result> | undefined
+      const row = await run(name, {
+        url: `${side.origin}/v2/media/images?preset=cover`,
+        headers: uploaderHeaders,
+        requests: [request],
+        connections: UPLOAD_CONNECTIONS,
+        prepare: async (phase) => {
+          if (phase === "warmup") await reset()
+          else probed = probe(`${name} (probe)`, `${side.origin}/healthz`, settings.duration, PROBE_RATE)
+        },
+        ...(side.cpu === undefined ? {} : { cpu: side.cpu })
+      })
+      const beside = await probed!
+      return {
+        ...row,
+        probe: beside,
+        note: `${answers.stored} answers 201 (stored), ${answers.deduplicated} 200 (deduplicated), warm-up and ` +
+          `measured; the probe: ${beside.requests} requests, p50 ${beside.p50} ms, p99 ${beside.p99} ms, ` +
+          `${beside.non2xx} non-2xx, ${beside.errors} errors`
+      }
+    }
+
     const createTarget = (r: Row, base: Row): Row => {
       const ratio = r.rps / base.rps
       return {
@@ -836,6 +1017,21 @@ export const writes = async (): Promise<string> => {
       rows.push(base, row)
       latencyRows.push(row)
     }
+    let uploadRow: { readonly ours: Row; readonly base: Row } | undefined
+    if (only.has("upload")) {
+      const base = await upload("baseline: image upload (cover, ~2 MB JPEG)", baseline)
+      const row = await upload("shiori: image upload (cover, ~2 MB JPEG)", ours)
+      const probeOk = (r: Row) => r.probe !== undefined && r.probe.non2xx === 0 && r.probe.errors === 0
+      const ourRow = {
+        ...row,
+        ratio: ratioOf(row, base),
+        target: `p99 < ${UPLOAD_TARGET_P99} ms at ${UPLOAD_CONNECTIONS} connections`,
+        met: row.requests > 0 && row.p99 < UPLOAD_TARGET_P99 && row.non2xx === 0 && row.errors === 0 && probeOk(row)
+      }
+      rows.push(base, ourRow)
+      uploadRow = { ours: ourRow, base }
+      notes.push(`Image upload answers: ${answersAgree()}.`)
+    }
     const rss = server.rssMb()
     await reset()
 
@@ -858,6 +1054,29 @@ export const writes = async (): Promise<string> => {
         `**${r.name}: ${r.ratio} the baseline's req/s, p99 ${r.p99} ms** (target p99 < 50 ms at ${settings.connections} ` +
         `connections: ${r.met === true ? "met" : "**not met**"}).`
       ),
+      ...(uploadRow === undefined ? [] : [
+        `**${uploadRow.ours.name}: ${uploadRow.ours.ratio} the baseline's req/s, p99 ${uploadRow.ours.p99} ms vs ` +
+        `${uploadRow.base.p99} ms, event loop probe p99 ${uploadRow.ours.probe?.p99} ms vs ${uploadRow.base.probe?.p99} ms** ` +
+        `(target p99 < ${UPLOAD_TARGET_P99} ms at ${UPLOAD_CONNECTIONS} connections: ` +
+        `${uploadRow.ours.met === true ? "met" : "**not met**"}).`,
+        `Image upload: \`POST /v2/media/images?preset=cover\`, \`Content-Type: image/jpeg\`, a fresh \`Idempotency-Key\`, ` +
+        `at ${UPLOAD_CONNECTIONS} connections (not ${settings.connections}); each request sends the next of ` +
+        `${pictures.length} distinct photo-like JPEGs (2000 x 1500, quality 90, 4:4:4; ` +
+        `${pictures.map((p) => p.length.toLocaleString("en")).join(", ")} bytes) in turn. After the first upload of ` +
+        `each, its stored bytes exist, so the answer is 200 deduplicated (nothing written but the quota and the ` +
+        `stored answer), yet every upload is still read, hashed (the fingerprint), decoded, turned upright, ` +
+        `resized to ${stored[0]?.width} x ${stored[0]?.height}, re-encoded as WebP ` +
+        `(${stored.map((image) => image.bytes.length.toLocaleString("en")).join(", ")} bytes), hashed and ` +
+        `thumbhashed. Sending other bytes per request (say a JPEG comment) would change nothing stored: the ` +
+        `pipeline strips metadata. Both sides decode at most ${DECODES} ` +
+        `${
+          DECODES === 1 ? "picture" : "pictures"
+        } at once (\`CATALOG_IMAGE_CONCURRENCY\`, by default the cores but one; ours in src/catalog/media/Media.ts, the baseline: ` +
+        `the same bound in bench/baseline/ImageUpload.ts), each holding its transaction while it waits, as ours ` +
+        `does; so the comparison is of the same work under the same bound. The event loop probe is ` +
+        `\`GET /healthz\` on the same server at ${PROBE_RATE} requests a second on one connection during the ` +
+        `measured run; the server's CPU per upload includes those requests' (a small share).`
+      ]),
       ...(coversRanOut.length === 0 ? [] : [
         `**Ran out of covers** (requests after that voted again on a cover already voted on, a no-op): ${
           [...new Set(coversRanOut)].join(", ")
