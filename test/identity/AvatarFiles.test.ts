@@ -20,6 +20,7 @@ import { IdentityConfig } from "../../src/identity/shared/IdentityConfig.js"
 import { DatabaseUrl } from "../../src/platform/Database.js"
 import { ImagePresets, processImage } from "../../src/platform/Images.js"
 import { MediaStore } from "../../src/platform/MediaStore.js"
+import { postAvatar } from "../support/Avatars.js"
 import { eventually } from "../support/Eventually.js"
 import { createUser, IdentityServers, IdentityTestEnv, login, serverLayerOptions } from "../support/IdentityServers.js"
 import { migrateUpTo, newTestDatabase, temporaryDirectory } from "../support/TestDatabase.js"
@@ -40,16 +41,9 @@ const picture = (background: string) =>
   promise(() => sharp({ create: { width: 32, height: 32, channels: 3, background } }).png().toBuffer())
 
 const uploadAvatar = (identity: string, token: string, bytes: Uint8Array) =>
-  promise(async () => {
-    const form = new FormData()
-    form.append("file", new Blob([Buffer.from(bytes)], { type: "image/png" }), "me.png")
-    const res = await fetch(`${identity}/api/v1/auth/me/avatar`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}` },
-      body: form
-    })
+  Effect.map(postAvatar(identity, token, bytes), (res) => {
     expect(res.status).toBe(200)
-    const picture = ((await res.json()) as { data: { picture: string } }).data.picture
+    const picture = (res.body as { data: { picture: string } }).data.picture
     return { picture, hash: /([0-9a-f]{64})\.webp$/u.exec(picture)![1]! }
   })
 

@@ -22,6 +22,7 @@ import { EnvelopeCodes } from "../../../schema/Identity/Envelope.js"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
 import { carriesBody, isBodyTooLarge, limitBody } from "../../platform/BodyLimit.js"
 import { identityMaxAvatarBytes, identityMaxBodyBytes } from "../../platform/Config.js"
+import { isMediaStoreUnavailable } from "../../platform/MediaStore.js"
 import { jsonBodyType } from "../../platform/MediaType.js"
 import { RouteTable } from "../../platform/RouteTable.js"
 import { isDatabaseUnavailable } from "../../platform/SqlState.js"
@@ -232,8 +233,11 @@ export const identityErrorMiddleware = HttpRouter.middleware(
               }
             }
             if (Option.isSome(failure) || Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
-            if (isDatabaseUnavailable(squashed)) {
-              yield* Effect.logError("database unavailable", cause)
+            if (isDatabaseUnavailable(squashed) || isMediaStoreUnavailable(squashed)) {
+              yield* Effect.logError(
+                isMediaStoreUnavailable(squashed) ? "media store unavailable" : "database unavailable",
+                cause
+              )
               return answer(
                 request,
                 { status: 503, oauth: "temporarily_unavailable", envelope: "SERVICE_UNAVAILABLE" },
