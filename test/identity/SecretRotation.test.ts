@@ -1,10 +1,10 @@
 /**
  * Rotating `SHIORI_SECRET` with the earlier secret in `SHIORI_SECRET_PREVIOUS` (docs/deploying.md,
  * "Rotating SHIORI_SECRET"): identity servers started over the same database with the new secret
- * keep the signing keys, the TOTP secrets and the forms and half-done sign-ins in flight; a TOTP
- * secret is sealed anew under the new secret by the sign-in that reads it, and everything by the
- * `reencrypt-secrets` command, after which the new secret alone is enough. Without the earlier
- * secret the failures stay the clear ones they were (start-up refused, 10015).
+ * keep the signing keys, the TOTP secrets and the forms, half-done sign-ins and emailed codes in
+ * flight; a TOTP secret is sealed anew under the new secret by the sign-in that reads it, and
+ * everything by the `reencrypt-secrets` command, after which the new secret alone is enough. Without
+ * the earlier secret the failures stay the clear ones they were (start-up refused, 10015).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
@@ -15,6 +15,7 @@ import { derivedKek, makeCipher, SigningKeysUndecryptable } from "../../src/iden
 import { makeTotpCipher, SealedSecret } from "../../src/identity/twofactor/TotpSecrets.js"
 import { DatabaseUrl } from "../../src/platform/Database.js"
 import { runCli } from "../support/Cli.js"
+import { codesMailedTo, identityCall } from "../support/Clients.js"
 import {
   cookiesOf,
   createClient,
@@ -160,6 +161,30 @@ describe("TOTP secrets and forms in flight across a rotation of SHIORI_SECRET", 
         const later = yield* postLogin(alone.identity, user, { otp: codeAt(secret, step + 1) })
         expect(later.status).toBe(200)
         expect(later.body.data.access_token).toEqual(expect.any(String))
+      }).pipe(Effect.scoped))
+  })
+})
+
+describe("emailed codes across a rotation of SHIORI_SECRET", () => {
+  it.layer(IdentityTestEnv({ SHIORI_SECRET: S1 }), serverLayerOptions)((it) => {
+    it.effect("a registration code mailed under the old secret is refused by the new secret alone and registers with the earlier secret listed", () =>
+      Effect.gen(function*() {
+        const { identity } = yield* IdentityServers
+        const next = yield* startIdentityServer(rotated)
+        const alone = yield* startIdentityServer(newAlone)
+        const email = `rotation_${Crypto.randomBytes(4).toString("hex")}@example.com`
+        const sent = yield* identityCall(identity, "POST", "/auth/register/send-code", { body: { email } })
+        expect(sent.status).toBe(200)
+        const [code] = yield* codesMailedTo(identity, email)
+        const register = (server: string) =>
+          identityCall(server, "POST", "/auth/register", {
+            body: { email, pending: sent.body.data.pending, code, password: "a long enough passphrase", name: "Mio" }
+          })
+        // Only an HMAC of the code is stored: under the new secret alone the right code does not match.
+        expect((yield* register(alone.identity)).body.code).toBe(10004)
+        const registered = yield* register(next.identity)
+        expect(registered.status).toBe(200)
+        expect(registered.body.code).toBe(0)
       }).pipe(Effect.scoped))
   })
 })

@@ -100,18 +100,11 @@ export const reencryptTotpSecrets = (cipher: TotpCipher, batchSize = 500) =>
             continue
           }
           const fresh = cipher.seal(userId, opened.value.secret)
-          const was = JSON.stringify(stored)
-          const written = column === "secret"
-            ? yield* sql`
-              UPDATE two_factor_totp SET secret = ${fresh}::jsonb
-              WHERE user_id = ${userId} AND secret = ${was}::jsonb
-              RETURNING user_id
-            `
-            : yield* sql`
-              UPDATE two_factor_totp SET pending_secret = ${fresh}::jsonb
-              WHERE user_id = ${userId} AND pending_secret = ${was}::jsonb
-              RETURNING user_id
-            `
+          const written = yield* sql`
+            UPDATE two_factor_totp SET ${sql(column)} = ${fresh}::jsonb
+            WHERE user_id = ${userId} AND ${sql(column)} = ${JSON.stringify(stored)}::jsonb
+            RETURNING user_id
+          `
           if (written.length > 0) counts.reencrypted++
         }
       }
