@@ -2,7 +2,8 @@
  * The servers refuse a guessable `SHIORI_SECRET` where other machines can reach them. The secret
  * keys the HMACs of catalog cursors (src/catalog/pagination/Cursor.ts) and identity CSRF tokens
  * (src/identity/pages/forms/Csrf.ts): whoever knows it forges both. The development default is
- * published in this repository, so it is tolerated only on a loopback address, with a warning.
+ * published in this repository, so it is tolerated only on a loopback address, with a warning. Each
+ * entry of `SHIORI_SECRET_PREVIOUS` is held to the same rules: it still verifies what it signed.
  *
  * Only the servers apply this (src/App.ts). The operator CLI serves nothing, so it may use
  * `AppSecret` on a developer's machine without one.

@@ -2,9 +2,9 @@
  * Cursors (docs/api-contract.md, "Cursors and pages"): opaque, versioned and authenticated. A cursor
  * carries the sort, the sort key and id of the last row, and a hash of the filters it was issued
  * for; it is HMAC-signed with a key derived from `SHIORI_SECRET` (one signed under a secret of
- * `SHIORI_SECRET_PREVIOUS` is still accepted: src/platform/KeyRing.ts). A malformed, forged, truncated or
- * foreign-filter cursor is 400 INVALID_CURSOR. Every sort ends with `id`, so a position is always
- * unique.
+ * `SHIORI_SECRET_PREVIOUS` is still accepted: src/platform/KeyRing.ts). A malformed, forged,
+ * truncated or foreign-filter cursor is 400 INVALID_CURSOR. Every sort ends with `id`, so a position
+ * is always unique.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import * as Crypto from "node:crypto"
