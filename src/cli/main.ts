@@ -18,6 +18,7 @@ import { clientCommand, keysCommand, roleCommand, userCommand } from "./Identity
 import { mergeCommand } from "./MergeCommand.js"
 import { newsSourceCommand } from "./NewsSourceCommands.js"
 import { emit } from "./Output.js"
+import { reencryptSecretsCommand } from "./SecretCommands.js"
 import { seedCommand } from "./SeedCommand.js"
 
 const json = Flag.Boolean("json").pipe(
@@ -43,6 +44,7 @@ const cli = Command.make("shiori").pipe(
     roleCommand,
     clientCommand,
     keysCommand,
+    reencryptSecretsCommand,
     creatorCommand,
     mergeCommand,
     claimsCommand,

@@ -1,7 +1,7 @@
 /**
  * Process-level settings, read once through Effect `Config` (every key is in `.env.example`).
  */
-import { Config, Context, Effect, Layer, Redacted, Schema } from "effect"
+import { Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 
 export type ServeMode = "catalog" | "identity" | "all"
 
@@ -50,13 +50,43 @@ export class ServerConfig extends Context.Service<ServerConfig>()("platform/Serv
  */
 export const developmentSecret = "shiori-development-secret-change-me"
 
-/** The server-side secret behind cursors and CSRF tokens (HMAC keys are derived from it per use). */
+/**
+ * `SHIORI_SECRET_PREVIOUS`: earlier secrets, comma-separated, newest first. Each entry is trimmed and
+ * empty entries are dropped, so a secret that is to stay readable must not contain a comma.
+ */
+const previousSecrets = Config.Redacted("SHIORI_SECRET_PREVIOUS").pipe(
+  Config.option,
+  Config.map(Option.match({
+    onNone: () => [],
+    onSome: (list) =>
+      Redacted.value(list).split(",").map((entry) => entry.trim()).filter((entry) => entry !== "").map((entry) =>
+        Redacted.make(entry)
+      )
+  }))
+)
+
+/**
+ * The server-side secret behind cursors, CSRF tokens and the other keys derived from it, as a key
+ * ring (docs/deploying.md, "Rotating SHIORI_SECRET"): `secret` (`SHIORI_SECRET`) signs and encrypts;
+ * `ring` is `secret` then the `previous` ones (`SHIORI_SECRET_PREVIOUS`), which are only ever used to
+ * verify and decrypt what was made before a rotation.
+ */
 export class AppSecret extends Context.Service<AppSecret>()("platform/AppSecret", {
   make: Effect.gen(function*() {
     const secret = yield* Config.Redacted("SHIORI_SECRET").pipe(
       Config.withDefault(Redacted.make(developmentSecret))
     )
-    return { secret } as const
+    const current = Redacted.value(secret)
+    // The current secret listed again adds nothing; neither does a repeated one.
+    const seen = new Set([current])
+    const previous = (yield* previousSecrets).filter((entry) => {
+      const value = Redacted.value(entry)
+      if (seen.has(value)) return false
+      seen.add(value)
+      return true
+    })
+    const ring: ReadonlyArray<Redacted.Redacted<string>> = [secret, ...previous]
+    return { secret, previous: previous as ReadonlyArray<Redacted.Redacted<string>>, ring } as const
   })
 }) {
   static readonly layer = Layer.effect(this, this.make)

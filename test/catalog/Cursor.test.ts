@@ -2,7 +2,7 @@
  * Cursors are opaque, authenticated and bound to their filters (docs/api-contract.md, "Cursors and pages").
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer } from "effect"
+import { Context, Effect, Exit, Layer } from "effect"
 import { Cursors, filterDigest, pageOf } from "../../src/catalog/pagination/Cursor.js"
 import { testConfig } from "../support/TestServers.js"
 
@@ -46,6 +46,34 @@ describe("cursors (docs/api-contract.md, \"Cursors and pages\")", () => {
         expect(Exit.isFailure(otherSort)).toBe(true)
       }))
   })
+
+  it.effect("a cursor issued under SHIORI_SECRET is accepted after a rotation while that secret is in SHIORI_SECRET_PREVIOUS, and refused without it (docs/deploying.md, \"Rotating SHIORI_SECRET\")", () =>
+    Effect.gen(function*() {
+      const s1 = "cursor-rotation-secret-one-0123456789"
+      const s2 = "cursor-rotation-secret-two-0123456789"
+      const cursorsWith = (settings: Record<string, string>) =>
+        Effect.map(
+          Layer.build(Layer.fresh(Cursors.layer.pipe(Layer.provide(testConfig(settings))))),
+          Context.get(Cursors)
+        )
+      const before = yield* cursorsWith({ SHIORI_SECRET: s1 })
+      const rotated = yield* cursorsWith({
+        SHIORI_SECRET: s2,
+        SHIORI_SECRET_PREVIOUS: `unrelated-secret-0123456789abcdef, ${s1}`
+      })
+      const alone = yield* cursorsWith({ SHIORI_SECRET: s2 })
+      const filters = filterDigest({ site: "x" })
+      const expected = { sort: "id", filters }
+      const issued = before.encode({ sort: "id", key: [], id: "42" }, filters)
+      expect(yield* rotated.decode(issued, expected)).toEqual({ sort: "id", key: [], id: "42" })
+      const refused = yield* Effect.flip(alone.decode(issued, expected))
+      expect(refused._tag).toBe("InvalidCursor")
+      expect(refused.detail).toBe("The cursor was not issued by this server or was altered.")
+      // The rotated service signs with the new secret only.
+      const next = rotated.encode({ sort: "id", key: [], id: "43" }, filters)
+      expect((yield* alone.decode(next, expected)).id).toBe("43")
+      expect((yield* Effect.flip(before.decode(next, expected)))._tag).toBe("InvalidCursor")
+    }).pipe(Effect.scoped))
 
   it("filter digests ignore key order and undefined values", () => {
     expect(filterDigest({ a: 1, b: "x", c: undefined })).toBe(filterDigest({ b: "x", a: 1 }))

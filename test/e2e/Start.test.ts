@@ -191,6 +191,7 @@ const emptyDatabase = async () => {
 const unsetDeploymentSettings = {
   HOST: undefined,
   SHIORI_SECRET: undefined,
+  SHIORI_SECRET_PREVIOUS: undefined,
   SHIORI_DEMO: undefined,
   SHIORI_DEMO_WORKS: undefined,
   SHIORI_SERVE: "catalog",
@@ -271,13 +272,35 @@ describe("npm start for a real deployment: the demo catalog and SHIORI_SECRET", 
     async () => {
       // Refused before any database is opened: this one does not answer.
       const unreachable = { ...unsetDeploymentSettings, HOST: "0.0.0.0", DATABASE_URL: "postgres://127.0.0.1:1/none" }
+      const strong = Crypto.randomBytes(24).toString("base64")
       const refusals = [
-        [undefined, "SHIORI_SECRET is unset or the development default, which is public"],
-        ["shiori-development-secret-change-me", "SHIORI_SECRET is unset or the development default, which is public"],
-        ["x".repeat(31), "SHIORI_SECRET is 31 characters long, shorter than 32"]
+        [undefined, undefined, "SHIORI_SECRET is unset or the development default, which is public"],
+        [
+          "shiori-development-secret-change-me",
+          undefined,
+          "SHIORI_SECRET is unset or the development default, which is public"
+        ],
+        ["x".repeat(31), undefined, "SHIORI_SECRET is 31 characters long, shorter than 32"],
+        // A previous secret still verifies and decrypts (docs/deploying.md, "Rotating SHIORI_SECRET"):
+        // it is held to the same rules.
+        [
+          strong,
+          `${strong}x, ${"y".repeat(20)}`,
+          "SHIORI_SECRET_PREVIOUS entry 2 is 20 characters long, shorter than 32"
+        ],
+        [
+          strong,
+          "shiori-development-secret-change-me",
+          "SHIORI_SECRET_PREVIOUS entry 1 is the development default, which is public"
+        ]
       ] as const
-      await Promise.all(refusals.map(async ([secret, message]) => {
-        const refused = start({ ...unreachable, SHIORI_SECRET: secret, CATALOG_PORT: String(await freePort()) })
+      await Promise.all(refusals.map(async ([secret, previous, message]) => {
+        const refused = start({
+          ...unreachable,
+          SHIORI_SECRET: secret,
+          SHIORI_SECRET_PREVIOUS: previous,
+          CATALOG_PORT: String(await freePort())
+        })
         const code = await exitedWithin(refused.child, READY_WITHIN)
         if (code === "running") refused.child.kill("SIGKILL")
         expect(code, refused.output()).not.toBe("running")

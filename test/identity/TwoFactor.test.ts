@@ -12,7 +12,6 @@ import * as Jose from "jose"
 import * as OTPAuth from "otpauth"
 import { TwoFactorCodeRequest } from "../../schema/Identity/TwoFactor.js"
 import { identityCall, identityClient, type RawAnswer } from "../support/Clients.js"
-import type { TestUser } from "../support/IdentityServers.js"
 import {
   cookiesOf,
   createClient,
@@ -26,6 +25,7 @@ import {
   refreshRequest,
   serverLayerOptions
 } from "../support/IdentityServers.js"
+import { codeAt, postLogin, quietStep, userWithFactor } from "../support/TwoFactor.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
@@ -35,37 +35,7 @@ const Env = IdentityTestEnv({
   IDENTITY_LOGIN_FAILURE_PER_MINUTE: "1"
 })
 
-const PERIOD_MS = 30_000
-
-/** Waits until at least 8 seconds are left in the current 30-second step, then answers that step. */
-const quietStep = promise(async () => {
-  const into = Date.now() % PERIOD_MS
-  if (into > PERIOD_MS - 8_000) await new Promise((resolve) => setTimeout(resolve, PERIOD_MS - into + 200))
-  return Math.floor(Date.now() / PERIOD_MS)
-})
-
-/** The code of `secret` (base32) for time step `step` (RFC 6238 section 4: HOTP over the step). */
-const codeAt = (secret: string, step: number) =>
-  OTPAuth.HOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), algorithm: "SHA1", digits: 6, counter: step })
-
 const wrongCode = (right: string) => String((Number(right) + 1) % 1_000_000).padStart(6, "0")
-
-/** A user signed in through `POST /auth/login`, with a second factor turned on at step `step - 1`. */
-const userWithFactor = (identity: string, step: number) =>
-  Effect.gen(function*() {
-    const user = yield* createUser()
-    const session = yield* promise(() => login(identity, user))
-    const account = yield* identityClient(identity, session.accessToken)
-    const secret = (yield* account.twoFactor.setup()).data.secret
-    // The previous step is still accepted (RFC 6238 section 5.2: one step back for delays).
-    const enable = yield* account.twoFactor.enable({
-      payload: new TwoFactorCodeRequest({ code: codeAt(secret, step - 1), current_password: user.password })
-    })
-    return { user, session, secret, recoveryCodes: enable.data.recovery_codes }
-  })
-
-const postLogin = (identity: string, user: TestUser, extra: Record<string, string> = {}) =>
-  identityCall(identity, "POST", "/auth/login", { body: { email: user.email, password: user.password, ...extra } })
 
 const sessionCount = (userId: number) =>
   Effect.flatMap(

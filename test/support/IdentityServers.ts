@@ -98,6 +98,25 @@ const ServersLive = (overrides: Record<string, string>, options: ServerOptions) 
   )
 
 /**
+ * One more identity server over the database of the env (its `SqlClient`), as another process
+ * started with other settings would be: `overrides` over the base settings (`SHIORI_SECRET` and
+ * `SHIORI_SECRET_PREVIOUS` among them), the issuer its own address unless given. It stops with the
+ * enclosing scope; a start that fails (say, signing keys that do not decrypt) fails the effect.
+ */
+export const startIdentityServer = (overrides: Record<string, string>) =>
+  Effect.gen(function*() {
+    const port = yield* freePort
+    const identity = `http://127.0.0.1:${port}`
+    const provider = withSettings({ ...baseSettings, IDENTITY_ISSUER: `${identity}/api/v1`, ...overrides })
+    yield* Layer.build(
+      listen(Layer.fresh(IdentityHttpLive), { port, host: "127.0.0.1", grace: "1 second" }).pipe(
+        Layer.provide(Layer.fresh(Layer.mergeAll(ServerConfig.layer, AppSecret.layer)))
+      )
+    ).pipe(Effect.provideService(ConfigProvider.ConfigProvider, provider))
+    return { identity, issuer: `${identity}/api/v1` }
+  })
+
+/**
  * Servers plus `Users` and `Clients` over the same database, for setting up accounts, and the
  * `MediaStore` the servers share (under `SHIORI_DATA_DIR/media`).
  */

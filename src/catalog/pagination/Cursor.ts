@@ -1,14 +1,16 @@
 /**
  * Cursors (docs/api-contract.md, "Cursors and pages"): opaque, versioned and authenticated. A cursor
  * carries the sort, the sort key and id of the last row, and a hash of the filters it was issued
- * for; it is HMAC-signed with a key derived from `SHIORI_SECRET`. A malformed, forged, truncated or
- * foreign-filter cursor is 400 INVALID_CURSOR. Every sort ends with `id`, so a position is always
- * unique.
+ * for; it is HMAC-signed with a key derived from `SHIORI_SECRET` (one signed under a secret of
+ * `SHIORI_SECRET_PREVIOUS` is still accepted: src/platform/KeyRing.ts). A malformed, forged,
+ * truncated or foreign-filter cursor is 400 INVALID_CURSOR. Every sort ends with `id`, so a position
+ * is always unique.
  */
-import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { InvalidCursor } from "../../../schema/Problem.js"
 import { AppSecret } from "../../platform/Config.js"
+import { hmacKeys, matchesAny } from "../../platform/KeyRing.js"
 
 const VERSION = 1
 
@@ -46,9 +48,12 @@ export const filterDigest = (filters: Record<string, unknown>): string => {
 
 export class Cursors extends Context.Service<Cursors>()("catalog/Cursors", {
   make: Effect.gen(function*() {
-    const { secret } = yield* AppSecret
-    const key = Crypto.createHmac("sha256", Redacted.value(secret)).update("shiori/cursor/v1").digest()
-    const sign = (payload: string) => Crypto.createHmac("sha256", key).update(payload).digest().subarray(0, 16)
+    const { ring } = yield* AppSecret
+    // Signed with the current key; one signed with a previous key of the ring is accepted too.
+    const keys = hmacKeys(ring, "shiori/cursor/v1")
+    const signWith = (key: Buffer, payload: string) =>
+      Crypto.createHmac("sha256", key).update(payload).digest().subarray(0, 16)
+    const sign = (payload: string) => signWith(keys[0]!, payload)
 
     /** `cur_<payload>.<mac>`, both base64url. */
     const encode = (position: Position, filters: string): string => {
@@ -63,7 +68,7 @@ export class Cursors extends Context.Service<Cursors>()("catalog/Cursors", {
         if (match === null) return Effect.fail(invalid("The cursor is malformed."))
         const [, payload, mac] = match
         const given = Buffer.from(mac!, "base64url")
-        if (given.length !== 16 || !Crypto.timingSafeEqual(given, sign(payload!))) {
+        if (given.length !== 16 || !matchesAny(keys, (key) => Crypto.timingSafeEqual(given, signWith(key, payload!)))) {
           return Effect.fail(invalid("The cursor was not issued by this server or was altered."))
         }
         let parsed: unknown

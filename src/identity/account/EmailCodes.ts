@@ -28,11 +28,12 @@
  *   what it proves (a new account, a changed address, a new password) is committed, and two
  *   requests racing with the same code cannot both succeed.
  */
-import { Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Config, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { addressBucket } from "../../platform/ClientAddress.js"
 import { AppSecret } from "../../platform/Config.js"
+import { hmacKeys, matchesAny } from "../../platform/KeyRing.js"
 import type { BucketPolicy } from "../../platform/RateLimiter.js"
 import { RateLimiter } from "../../platform/RateLimiter.js"
 import { constantTimeEquals, randomToken, sha256Hex } from "../crypto/Secrets.js"
@@ -90,14 +91,17 @@ export class EmailCodes extends Context.Service<EmailCodes>()("identity/EmailCod
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const limiter = yield* RateLimiter
-    const { secret } = yield* AppSecret
+    const { ring } = yield* AppSecret
     const perClientAddress: BucketPolicy = {
       capacity: yield* Config.Int("IDENTITY_CODE_IP_BURST").pipe(Config.withDefault(10)),
       refillPerSecond: (yield* Config.Number("IDENTITY_CODE_IP_PER_MINUTE").pipe(Config.withDefault(1))) / 60
     }
-    const key = Crypto.createHmac("sha256", Redacted.value(secret)).update("shiori/email-code/v1").digest()
-    const hashOf = (purpose: CodePurpose, email: string, code: string) =>
+    // Stored under the current key; a code mailed before a rotation is compared under each key of
+    // the ring (src/platform/KeyRing.ts). Rows are found by flow, never by this hash.
+    const keys = hmacKeys(ring, "shiori/email-code/v1")
+    const hashWith = (key: Buffer, purpose: CodePurpose, email: string, code: string) =>
       Crypto.createHmac("sha256", key).update(`${purpose}\u0000${email}\u0000${code}`).digest("hex")
+    const hashOf = (purpose: CodePurpose, email: string, code: string) => hashWith(keys[0]!, purpose, email, code)
 
     /**
      * Admits one code mail to `email` for a requester (429 10013 otherwise): the client address
@@ -203,7 +207,8 @@ export class EmailCodes extends Context.Service<EmailCodes>()("identity/EmailCod
         return yield* refused(spent.length > 0 ? "TOO_MANY_ATTEMPTS" : "VERIFICATION_CODE_INVALID")
       }
       const address = email === undefined ? row.value.email : email.toLowerCase()
-      if (!constantTimeEquals(row.value.code_hash, hashOf(flow.purpose, address, code))) {
+      const stored = row.value.code_hash
+      if (!matchesAny(keys, (key) => constantTimeEquals(stored, hashWith(key, flow.purpose, address, code)))) {
         return yield* refused(
           row.value.attempts >= CODE_MAX_ATTEMPTS ? "TOO_MANY_ATTEMPTS" : "VERIFICATION_CODE_INVALID"
         )

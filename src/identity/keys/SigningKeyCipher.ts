@@ -14,8 +14,10 @@
  * does not decrypt there.
  *
  * A row sealed under the key derived from `SHIORI_SECRET` still opens after
- * `SIGNING_KEY_ENCRYPTION_KEY` is introduced, and `SigningKeys` re-seals it under the new KEK; any
- * other KEK is an error, never a reason to make a new key.
+ * `SIGNING_KEY_ENCRYPTION_KEY` is introduced, and `SigningKeys` re-seals it under the new KEK; so
+ * does a row sealed under the key derived from a secret of `SHIORI_SECRET_PREVIOUS` after a rotation
+ * (docs/deploying.md, "Rotating SHIORI_SECRET"). Any other KEK is an error, never a reason to make a
+ * new key.
  */
 import { Config, Context, Data, Effect, Layer, Option, Redacted, Result, Schema, SchemaIssue } from "effect"
 import type * as Jose from "jose"
@@ -47,7 +49,8 @@ export class SigningKeysUndecryptable extends Data.TaggedError("SigningKeysUndec
   readonly detail: string
 }> {
   override readonly message =
-    `cannot decrypt signing keys: SHIORI_SECRET or SIGNING_KEY_ENCRYPTION_KEY changed? (key ${this.kid}: ${this.detail})`
+    `cannot decrypt signing keys: SHIORI_SECRET or SIGNING_KEY_ENCRYPTION_KEY changed? (key ${this.kid}: ${this.detail}); ` +
+    "after a change of SHIORI_SECRET, list the earlier one in SHIORI_SECRET_PREVIOUS"
 }
 
 /**
@@ -181,13 +184,16 @@ export const makeCipher = (current: Buffer, previous: ReadonlyArray<Buffer> = []
 
 export class SigningKeyCipher extends Context.Service<SigningKeyCipher>()("identity/SigningKeyCipher", {
   make: Effect.gen(function*() {
-    const { secret } = yield* AppSecret
+    const { previous, secret } = yield* AppSecret
     const configured = yield* encryptionKeyConfig
     const fromSecret = derivedKek(secret)
+    // Rows sealed under a previous `SHIORI_SECRET` (`SHIORI_SECRET_PREVIOUS`) still open, and are
+    // re-sealed under the current KEK at the next start or by `reencrypt-secrets`.
+    const fromPrevious = previous.map(derivedKek)
     return Option.match(configured, {
-      onNone: () => makeCipher(fromSecret),
+      onNone: () => makeCipher(fromSecret, fromPrevious),
       // Rows sealed before the key was configured still open, and are re-sealed under it.
-      onSome: (key) => makeCipher(key, [fromSecret])
+      onSome: (key) => makeCipher(key, [fromSecret, ...fromPrevious])
     })
   })
 }) {

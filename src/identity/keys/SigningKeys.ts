@@ -104,6 +104,49 @@ const StateRow = Schema.Struct({ hasKey: Schema.Boolean, unsealed: Schema.Boolea
 
 const UnsealedRow = Schema.Struct({ kid: Schema.String, plaintext: Schema.NullOr(JwkJson), sealed: Schema.Unknown })
 
+// Serialises key creation, sealing and rotation across processes for the duration of one transaction.
+const lockKeys = (sql: SqlClient.SqlClient) =>
+  sql`SELECT pg_advisory_xact_lock(${AdvisoryLockClass.signingKeys}::int4, 0)`
+
+const decodeUnsealed = Schema.decodeUnknownEffect(Schema.Array(UnsealedRow))
+
+/**
+ * Seals every private key not sealed under `cipher`'s current KEK (plaintext of the earlier schema,
+ * or sealed under an earlier KEK): answers how many. Run it holding the lock.
+ */
+const sealAll = (sql: SqlClient.SqlClient, cipher: SigningKeyCipher["Service"]) =>
+  Effect.gen(function*() {
+    const rows = yield* sql`
+      SELECT kid, private_jwk AS "plaintext", private_jwk_encrypted AS "sealed"
+      FROM signing_keys
+      WHERE private_jwk IS NOT NULL OR private_jwk_encrypted ->> 'kek' IS DISTINCT FROM ${cipher.kekId}
+    `.pipe(Effect.flatMap(decodeUnsealed))
+    for (const row of rows) {
+      const jwk = row.plaintext ?? (yield* cipher.open(row.kid, row.sealed))
+      yield* sql`
+        UPDATE signing_keys
+        SET private_jwk_encrypted = ${JSON.stringify(cipher.seal(row.kid, jwk))}::jsonb, private_jwk = NULL
+        WHERE kid = ${row.kid}
+      `
+    }
+    if (rows.length > 0) yield* Effect.logInfo("sealed signing keys").pipe(Effect.annotateLogs({ keys: rows.length }))
+    return rows.length
+  })
+
+/**
+ * Re-seals every stored private key under `cipher`'s current KEK, in one transaction under the
+ * signing keys' lock (there are a handful of keys); answers how many were sealed anew. Makes no key
+ * when there is none (the `reencrypt-secrets` command of src/cli/SecretCommands.ts).
+ */
+export const resealSigningKeys = (cipher: SigningKeyCipher["Service"]) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* Effect.gen(function*() {
+      yield* lockKeys(sql)
+      return yield* sealAll(sql, cipher)
+    }).pipe(sql.withTransaction)
+  }).pipe(Effect.catchTags({ SqlError: Effect.die, SchemaError: Effect.die }))
+
 /**
  * The PostgreSQL store over `signing_keys`, private keys sealed by `cipher`. SQL and decode failures
  * are defects; only `SigningKeysUndecryptable` is an error.
@@ -113,9 +156,7 @@ export const makePgKeyStore = (cipher: SigningKeyCipher["Service"]) =>
     const sql = yield* SqlClient.SqlClient
     const decodeRows = Schema.decodeUnknownEffect(Schema.Array(KeyRow))
     const decodeState = Schema.decodeUnknownEffect(Schema.Array(StateRow))
-    const decodeUnsealed = Schema.decodeUnknownEffect(Schema.Array(UnsealedRow))
-    // Serialises key creation, sealing and rotation across processes for the duration of one transaction.
-    const lock = sql`SELECT pg_advisory_xact_lock(${AdvisoryLockClass.signingKeys}::int4, 0)`
+    const lock = lockKeys(sql)
     // One read on every reload: is there a signing key, and is any private key not sealed under the
     // current key-encryption key (a row from before migrations/0011, or sealed under an earlier KEK)?
     const state = sql`
@@ -124,22 +165,6 @@ export const makePgKeyStore = (cipher: SigningKeyCipher["Service"]) =>
                               OR private_jwk_encrypted ->> 'kek' IS DISTINCT FROM ${cipher.kekId}), false) AS "unsealed"
       FROM signing_keys
     `.pipe(Effect.flatMap(decodeState), Effect.map((rows) => rows[0] ?? { hasKey: false, unsealed: false }))
-    const sealAll = Effect.gen(function*() {
-      const rows = yield* sql`
-        SELECT kid, private_jwk AS "plaintext", private_jwk_encrypted AS "sealed"
-        FROM signing_keys
-        WHERE private_jwk IS NOT NULL OR private_jwk_encrypted ->> 'kek' IS DISTINCT FROM ${cipher.kekId}
-      `.pipe(Effect.flatMap(decodeUnsealed))
-      for (const row of rows) {
-        const jwk = row.plaintext ?? (yield* cipher.open(row.kid, row.sealed))
-        yield* sql`
-          UPDATE signing_keys
-          SET private_jwk_encrypted = ${JSON.stringify(cipher.seal(row.kid, jwk))}::jsonb, private_jwk = NULL
-          WHERE kid = ${row.kid}
-        `
-      }
-      if (rows.length > 0) yield* Effect.logInfo("sealed signing keys").pipe(Effect.annotateLogs({ keys: rows.length }))
-    })
     const insert = (key: NewKey, graceSeconds: number) =>
       sql`
         INSERT INTO signing_keys (kid, alg, private_jwk_encrypted, public_jwk, activates_at)
@@ -182,7 +207,7 @@ export const makePgKeyStore = (cipher: SigningKeyCipher["Service"]) =>
           const candidate = before.hasKey ? undefined : yield* generate
           yield* Effect.gen(function*() {
             yield* lock
-            yield* sealAll
+            yield* sealAll(sql, cipher)
             const now = yield* state
             if (!now.hasKey) yield* insert(candidate ?? (yield* generate), 0)
           }).pipe(sql.withTransaction)

@@ -24,7 +24,7 @@
  * state. A sign-in at or after it satisfies both `max_age` (even `max_age=0`) and `prompt=login`, so
  * the fresh sign-in is never judged too old and the browser never loops back to the sign-in page.
  */
-import { Context, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { Context, Effect, Layer, Option, Result, Schema } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
@@ -32,6 +32,7 @@ import { type AuthorizeParams, AuthorizeParams as AuthorizeParamsSchema } from "
 import type { EnvelopeCodeName } from "../../../schema/Identity/Envelope.js"
 import type { OAuthErrorCode } from "../../../schema/Identity/OAuthError.js"
 import { AppSecret } from "../../platform/Config.js"
+import { hmacKeys, matchesAny } from "../../platform/KeyRing.js"
 import type { EndUser } from "../auth/EndUsers.js"
 import { EndUsers } from "../auth/EndUsers.js"
 import type { Client } from "../clients/Clients.js"
@@ -117,8 +118,9 @@ export class Authorize extends Context.Service<Authorize>()("identity/Authorize"
     const grants = yield* Grants
     const endUsers = yield* EndUsers
     const sql = yield* SqlClient.SqlClient
-    const { secret } = yield* AppSecret
-    const markerKey = Crypto.createHmac("sha256", Redacted.value(secret)).update("shiori/auth-after/v1").digest()
+    const { ring } = yield* AppSecret
+    // Signed with the current key; a marker signed before a rotation still reads (src/platform/KeyRing.ts).
+    const markerKeys = hmacKeys(ring, "shiori/auth-after/v1")
 
     /** The database's clock, the one `sessions.auth_time` comes from. */
     const databaseNow = sql<{ now: Date }>`SELECT now() AS now`.pipe(
@@ -126,7 +128,7 @@ export class Authorize extends Context.Service<Authorize>()("identity/Authorize"
       Effect.orDie
     )
 
-    const markerMac = (params: AuthorizeParams, millis: number) =>
+    const markerMac = (params: AuthorizeParams, millis: number, markerKey: Buffer = markerKeys[0]!) =>
       Crypto.createHmac("sha256", markerKey)
         .update(`${params.client_id ?? ""}\n${params.redirect_uri ?? ""}\n${params.state ?? ""}\n${millis}`)
         .digest("base64url")
@@ -138,7 +140,9 @@ export class Authorize extends Context.Service<Authorize>()("identity/Authorize"
         : /^([0-9]{1,15})\.([A-Za-z0-9_-]{43})$/.exec(params.auth_after)
       if (match === null) return null
       const millis = Number(match[1])
-      return constantTimeEquals(match[2]!, markerMac(params, millis)) ? millis : null
+      return matchesAny(markerKeys, (key) => constantTimeEquals(match[2]!, markerMac(params, millis, key)))
+        ? millis
+        : null
     }
 
     const errorLocation = (

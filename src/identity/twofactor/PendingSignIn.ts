@@ -13,10 +13,11 @@
  * factor changes, and it keeps a digest of the password hash it was issued under: a password
  * change, whichever way it is made, leaves the row unusable.
  */
-import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { AppSecret } from "../../platform/Config.js"
+import { hmacKeys, matchesAny } from "../../platform/KeyRing.js"
 import { constantTimeEquals } from "../crypto/Secrets.js"
 
 /** How long the code step may follow the password step. */
@@ -31,9 +32,10 @@ export interface Pending {
 export class PendingSignIn extends Context.Service<PendingSignIn>()("identity/PendingSignIn", {
   make: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const { secret } = yield* AppSecret
-    const key = Crypto.createHmac("sha256", Redacted.value(secret)).update("shiori/pending-sign-in/v2").digest()
-    const mac = (userId: number, exp: number, nonce: string, binding: string) =>
+    const { ring } = yield* AppSecret
+    // Issued under the current key; one issued before a rotation still verifies (src/platform/KeyRing.ts).
+    const keys = hmacKeys(ring, "shiori/pending-sign-in/v2")
+    const macWith = (key: Buffer, userId: number, exp: number, nonce: string, binding: string) =>
       Crypto.createHmac("sha256", key).update(`${userId}\n${exp}\n${nonce}\n${binding}`).digest("base64url")
     // The account's password hash as it is now; a row issued under another one is void.
     const currentDigest = sql`sha256(convert_to(u.password_hash, 'UTF8'))`
@@ -51,7 +53,7 @@ export class PendingSignIn extends Context.Service<PendingSignIn>()("identity/Pe
         SELECT ${nonce}, u.id, ${currentDigest}, to_timestamp(${exp}::float8)
         FROM users u WHERE u.id = ${userId}
       `.pipe(Effect.orDie)
-      return `${userId}.${exp}.${nonce}.${mac(userId, exp, nonce, binding)}`
+      return `${userId}.${exp}.${nonce}.${macWith(keys[0]!, userId, exp, nonce, binding)}`
     })
 
     /** A genuine, unexpired, unused pending sign-in of this browser, issued under the current password. */
@@ -63,7 +65,10 @@ export class PendingSignIn extends Context.Service<PendingSignIn>()("identity/Pe
       const exp = Number(match[2])
       const nonce = match[3]!
       const now = yield* Clock.currentTimeMillis
-      if (exp <= now / 1000 || !constantTimeEquals(match[4]!, mac(userId, exp, nonce, binding))) {
+      if (
+        exp <= now / 1000 ||
+        !matchesAny(keys, (key) => constantTimeEquals(match[4]!, macWith(key, userId, exp, nonce, binding)))
+      ) {
         return Option.none<Pending>()
       }
       const rows = yield* sql`

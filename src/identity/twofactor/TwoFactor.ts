@@ -4,8 +4,10 @@
  *
  * - Set-up keeps a pending secret (shown once as base32, an `otpauth://` URI and a QR code) until a
  *   first valid code confirms it; then `users.totp_enabled_at` is set and the recovery codes are
- *   made. Secrets are stored AES-256-GCM encrypted under a key derived from `SHIORI_SECRET`
- *   (src/identity/keys/SigningKeyCipher.ts helpers), the user id authenticated alongside.
+ *   made. Secrets are stored AES-256-GCM encrypted under a key derived from `SHIORI_SECRET`, the
+ *   user id authenticated alongside (src/identity/twofactor/TotpSecrets.ts). One sealed under a
+ *   secret of `SHIORI_SECRET_PREVIOUS` still opens, and the transaction that accepts a code of it
+ *   seals it anew under the current secret.
  * - A code of the current step, the one before (transmission delay, RFC 6238 section 5.2) or the
  *   one after (a phone clock slightly ahead) is accepted, and only for a step later than the last
  *   accepted one: a code works once, and an older code never after a newer one (section 5.2).
@@ -34,7 +36,6 @@ import type { Attempt, BucketPolicy } from "../../platform/RateLimiter.js"
 import { RateLimiter } from "../../platform/RateLimiter.js"
 import { Passwords } from "../crypto/Passwords.js"
 import { constantTimeEquals, sha256Hex } from "../crypto/Secrets.js"
-import { deriveSecretKey, gcmOpen, gcmSeal } from "../keys/SigningKeyCipher.js"
 import { Mailer } from "../mail/Mailer.js"
 import type { Session } from "../sessions/Sessions.js"
 import { endSignInsOf } from "../sessions/Sessions.js"
@@ -44,6 +45,8 @@ import { refused, retryAfter } from "../shared/Refused.js"
 import type { User } from "../users/Users.js"
 import type { Pending } from "./PendingSignIn.js"
 import { PendingSignIn } from "./PendingSignIn.js"
+import type { OpenedSecret } from "./TotpSecrets.js"
+import { makeTotpCipher, SealedSecret } from "./TotpSecrets.js"
 
 /**
  * The signed-in account a change is for and the session it is made from: an `EndUser`
@@ -70,7 +73,6 @@ export const RECOVERY_CODE_COUNT = 10
 const RECOVERY_CODE_BYTES = 10
 /** The name authenticator apps show next to the account. */
 const OTP_ISSUER = "shiori"
-const HKDF_INFO = "shiori totp-secret encryption v1"
 /**
  * Wrong current passwords per account: the bucket (`password-change:<id>`) and the policy of a
  * password change (src/identity/account/Account.ts), so guesses add up whichever change makes them.
@@ -97,14 +99,6 @@ const changeMail = (state: "on" | "off") => {
 export type Amr = ReadonlyArray<"pwd" | "otp">
 export const PASSWORD_ONLY: Amr = ["pwd"]
 export const PASSWORD_AND_OTP: Amr = ["pwd", "otp"]
-
-const SealedSecret = Schema.Struct({
-  v: Schema.Literal(1),
-  alg: Schema.Literal("A256GCM"),
-  iv: Schema.String,
-  tag: Schema.String,
-  ct: Schema.String
-})
 
 const Id = Schema.Union([Schema.Number, Schema.NumberFromString])
 
@@ -178,24 +172,25 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
     const passwords = yield* Passwords
     const mailer = yield* Mailer
     const pendingSignIns = yield* PendingSignIn
-    const { secret: appSecret } = yield* AppSecret
-    const key = deriveSecretKey(appSecret, HKDF_INFO)
+    const { ring } = yield* AppSecret
+    const cipher = makeTotpCipher(ring)
     const decodeTotp = Schema.decodeUnknownEffect(Schema.Array(TotpRow))
     const decodeStatus = Schema.decodeUnknownEffect(Schema.Array(StatusRow))
 
-    // The user id is authenticated with the ciphertext: copied into another user's row it does not open.
-    const seal = (userId: number, secret: string) =>
-      JSON.stringify({ v: 1, alg: "A256GCM", ...gcmSeal(key, String(userId), secret) })
-    const open = (userId: number, sealed: typeof SealedSecret.Type) =>
+    const seal = cipher.seal
+    const open = (userId: number, sealed: SealedSecret) =>
       Effect.gen(function*() {
-        const plain = gcmOpen(key, String(userId), sealed)
-        if (plain === undefined) {
-          yield* Effect.logWarning("a TOTP secret does not decrypt: was SHIORI_SECRET changed?").pipe(
-            Effect.annotateLogs({ userId })
-          )
+        const opened = cipher.open(userId, sealed)
+        if (Option.isNone(opened)) {
+          yield* Effect.logWarning(
+            "a TOTP secret does not decrypt: was SHIORI_SECRET changed without listing the earlier one in " +
+              "SHIORI_SECRET_PREVIOUS?"
+          ).pipe(Effect.annotateLogs({ userId }))
         }
-        return Option.fromNullishOr(plain)
+        return opened
       })
+    /** The stored form of an opened secret under the current key when it was opened under a previous one. */
+    const resealed = (userId: number, opened: OpenedSecret) => opened.stale ? seal(userId, opened.secret) : null
 
     const setupInfo = (secret: string, label: string) =>
       Effect.gen(function*() {
@@ -291,11 +286,15 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
         if (row.secret === null) return yield* refused("TWO_FACTOR_INVALID")
         const secret = yield* open(userId, row.secret)
         if (Option.isNone(secret)) return yield* refused("TWO_FACTOR_INVALID")
-        const step = yield* matchingStep(secret.value, presented.code, row.last_step)
+        const step = yield* matchingStep(secret.value.secret, presented.code, row.last_step)
         if (step === undefined) return yield* refused("TWO_FACTOR_INVALID")
-        yield* sql`UPDATE two_factor_totp SET last_step = ${step}, updated_at = now() WHERE user_id = ${userId}`.pipe(
-          Effect.orDie
-        )
+        // A secret sealed under a previous SHIORI_SECRET is sealed anew with the accepted code.
+        yield* sql`
+          UPDATE two_factor_totp
+          SET last_step = ${step}, secret = coalesce(${resealed(userId, secret.value)}::jsonb, secret),
+              updated_at = now()
+          WHERE user_id = ${userId}
+        `.pipe(Effect.orDie)
       })
 
     /**
@@ -370,7 +369,7 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
       if (row !== undefined && row.secret !== null) return yield* refused("CONFLICT")
       if (row !== undefined && row.pending_live && row.pending_secret !== null) {
         const secret = yield* open(userId, row.pending_secret)
-        if (Option.isSome(secret)) return yield* setupInfo(secret.value, label)
+        if (Option.isSome(secret)) return yield* setupInfo(secret.value.secret, label)
       }
       return yield* setup(userId, label)
     })
@@ -398,11 +397,13 @@ export class TwoFactor extends Context.Service<TwoFactor>()("identity/TwoFactor"
           }
           const secret = yield* open(userId, row.value.pending_secret)
           if (Option.isNone(secret)) return yield* refused("TWO_FACTOR_INVALID")
-          const step = yield* matchingStep(secret.value, presented.code, null)
+          const step = yield* matchingStep(secret.value.secret, presented.code, null)
           if (step === undefined) return yield* refused("TWO_FACTOR_INVALID")
           yield* sql`
             UPDATE two_factor_totp
-            SET secret = pending_secret, pending_secret = NULL, pending_expires_at = NULL, last_step = ${step},
+            SET secret = coalesce(${
+            resealed(userId, secret.value)
+          }::jsonb, pending_secret), pending_secret = NULL, pending_expires_at = NULL, last_step = ${step},
                 confirmed_at = now(), updated_at = now()
             WHERE user_id = ${userId}
           `.pipe(Effect.orDie)

@@ -8,12 +8,13 @@
  * The cookie is `shiori_csrf`, `__Host-shiori_csrf` over https (src/identity/shared/IdentityConfig.ts),
  * so no other host of the domain can plant one; it is minted on a browser's first form.
  */
-import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpServerResponse } from "effect/http"
 import * as Crypto from "node:crypto"
 import { EnvelopeCodes } from "../../../../schema/Identity/Envelope.js"
 import { AppSecret } from "../../../platform/Config.js"
+import { hmacKeys, matchesAny } from "../../../platform/KeyRing.js"
 import type { EndUser } from "../../auth/EndUsers.js"
 import { constantTimeEquals, randomToken } from "../../crypto/Secrets.js"
 import { page } from "../../http/Responses.js"
@@ -35,13 +36,15 @@ export interface FormToken {
 
 export class Csrf extends Context.Service<Csrf>()("identity/Csrf", {
   make: Effect.gen(function*() {
-    const { secret } = yield* AppSecret
+    const { ring } = yield* AppSecret
     const config = yield* IdentityConfig
     const cookieName = config.cookies.csrf
     const ctx = { basePath: config.basePath }
-    const key = Crypto.createHmac("sha256", Redacted.value(secret)).update("shiori/csrf/v1").digest()
-    const mac = (purpose: CsrfPurpose, binding: string, exp: number) =>
+    // Issued under the current key; a form loaded before a rotation still posts (src/platform/KeyRing.ts).
+    const keys = hmacKeys(ring, "shiori/csrf/v1")
+    const macWith = (key: Buffer, purpose: CsrfPurpose, binding: string, exp: number) =>
       Crypto.createHmac("sha256", key).update(`${purpose}\n${binding}\n${exp}`).digest("base64url")
+    const mac = (purpose: CsrfPurpose, binding: string, exp: number) => macWith(keys[0]!, purpose, binding, exp)
     const binding = (cookie: string, endUser: Option.Option<EndUser>) =>
       `${cookie}|${Option.match(endUser, { onNone: () => "", onSome: (u) => u.session.id })}`
 
@@ -87,7 +90,9 @@ export class Csrf extends Context.Service<Csrf>()("identity/Csrf", {
         const match = /^([0-9]{1,12})\.([A-Za-z0-9_-]{43})$/.exec(token)
         if (match === null) return false
         const exp = Number(match[1])
-        return exp > now / 1000 && constantTimeEquals(match[2]!, mac(purpose, binding(cookie, endUser), exp))
+        const bound = binding(cookie, endUser)
+        return exp > now / 1000 &&
+          matchesAny(keys, (key) => constantTimeEquals(match[2]!, macWith(key, purpose, bound, exp)))
       })
 
     /** The 403 page for a form whose token is missing, forged or expired. */
