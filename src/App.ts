@@ -9,6 +9,7 @@ import { IdentityServerLive } from "./identity/IdentityServer.js"
 import { AppSecret, ServerConfig } from "./platform/Config.js"
 import { DatabaseUrlLive, MigratorLive, SqlLive } from "./platform/Database.js"
 import { MediaStore } from "./platform/MediaStore.js"
+import { MetricsServerLive } from "./platform/Metrics.js"
 import { ServerSecretPolicyLive } from "./platform/SecretPolicy.js"
 import { TracingLive } from "./platform/Tracing.js"
 
@@ -42,8 +43,11 @@ export const InfrastructureLive = MigratorLive.pipe(
   Layer.provideMerge(SettingsLive)
 )
 
-/** Everything `npm start` runs; the logger (src/platform/Logging.ts) is provided around it by main.ts. */
-export const MainLive = ServersLive.pipe(
+/**
+ * Everything `npm start` runs; the logger (src/platform/Logging.ts) is provided around it by main.ts.
+ * The metrics listener (`METRICS_PORT`) is one per process, whichever servers it runs.
+ */
+export const MainLive = Layer.merge(ServersLive, MetricsServerLive).pipe(
   Layer.provide(DemoCatalogLive),
   Layer.provide(InfrastructureLive)
 )

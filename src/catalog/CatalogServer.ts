@@ -10,6 +10,7 @@ import { withCompression } from "../platform/Compression.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
 import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListener.js"
+import { withRequestMetrics } from "../platform/Metrics.js"
 import { problemMiddleware, problemResponsesLayer, startingProblem } from "../platform/ProblemMiddleware.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { ExactSlashes, RouteTable } from "../platform/RouteTable.js"
@@ -95,13 +96,16 @@ export const CatalogApiLive = HttpApiBuilder.layer(CatalogApiDocumented, { opena
   )
 )
 
+const catalogRequestMetrics = withRequestMetrics("catalog")
+
 /**
- * What wraps every request, outermost first: the hang-up guard, the request id, compression. It is
- * router middleware (the server's own middleware runs after the response is sent, so it could not
- * change it) and installed before the problem middleware, which makes it the outer one.
+ * What wraps every request, outermost first: the hang-up guard, the request id, the request
+ * metrics, compression. It is router middleware (the server's own middleware runs after the response
+ * is sent, so it could not change it) and installed before the problem middleware, which makes it
+ * the outer one.
  */
 const CatalogRequestLive = HttpRouter.middleware(
-  (app) => completeOnHangUp(withRequestId(withCompression(app))),
+  (app) => completeOnHangUp(withRequestId(catalogRequestMetrics(withCompression(app)))),
   { global: true }
 )
 

@@ -11,6 +11,7 @@ import { IdentityApi } from "../../schema/Api/IdentityApi.js"
 import { ServerConfig } from "../platform/Config.js"
 import { healthHandlers } from "../platform/Health.js"
 import { completeOnHangUp, listen, runToCompletion } from "../platform/HttpListener.js"
+import { withRequestMetrics } from "../platform/Metrics.js"
 import { withRequestId } from "../platform/RequestId.js"
 import { ExactSlashes } from "../platform/RouteTable.js"
 import { HttpAccountLive } from "./http/AccountHttp.js"
@@ -85,9 +86,11 @@ const withSecurityHeaders = <E, R>(
     }))
   ).pipe(Effect.andThen(app))
 
+const identityRequestMetrics = withRequestMetrics("identity")
+
 /**
- * What wraps every request, outermost first: the hang-up guard, the request id, the security
- * headers. It is router middleware installed before the error middleware, which makes it the outer
+ * What wraps every request, outermost first: the hang-up guard, the request id, the request
+ * metrics (src/platform/Metrics.ts), the security headers. It is router middleware installed before the error middleware, which makes it the outer
  * one; its headers go on through pre-response handlers, so the error middleware's answers (and a
  * failure that escapes it) get them too.
  */
@@ -95,7 +98,7 @@ const IdentityRequestLive = HttpRouter.middleware(
   Effect.map(
     IdentityConfig,
     (config) => (app: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>) =>
-      completeOnHangUp(withRequestId(withSecurityHeaders(app, config.hsts)))
+      completeOnHangUp(withRequestId(identityRequestMetrics(withSecurityHeaders(app, config.hsts))))
   ),
   { global: true }
 )

@@ -25,6 +25,7 @@
  */
 import { Clock, Context, Deferred, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { countRateLimitRefusal } from "./Metrics.js"
 import { serializeBareItem, serializeList } from "./StructuredFields.js"
 
 export interface BucketPolicy {
@@ -83,6 +84,15 @@ const fromLease = (lease: LeaseResult): TakeResult => ({
   allowed: lease.granted > 0,
   retryAfterSeconds: lease.retryAfterSeconds
 })
+
+/**
+ * A verdict of `take` or `admit`, a refusal counted by limiter (src/platform/Metrics.ts). `takeUpTo`
+ * is not counted: it is how a leased budget refills, whose refusals `makeLeasedBudget` counts.
+ */
+const counted = (key: string) => (result: TakeResult): TakeResult => {
+  if (!result.allowed) countRateLimitRefusal(key)
+  return result
+}
 
 const retryAfter = (tokens: number, policy: BucketPolicy): number =>
   Math.max(1, Math.ceil((1 - tokens) / policy.refillPerSecond))
@@ -180,9 +190,9 @@ export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClien
     })
 
     return RateLimiter.of({
-      take: (key, policy) => Effect.map(takeUpTo(key, policy, 1), fromLease),
+      take: (key, policy) => Effect.map(takeUpTo(key, policy, 1), (lease) => counted(key)(fromLease(lease))),
       takeUpTo,
-      admit,
+      admit: (attempt) => Effect.map(admit(attempt), counted(attempt.bucket)),
       succeeded
     })
   })
@@ -284,9 +294,9 @@ export const makeMemoryRateLimiter = Effect.sync(() => {
     })
 
   return RateLimiter.of({
-    take: (key, policy) => Effect.map(takeUpTo(key, policy, 1), fromLease),
+    take: (key, policy) => Effect.map(takeUpTo(key, policy, 1), (lease) => counted(key)(fromLease(lease))),
     takeUpTo,
-    admit,
+    admit: (attempt) => Effect.map(admit(attempt), counted(attempt.bucket)),
     succeeded
   })
 })
@@ -361,6 +371,7 @@ export const makeLeasedBudget = (
         )
         const now = yield* Clock.currentTimeMillis
         if (taken.granted === 0) {
+          countRateLimitRefusal(key)
           if (blockedUntil.size > LEASE_KEYS_MAX) blockedUntil.clear()
           blockedUntil.set(key, now + taken.retryAfterSeconds * 1000)
           return { retryAfterSeconds: taken.retryAfterSeconds, remaining: 0 }
@@ -397,7 +408,10 @@ export const makeLeasedBudget = (
     const take = (key: string): Effect.Effect<Admission> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const wait = blocked(key, now)
-        if (wait > 0) return Effect.succeed({ retryAfterSeconds: wait, remaining: 0 })
+        if (wait > 0) {
+          countRateLimitRefusal(key)
+          return Effect.succeed({ retryAfterSeconds: wait, remaining: 0 })
+        }
         const spent = takeNow(key, now)
         return spent !== undefined ? Effect.succeed(spent) : refillAndTake(key)
       })

@@ -204,7 +204,7 @@ describe("catalog freshness across processes (docs/api-contract.md, \"Caching, E
       Effect.gen(function*() {
         const changes = yield* CatalogChanges
         const sql = yield* SqlClient.SqlClient
-        const cache = yield* changes.cache<number>({ capacity: 8 })
+        const cache = yield* changes.cache<number>({ name: "test", capacity: 8 })
         /** Sends a notification and waits until this process has heard it. */
         const notified = Effect.gen(function*() {
           const before = changes.generation()

@@ -29,6 +29,7 @@ import {
 } from "../../../schema/Problem.js"
 import { addressBucket, clientAddress } from "../../platform/ClientAddress.js"
 import { type AccessTokenClaims, AccessTokenVerifier, UserStanding } from "../../platform/IdentityPort.js"
+import { cacheCounters } from "../../platform/Metrics.js"
 import { keepListening } from "../../platform/Notifications.js"
 import { makeMemoryRateLimiter } from "../../platform/RateLimiter.js"
 import type { RouteTable } from "../../platform/RouteTable.js"
@@ -91,6 +92,7 @@ export class Credentials extends Context.Service<Credentials>()("catalog/Credent
     const live = new Map<string, string>()
     /** Hashes of keys found unknown, with when they are forgotten; oldest first. */
     const misses = new Map<string, number>()
+    const credentialCache = cacheCounters("catalog_api_keys")
     /** Bumped by every eviction: a lookup that began before one is not cached (it may predate the revocation). */
     let generation = 0
 
@@ -202,7 +204,11 @@ export class Credentials extends Context.Service<Credentials>()("catalog/Credent
       const hash = hashKeyHex(token)
       const now = Date.now()
       const cached = cache.get(hash)
-      if (cached !== undefined && cached.expires > now) return Effect.succeed(cached.principal)
+      if (cached !== undefined && cached.expires > now) {
+        credentialCache.hitUnsafe()
+        return Effect.succeed(cached.principal)
+      }
+      credentialCache.missUnsafe()
       return lookUpKey(token, hash, now, request)
     }
 

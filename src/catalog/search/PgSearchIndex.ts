@@ -122,10 +122,16 @@ export const PgSearchIndexLive = Layer.effect(
     // Capacities as before; freshness is the catalog's one model (CatalogChanges.ts): emptied at
     // every change, kept `CATALOG_CACHE_SECONDS` at most.
     const changes = yield* CatalogChanges
-    const resultSets = yield* changes.cache<ResultSet>({ capacity: 16 })
-    const counts = yield* changes.cache<number>({ capacity: 512 })
-    const facetCache = yield* changes.cache<Readonly<Record<string, ReadonlyArray<FacetValue>>>>({ capacity: 256 })
-    const statsCache = yield* changes.cache<{ readonly sfw: GateStats; readonly nsfw: GateStats }>({ capacity: 1 })
+    const resultSets = yield* changes.cache<ResultSet>({ name: "catalog_search_results", capacity: 16 })
+    const counts = yield* changes.cache<number>({ name: "catalog_search_counts", capacity: 512 })
+    const facetCache = yield* changes.cache<Readonly<Record<string, ReadonlyArray<FacetValue>>>>({
+      name: "catalog_search_facets",
+      capacity: 256
+    })
+    const statsCache = yield* changes.cache<{ readonly sfw: GateStats; readonly nsfw: GateStats }>({
+      name: "catalog_search_stats",
+      capacity: 1
+    })
 
     /** The rows of `work_search` a query matches (the trigram index narrows, `strpos` decides). */
     const matches = (match: Match) => sql`s.key LIKE ${match.pattern} AND strpos(s.norm, ${match.needle}) > 0`

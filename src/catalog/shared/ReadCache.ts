@@ -32,6 +32,7 @@
  * Its layer also provides `CatalogChanges`, for the other caches of the same server.
  */
 import { Config, Context, Deferred, Duration, Effect, Exit, Layer } from "effect"
+import { cacheCounters } from "../../platform/Metrics.js"
 import { makeByteLru } from "./ByteLru.js"
 import { CATALOG_CHANNEL, CatalogChanges } from "./CatalogChanges.js"
 
@@ -45,6 +46,7 @@ export class ReadCache extends Context.Service<ReadCache>()("catalog/ReadCache",
 
     const entries = makeByteLru<unknown>({ maxWeight, ttlMs })
     const pending = new Map<string, Deferred.Deferred<unknown, unknown>>()
+    const counted = cacheCounters("catalog_read")
     yield* changes.onChange(() => {
       entries.clear()
       pending.clear()
@@ -57,7 +59,12 @@ export class ReadCache extends Context.Service<ReadCache>()("catalog/ReadCache",
     const through = <A, E>(key: string, compute: Effect.Effect<A, E>, weigh: (value: A) => number) =>
       maxWeight === 0 ? compute : Effect.suspend((): Effect.Effect<A, E> => {
         const cached = entries.get(key)
-        if (cached !== undefined) return Effect.succeed(cached as A)
+        if (cached !== undefined) {
+          counted.hitUnsafe()
+          return Effect.succeed(cached as A)
+        }
+        // A miss, whether this request computes the answer or waits for another's computation.
+        counted.missUnsafe()
         const running = pending.get(key) as Deferred.Deferred<A, E> | undefined
         if (running !== undefined) return Deferred.await(running)
         const started = changes.generation()

@@ -13,7 +13,7 @@ import { StatsRepo } from "./StatsRepo.js"
 export class Stats extends Context.Service<Stats>()("catalog/Stats", {
   make: Effect.gen(function*() {
     const repo = yield* StatsRepo
-    const cache = yield* (yield* CatalogChanges).cache<CatalogStats>({ capacity: 2 })
+    const cache = yield* (yield* CatalogChanges).cache<CatalogStats>({ name: "catalog_stats", capacity: 2 })
     const get = (limit: ContentLimit) =>
       cache.get(limit, repo.counts(limit === "nsfw")).pipe(Effect.withSpan("Stats.get"))
     return { get } as const

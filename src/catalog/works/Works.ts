@@ -86,7 +86,10 @@ export class Works extends Context.Service<Works>()("catalog/Works", {
     const index = yield* SearchIndex
     const cursors = yield* Cursors
     const gone = yield* Gone
-    const listingCounts = yield* (yield* CatalogChanges).cache<number>({ capacity: 512 })
+    const listingCounts = yield* (yield* CatalogChanges).cache<number>({
+      name: "catalog_listing_counts",
+      capacity: 512
+    })
 
     /** Items (JSON text) with their parts spliced in, in the order of `rows`. */
     const withParts = Effect.fn("Works.withParts")(function*(

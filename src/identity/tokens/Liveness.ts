@@ -12,6 +12,7 @@
  */
 import { Clock, Config, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import { cacheCounters } from "../../platform/Metrics.js"
 import { userAlongside } from "../users/Users.js"
 
 export interface LivenessClaims {
@@ -86,6 +87,7 @@ const CACHE_MAX = 50_000
 /** `check` behind a cache: "alive" for `ttlMillis`, "dead" until evicted by size (it never revives). */
 export const cachedLiveness = (check: LivenessCheck, ttlMillis: number): LivenessCheck => {
   const cache = new Map<string, { readonly live: boolean; readonly expires: number }>()
+  const counted = cacheCounters("identity_token_liveness")
   return {
     isLive: (claims) =>
       Effect.gen(function*() {
@@ -93,7 +95,11 @@ export const cachedLiveness = (check: LivenessCheck, ttlMillis: number): Livenes
         if (key === "") return false
         const now = yield* Clock.currentTimeMillis
         const cached = cache.get(key)
-        if (cached !== undefined && cached.expires > now) return cached.live
+        if (cached !== undefined && cached.expires > now) {
+          counted.hitUnsafe()
+          return cached.live
+        }
+        counted.missUnsafe()
         const live = yield* check.isLive(claims)
         if (cache.size >= CACHE_MAX) cache.clear()
         cache.set(key, { live, expires: live ? now + ttlMillis : Number.POSITIVE_INFINITY })
