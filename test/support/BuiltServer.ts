@@ -12,7 +12,7 @@ import { eventuallyAsync } from "./Eventually.js"
 const root = Path.resolve(import.meta.dirname, "../..")
 export const builtMain = Path.join(root, "dist/src/main.js")
 
-const freePort = () =>
+export const freePort = () =>
   new Promise<number>((resolve) => {
     const server = Net.createServer()
     server.listen(0, "127.0.0.1", () => {

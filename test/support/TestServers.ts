@@ -20,7 +20,8 @@ export interface TestServersShape {
 
 export class TestServers extends Context.Service<TestServers, TestServersShape>()("test/TestServers") {}
 
-const serveOn = <E, R>(http: Layer.Layer<never, E, R>) =>
+/** `http` on an ephemeral loopback port through `listen`, as the real servers are served; its base URL. */
+export const serveOn = <E, R>(http: Layer.Layer<never, E, R>) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(listen(http, { port: 0, host: "127.0.0.1" }))
     const server = Context.get(context, HttpServer.HttpServer)
