@@ -75,14 +75,15 @@ export const withRequestMetrics = (server: ServerName) => {
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
     Effect.withFiber((fiber) => {
       const started = performance.now()
-      const record = (status: number) => {
+      // Recorded synchronously when `app` exits, with no finalizer effect to allocate and run.
+      return Effect.onExitPrimitive(app, (exit) => {
         const context = fiber.context
         const method = Context.getUnsafe(context, HttpServerRequest.HttpServerRequest).method
         const route = Context.getOrUndefined(context, HttpRouter.RouteContext)?.route.path ?? UNMATCHED_ROUTE
-        seriesOf(knownMethods.has(method) ? method : "_OTHER", route, status)
+        seriesOf(knownMethods.has(method) ? method : "_OTHER", route, exit._tag === "Success" ? exit.value.status : 500)
           .updateUnsafe((performance.now() - started) / 1000, context)
-      }
-      return Effect.onExit(app, (exit) => Effect.sync(() => record(exit._tag === "Success" ? exit.value.status : 500)))
+        return undefined
+      })
     })
 }
 
