@@ -93,7 +93,7 @@ export const withRequestMetrics = (server: ServerName) => {
 
 /**
  * The hit and miss counters of one named cache (`cache_requests_total{cache, result}`), made once
- * when the cache is; `hit` and `miss` are effects to run, or `hitUnsafe`/`missUnsafe` where no effect runs.
+ * when the cache is: counting a lookup is a function call, with no effect to run.
  */
 export const cacheCounters = (cache: string) => {
   const counter = (result: "hit" | "miss") =>
@@ -102,13 +102,11 @@ export const cacheCounters = (cache: string) => {
       incremental: true,
       attributes: { cache, result }
     })
-  const hit = counter("hit")
-  const miss = counter("miss")
+  const hits = counter("hit")
+  const misses = counter("miss")
   return {
-    hit: Metric.update(hit, 1),
-    miss: Metric.update(miss, 1),
-    hitUnsafe: () => hit.updateUnsafe(1, Context.empty()),
-    missUnsafe: () => miss.updateUnsafe(1, Context.empty())
+    hit: (): void => hits.updateUnsafe(1, Context.empty()),
+    miss: (): void => misses.updateUnsafe(1, Context.empty())
   } as const
 }
 
@@ -275,7 +273,7 @@ const counter = (name: string, help: string, value: number): Family => ({
   samples: [{ suffix: "_total", labels: {}, value }]
 })
 
-const startTimeSeconds = Math.round((Date.now() - performance.now()) / 10) / 100
+const startTimeSeconds = Math.round(performance.timeOrigin) / 1000
 
 /** The process: CPU, memory, heap, event loop delay since the last scrape (then reset). */
 const processFamilies = (loop: ReturnType<typeof monitorEventLoopDelay>): Array<Family> => {

@@ -3,6 +3,7 @@
 // misses, rate-limit refusals, process and database gauges.
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
 import { DatabaseUrl } from "../../src/platform/Database.js"
@@ -120,6 +121,23 @@ describe("the metrics listener (docs/deploying.md, \"Metrics\")", () => {
         expect(after.get("nodejs_eventloop_lag_p99_seconds")?.unit).toBe("seconds")
         expect(after.get("http_server_request_duration_seconds")?.type).toBe("histogram")
         expect(after.get("rate_limit_refusals")?.type).toBe("counter")
+      }))
+
+    it.effect("a scrape the database does not answer in time answers the rest, without the database gauges", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const metrics = yield* MetricsUrl
+        // The scrape's statement counts the outbox: it waits for this lock until the scrape gives up.
+        const families = yield* sql.withTransaction(
+          Effect.andThen(sql`LOCK TABLE mail_outbox IN ACCESS EXCLUSIVE MODE`, scrape(metrics))
+        ).pipe(Effect.orDie)
+        expect(sampleValue(families, "shiori_metrics_database_up")).toBe(0)
+        expect(families.has("shiori_mail_outbox_messages")).toBe(false)
+        expect(families.has("shiori_db_connections")).toBe(false)
+        expect(sampleValue(families, "process_resident_memory_bytes")).toBeGreaterThan(0)
+        expect(families.get("http_server_request_duration_seconds")?.type).toBe("histogram")
+        // Once the lock is gone, the database answers the next scrape again.
+        expect(sampleValue(yield* scrape(metrics), "shiori_metrics_database_up")).toBe(1)
       }))
   })
 })

@@ -205,10 +205,10 @@ export class Credentials extends Context.Service<Credentials>()("catalog/Credent
       const now = Date.now()
       const cached = cache.get(hash)
       if (cached !== undefined && cached.expires > now) {
-        credentialCache.hitUnsafe()
+        credentialCache.hit()
         return Effect.succeed(cached.principal)
       }
-      credentialCache.missUnsafe()
+      credentialCache.miss()
       return lookUpKey(token, hash, now, request)
     }
 

@@ -60,11 +60,11 @@ export class ReadCache extends Context.Service<ReadCache>()("catalog/ReadCache",
       maxWeight === 0 ? compute : Effect.suspend((): Effect.Effect<A, E> => {
         const cached = entries.get(key)
         if (cached !== undefined) {
-          counted.hitUnsafe()
+          counted.hit()
           return Effect.succeed(cached as A)
         }
         // A miss, whether this request computes the answer or waits for another's computation.
-        counted.missUnsafe()
+        counted.miss()
         const running = pending.get(key) as Deferred.Deferred<A, E> | undefined
         if (running !== undefined) return Deferred.await(running)
         const started = changes.generation()

@@ -96,10 +96,10 @@ export const cachedLiveness = (check: LivenessCheck, ttlMillis: number): Livenes
         const now = yield* Clock.currentTimeMillis
         const cached = cache.get(key)
         if (cached !== undefined && cached.expires > now) {
-          counted.hitUnsafe()
+          counted.hit()
           return cached.live
         }
-        counted.missUnsafe()
+        counted.miss()
         const live = yield* check.isLive(claims)
         if (cache.size >= CACHE_MAX) cache.clear()
         cache.set(key, { live, expires: live ? now + ttlMillis : Number.POSITIVE_INFINITY })
