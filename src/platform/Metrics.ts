@@ -46,7 +46,7 @@ const requestSeries = (server: ServerName) => {
     let histogram = byStatus.get(status)
     if (histogram === undefined) {
       histogram = Metric.histogram("http_server_request_duration_seconds", {
-        description: "Duration of HTTP server requests, from the stack's first middleware to the answer.",
+        description: "Duration of HTTP server requests, from the request middleware to the answer.",
         boundaries: durationBoundaries,
         attributes: {
           server,
