@@ -57,8 +57,9 @@ const replayKeys = Number(process.env.BENCH_WRITES_REPLAY_KEYS ?? 256)
 const proposalRate = Number(process.env.BENCH_WRITES_PROPOSAL_RATE ?? 1000)
 /**
  * `BENCH_WRITES_ONLY`: comma-separated scenarios to run: create, lock (the two baseline diagnostics of
- * the event lock; with create), decide, replay, propose, amend, merge, quota (the baseline merge
- * without the quota row; with merge), merge-one, vote, news, playtimes, upload. Default: all.
+ * the event lock; with create), decide, replay, propose, amend, merge, quota (the baseline merge, vote
+ * and playtime batch without the quota row; with those), merge-one, vote, news, playtimes, upload.
+ * Default: all.
  */
 const only = new Set(
   (process.env.BENCH_WRITES_ONLY ??
@@ -1001,11 +1002,28 @@ export const writes = async (): Promise<string> => {
         !coversRanOut.includes(r.name)
     })
     const latencyRows: Array<Row> = []
+    /**
+     * Where the time of a latency-bound write goes: the same scenario on the baseline without the site's
+     * quota row (QUOTA=off), which every write of the site updates and holds until its COMMIT.
+     */
+    const withoutQuotaRow = async (
+      name: string,
+      scenario: (name: string, side: typeof baseline) => Promise<Row>,
+      base: Row
+    ) => {
+      if (!only.has("quota")) return
+      const variant = await startBaseline({ QUOTA: "off", APPLICATION_NAME: "bench-baseline-noquota" })
+      const diagnostic = await scenario(`diagnostic: baseline ${name} without the quota row`, variant)
+      rows.push({ ...diagnostic, ratio: ratioOf(diagnostic, base) })
+      await variant.proc.stop()
+      processes.splice(processes.indexOf(variant.proc), 1)
+    }
     if (only.has("vote")) {
       const base = await vote("baseline: cover vote", baseline)
       const row = latencyTarget(await vote("shiori: cover vote", ours), base, 50)
       rows.push(base, row)
       latencyRows.push(row)
+      await withoutQuotaRow("cover vote", vote, base)
     }
     if (only.has("news")) {
       const base = await news("baseline: create news item", baseline)
@@ -1016,6 +1034,7 @@ export const writes = async (): Promise<string> => {
       const row = latencyTarget(await playtimes("shiori: playtime batch of 100", ours), base, 50)
       rows.push(base, row)
       latencyRows.push(row)
+      await withoutQuotaRow("playtime batch of 100", playtimes, base)
     }
     let uploadRow: { readonly ours: Row; readonly base: Row } | undefined
     if (only.has("upload")) {
