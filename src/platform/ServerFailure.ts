@@ -31,7 +31,7 @@ export const serverFailureProblem = (
         NodeHttpServerRequest.toIncomingMessage(request).socket?.destroyed === true
       yield* clientGone
         ? Effect.logDebug("statement cancelled: the client went away", cause)
-        : Effect.logError("database unavailable", cause)
+        : Effect.logWarning("database unavailable", cause)
       return new ServiceUnavailable({ detail: "The database is unreachable.", retry_after: 5 })
     }
     if (isMediaStoreUnavailable(error)) {

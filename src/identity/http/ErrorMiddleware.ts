@@ -234,10 +234,9 @@ export const identityErrorMiddleware = HttpRouter.middleware(
             }
             if (Option.isSome(failure) || Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
             if (isDatabaseUnavailable(squashed) || isMediaStoreUnavailable(squashed)) {
-              yield* Effect.logError(
-                isMediaStoreUnavailable(squashed) ? "media store unavailable" : "database unavailable",
-                cause
-              )
+              yield* isMediaStoreUnavailable(squashed)
+                ? Effect.logError("media store unavailable", cause)
+                : Effect.logWarning("database unavailable", cause)
               return answer(
                 request,
                 { status: 503, oauth: "temporarily_unavailable", envelope: "SERVICE_UNAVAILABLE" },
