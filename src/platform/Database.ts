@@ -82,6 +82,13 @@ const PREPARED_STATEMENTS = 1_000
  * for `DATABASE_IDLE_IN_TRANSACTION_SECONDS` (60 s; 0 for none) is ended by PostgreSQL: an open
  * transaction holds locks and keeps vacuum from cleaning up after it. Both are session settings sent
  * when each connection starts.
+ *
+ * Those limits are enforced by PostgreSQL, so they do nothing when the database does not answer at
+ * all. The client's own deadlines (docs/deploying.md, "When the database misbehaves"): opening a
+ * connection may take `DATABASE_ACQUIRE_TIMEOUT_SECONDS` (5 s), and a connection left waiting
+ * `DATABASE_QUERY_TIMEOUT_SECONDS` (1 s) without a byte is closed when a probe finds the database
+ * frozen (DatabaseDeadline.ts, which owns every connection's socket). Migrations need no exception:
+ * a long statement of a database that answers the probe runs on.
  */
 /**
  * `bigint` (int8) columns, `count(*)` included, read as decimal strings, as they were with `pg` and as

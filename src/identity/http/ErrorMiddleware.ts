@@ -244,6 +244,12 @@ export const identityErrorMiddleware = HttpRouter.middleware(
                 { "retry-after": "5" }
               )
             }
+            // A request cut short (its client gone, or the drain's grace over at shutdown) fails with
+            // what the cut left behind: not a defect of the request's own.
+            if (Cause.hasInterrupts(cause)) {
+              yield* Effect.logDebug("request cut short", cause)
+              return yield* Effect.failCause(cause)
+            }
             yield* Effect.logError("unhandled defect", cause)
             return answer(
               request,
