@@ -5,13 +5,13 @@
  * restart, and SIGTERM during a freeze ends the process before the database thaws, with no
  * "unhandled defect" in its log.
  *
- * The built server (`node dist/src/main.js`) runs over a proxy that freezes (test/support/DatabaseProxy.ts)
+ * The built servers (`node dist/src/main.js`, catalog and identity) run over a proxy that freezes (test/support/DatabaseProxy.ts)
  * with a deadline of 1 s; each freeze lasts 20 s, so an answer that comes before the thaw could only
  * come from the deadline. The tests assert the order of events, not durations.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Redacted } from "effect"
-import { type BuiltServer, exited, startBuiltCatalog } from "../support/BuiltServer.js"
+import { type BuiltServer, exited, freePort, startBuiltCatalog } from "../support/BuiltServer.js"
 import { ClaimsFixture, ClaimsFixtureLive } from "../support/Claims.js"
 import { DatabaseProxy, DatabaseProxyLive } from "../support/DatabaseProxy.js"
 import { expectProblem, sleepReal } from "../support/Problems.js"
@@ -36,14 +36,32 @@ const freeze = Effect.gen(function*() {
   return { thawed: () => thawed, thaw: Effect.promise(() => thaw) }
 })
 
-/** The server over the proxy, its deadlines lowered so that they, not the thaw, answer. */
+/**
+ * Both servers of one process over the proxy, their deadlines lowered so that they, not the thaw,
+ * answer; `identity` is the identity server's base.
+ */
 const startOverProxy = Effect.gen(function*() {
   const proxy = yield* DatabaseProxy
-  return yield* startBuiltCatalog(Redacted.value(proxy.url), {
+  const identityPort = yield* Effect.promise(freePort)
+  const server = yield* startBuiltCatalog(Redacted.value(proxy.url), {
+    SHIORI_SERVE: "all",
+    IDENTITY_PORT: String(identityPort),
     DATABASE_QUERY_TIMEOUT_SECONDS: "1",
     DATABASE_ACQUIRE_TIMEOUT_SECONDS: "2"
   })
+  return { ...server, identity: `http://127.0.0.1:${identityPort}` }
 })
+
+/** A token request of an unknown client: 401 `invalid_client` once the database has said so. */
+const tokenRequest = (identity: string, thawed: () => boolean) =>
+  Effect.promise(async () => {
+    const response = await fetch(`${identity}/api/v1/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "grant_type=client_credentials&client_id=frozen-database-client&client_secret=not-a-secret"
+    })
+    return { response, beforeThaw: !thawed() }
+  })
 
 /** A request on the built server, answered with whether the database had thawed by then. */
 const request = (
@@ -77,11 +95,12 @@ describe("a frozen database (docs/deploying.md, \"When the database misbehaves\"
         expect(warm.response.status).toBe(200)
 
         const { thaw, thawed } = yield* freeze
-        const [read, write, ready, health] = yield* Effect.all([
+        const [read, write, ready, health, token] = yield* Effect.all([
           request(server, thawed, "GET", `/v2/catalog/works/${f.works[1]}`, { key }),
           request(server, thawed, "POST", "/v2/claims", { key, body: claim }),
           request(server, thawed, "GET", "/readyz"),
-          request(server, thawed, "GET", "/healthz")
+          request(server, thawed, "GET", "/healthz"),
+          tokenRequest(server.identity, thawed)
         ], { concurrency: "unbounded" })
         for (
           const [answer, path] of [[read, `/v2/catalog/works/${f.works[1]}`], [write, "/v2/claims"], [
@@ -95,6 +114,11 @@ describe("a frozen database (docs/deploying.md, \"When the database misbehaves\"
         }
         expect(health.beforeThaw).toBe(true)
         expect(health.response.status).toBe(200)
+        // The identity server answers in its own shape (RFC 6749 on a protocol path).
+        expect(token.beforeThaw).toBe(true)
+        expect(token.response.status).toBe(503)
+        expect(token.response.headers.get("retry-after")).toBe("5")
+        expect((yield* Effect.promise(() => token.response.json())).error).toBe("temporarily_unavailable")
         // Once it has answered 503, a later request during the freeze does too (nothing is stuck behind it).
         const again = yield* request(server, thawed, "GET", `/v2/catalog/works/${f.works[2]}`, { key })
         expect(again.beforeThaw).toBe(true)
@@ -107,6 +131,9 @@ describe("a frozen database (docs/deploying.md, \"When the database misbehaves\"
         const writeAfter = yield* request(server, thawed, "POST", "/v2/claims", { key, body: claim })
         expect(writeAfter.response.status, yield* Effect.promise(() => writeAfter.response.text())).toBe(201)
         expect((yield* request(server, thawed, "GET", "/readyz")).response.status).toBe(200)
+        const tokenAfter = yield* tokenRequest(server.identity, thawed)
+        expect(tokenAfter.response.status).toBe(401)
+        expect((yield* Effect.promise(() => tokenAfter.response.json())).error).toBe("invalid_client")
 
         const log = server.output()
         expect(log).not.toContain("unhandled defect")
