@@ -160,7 +160,7 @@ export const SqlLive = Layer.unwrap(
         const deadline = yield* DatabaseDeadline
         const sql = yield* PgClient.make({
           ...connection,
-          stream: deadline.stream,
+          ...(deadline.stream === undefined ? {} : { stream: deadline.stream }),
           maxConnections,
           idleTimeout: Duration.seconds(60),
           // Prepared statements live as long as their connection: recycling connections bounds

@@ -104,7 +104,10 @@ export interface DatabaseDeadlineOptions {
   /** How the pool's connections are made; the probe's connection is made the same way. */
   readonly connection: PgConnection.Config
   readonly url: Redacted.Redacted
-  /** How long a connection may wait without a byte before the database is probed (and the probe's own limit). */
+  /**
+   * How long a connection may wait without a byte before the database is probed (and the probe's
+   * own limit); zero turns the watch off.
+   */
   readonly deadline: Duration.Duration
 }
 
@@ -113,7 +116,8 @@ export interface DatabaseDeadlineOptions {
  * `stream` is the `stream` option of a `PgConnection` to `DatabaseUrl`.
  */
 export class DatabaseDeadline extends Context.Service<DatabaseDeadline, {
-  readonly stream: () => Duplex
+  /** `undefined` when the deadline is off (`0`): the driver's own sockets. */
+  readonly stream: (() => Duplex) | undefined
 }>()("platform/DatabaseDeadline") {}
 
 /** The watch over the pool's connections, for the scope's lifetime (see the module comment). */
@@ -121,6 +125,7 @@ export const makeDatabaseDeadline = (options: DatabaseDeadlineOptions) =>
   Effect.gen(function*() {
     const runFork = Effect.runForkWith(yield* Effect.context<never>())
     const deadlineMillis = Duration.toMillis(options.deadline)
+    if (!(deadlineMillis > 0)) return DatabaseDeadline.of({ stream: undefined })
     const seconds = deadlineMillis / 1000
     const connect = connectOptionsOf(options.url)
     const watched = new Set<WatchedStream>()

@@ -45,7 +45,7 @@ class ListenerLost extends Error {}
 /** One connection: connect, LISTEN, `onConnected`, then notifications until the connection is lost. */
 const session = (
   url: Redacted.Redacted,
-  stream: Option.Option<() => Duplex>,
+  stream: (() => Duplex) | undefined,
   channel: string,
   handlers: ListenHandlers,
   heartbeat: Duration.Duration
@@ -54,7 +54,7 @@ const session = (
     const { connection, notifications } = yield* Effect.gen(function*() {
       const connection = yield* PgConnection.make({
         url,
-        ...(Option.isSome(stream) ? { stream: stream.value } : {}),
+        ...(stream === undefined ? {} : { stream }),
         applicationName: listenerApplicationName(channel),
         connectTimeout: Duration.seconds(5),
         keepAlive: heartbeat
@@ -100,7 +100,7 @@ export const keepListening = (
     const url = yield* DatabaseUrl
     // Over the pool's deadline watch when there is one, so a frozen database cannot hold the
     // listener's statements, or shutdown, either (src/platform/DatabaseDeadline.ts).
-    const stream = Option.map(yield* Effect.serviceOption(DatabaseDeadline), (deadline) => deadline.stream)
+    const stream = Option.getOrUndefined(yield* Effect.serviceOption(DatabaseDeadline))?.stream
     const heartbeat = Duration.fromInputUnsafe(options.heartbeat ?? "10 seconds")
     const maxDelay = Duration.toMillis(Duration.fromInputUnsafe(options.maxRetryDelay ?? "5 seconds"))
     /** Failed attempts since the last connection that reached LISTEN. */
