@@ -45,6 +45,9 @@ export const connectOptionsOf = (url: Redacted.Redacted): Net.NetConnectOpts => 
   return host.startsWith("/") ? { path: `${host}/.s.PGSQL.${port}` } : { host, port, noDelay: true }
 }
 
+/** `pg_stat_activity.application_name` of the probe's connection. */
+export const PROBE_APPLICATION_NAME = "shiori probe"
+
 /** `SSLRequest` (PostgreSQL manual, "Message Formats"): the only message whose answer is one byte. */
 const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f])
 
@@ -171,7 +174,12 @@ export const makeDatabaseDeadline = (options: DatabaseDeadlineOptions) =>
     })
     const connectProbe = Effect.gen(function*() {
       const scope = yield* Scope.make()
-      const connection = yield* PgConnection.make({ ...options.connection, stream: open(probeStreams) }).pipe(
+      const connection = yield* PgConnection.make({
+        ...options.connection,
+        // Told apart from the pool's sessions in `pg_stat_activity` (src/platform/Metrics.ts counts those).
+        applicationName: PROBE_APPLICATION_NAME,
+        stream: open(probeStreams)
+      }).pipe(
         Scope.provide(scope),
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
