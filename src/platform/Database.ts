@@ -85,10 +85,10 @@ const PREPARED_STATEMENTS = 1_000
  *
  * Those limits are enforced by PostgreSQL, so they do nothing when the database does not answer at
  * all. The client's own deadlines (docs/deploying.md, "When the database misbehaves"): opening a
- * connection may take `DATABASE_ACQUIRE_TIMEOUT_SECONDS` (5 s), and a connection left waiting
- * `DATABASE_QUERY_TIMEOUT_SECONDS` (1 s) without a byte is closed when a probe finds the database
- * frozen (DatabaseDeadline.ts, which owns every connection's socket). Migrations need no exception:
- * a long statement of a database that answers the probe runs on.
+ * connection may take `DATABASE_ACQUIRE_TIMEOUT_SECONDS` (5 s; 0 for no limit), and a connection
+ * left waiting `DATABASE_QUERY_TIMEOUT_SECONDS` (1 s; 0 for no watch) without a byte is closed when
+ * a probe finds the database frozen (DatabaseDeadline.ts, which owns every connection's socket).
+ * Migrations need no exception: a long statement of a database that answers the probe runs on.
  */
 /**
  * `bigint` (int8) columns, `count(*)` included, read as decimal strings, as they were with `pg` and as
@@ -133,9 +133,8 @@ export const SqlLive = Layer.unwrap(
     const maxConnections = yield* Config.Int("DATABASE_POOL_SIZE").pipe(Config.withDefault(20))
     const statementTimeout = yield* Config.Number("DATABASE_STATEMENT_TIMEOUT_SECONDS").pipe(Config.withDefault(30))
     const idleInTransaction = yield* Config.Number("DATABASE_IDLE_IN_TRANSACTION_SECONDS").pipe(Config.withDefault(60))
-    const acquireTimeout = Duration.seconds(
-      yield* Config.Number("DATABASE_ACQUIRE_TIMEOUT_SECONDS").pipe(Config.withDefault(5))
-    )
+    const acquireSeconds = yield* Config.Number("DATABASE_ACQUIRE_TIMEOUT_SECONDS").pipe(Config.withDefault(5))
+    const acquireTimeout = acquireSeconds > 0 ? Duration.seconds(acquireSeconds) : Duration.infinity
     const queryTimeout = Duration.seconds(
       yield* Config.Number("DATABASE_QUERY_TIMEOUT_SECONDS").pipe(Config.withDefault(1))
     )
