@@ -2,9 +2,10 @@
 import "./ThreadPool.js"
 
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, ConfigProvider, Effect, Exit, Layer } from "effect"
+import { Cause, ConfigProvider, Duration, Effect, Exit, Layer } from "effect"
 import * as V8 from "node:v8"
 import { MainLive } from "./App.js"
+import { DRAIN_GRACE } from "./platform/HttpListener.js"
 import { LoggingLive } from "./platform/Logging.js"
 
 /**
@@ -49,6 +50,27 @@ const main = Layer.launch(MainLive).pipe(
   Effect.provide(LoggingLive),
   Effect.provide(ConfigLive)
 )
+
+/**
+ * The stop is bounded whatever the database does: the drain gives in-flight requests
+ * `DRAIN_GRACE` (src/platform/HttpListener.ts), and statements have their deadlines
+ * (src/platform/DatabaseDeadline.ts); should releasing the rest still hang, the process exits 1
+ * `SHUTDOWN_MARGIN` after that rather than wait for the database.
+ */
+const SHUTDOWN_MARGIN = Duration.seconds(5)
+const boundShutdown = () => {
+  setTimeout(() => {
+    Effect.runFork(
+      Effect.logError("shutdown did not finish in time; exiting").pipe(
+        Effect.ensuring(Effect.sync(() => process.exit(1))),
+        Effect.provide(LoggingLive),
+        Effect.provide(ConfigLive)
+      )
+    )
+  }, Duration.toMillis(Duration.sum(DRAIN_GRACE, SHUTDOWN_MARGIN))).unref()
+}
+process.once("SIGTERM", boundShutdown)
+process.once("SIGINT", boundShutdown)
 
 NodeRuntime.runMain(main, {
   disableErrorReporting: true,

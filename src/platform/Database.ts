@@ -14,6 +14,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import Pg from "pg"
+import { DatabaseDeadline, makeDatabaseDeadline } from "./DatabaseDeadline.js"
 import { startEmbeddedPostgres } from "./EmbeddedPostgres.js"
 import { MediaStore } from "./MediaStore.js"
 
@@ -81,6 +82,13 @@ const PREPARED_STATEMENTS = 1_000
  * for `DATABASE_IDLE_IN_TRANSACTION_SECONDS` (60 s; 0 for none) is ended by PostgreSQL: an open
  * transaction holds locks and keeps vacuum from cleaning up after it. Both are session settings sent
  * when each connection starts.
+ *
+ * Those limits are enforced by PostgreSQL, so they do nothing when the database does not answer at
+ * all. The client's own deadlines (docs/deploying.md, "When the database misbehaves"): opening a
+ * connection may take `DATABASE_ACQUIRE_TIMEOUT_SECONDS` (5 s; 0 for no limit), and a connection
+ * left waiting `DATABASE_QUERY_TIMEOUT_SECONDS` (1 s; 0 for no watch) without a byte is closed when
+ * a probe finds the database frozen (DatabaseDeadline.ts, which owns every connection's socket).
+ * Migrations need no exception: a long statement of a database that answers the probe runs on.
  */
 /**
  * `bigint` (int8) columns, `count(*)` included, read as decimal strings, as they were with `pg` and as
@@ -125,19 +133,18 @@ export const SqlLive = Layer.unwrap(
     const maxConnections = yield* Config.Int("DATABASE_POOL_SIZE").pipe(Config.withDefault(20))
     const statementTimeout = yield* Config.Number("DATABASE_STATEMENT_TIMEOUT_SECONDS").pipe(Config.withDefault(30))
     const idleInTransaction = yield* Config.Number("DATABASE_IDLE_IN_TRANSACTION_SECONDS").pipe(Config.withDefault(60))
-    const connectTimeout = Duration.seconds(5)
-    const client = PgClient.make({
+    const acquireSeconds = yield* Config.Number("DATABASE_ACQUIRE_TIMEOUT_SECONDS").pipe(Config.withDefault(5))
+    const acquireTimeout = acquireSeconds > 0 ? Duration.seconds(acquireSeconds) : Duration.infinity
+    const queryTimeout = Duration.seconds(
+      yield* Config.Number("DATABASE_QUERY_TIMEOUT_SECONDS").pipe(Config.withDefault(1))
+    )
+    const connection = {
       url,
       // The SQL spans' target (`db.namespace`, `server.address`, `server.port`) comes from these
       // fields, not from the URL: repeat what the URL says.
       ...spanTarget(url),
       types,
-      maxConnections,
-      idleTimeout: Duration.seconds(60),
-      connectTimeout,
-      // Prepared statements live as long as their connection: recycling connections bounds
-      // what a long-running process accumulates in PostgreSQL.
-      connectionTTL: Duration.minutes(15),
+      connectTimeout: acquireTimeout,
       preparedStatementCacheSize: PREPARED_STATEMENTS,
       applicationName: "shiori",
       startupParameters: {
@@ -146,14 +153,24 @@ export const SqlLive = Layer.unwrap(
           ? { idle_in_transaction_session_timeout: String(Math.round(idleInTransaction * 1000)) }
           : {})
       }
-    })
+    }
     return PgClient.layerFrom(
-      Effect.tap(client, (sql) =>
+      Effect.gen(function*() {
+        const deadline = yield* DatabaseDeadline
+        const sql = yield* PgClient.make({
+          ...connection,
+          ...(deadline.stream === undefined ? {} : { stream: deadline.stream }),
+          maxConnections,
+          idleTimeout: Duration.seconds(60),
+          // Prepared statements live as long as their connection: recycling connections bounds
+          // what a long-running process accumulates in PostgreSQL.
+          connectionTTL: Duration.minutes(15)
+        })
         // Fail at start-up, not at the first request, when the database cannot be reached (the pool
         // opens connections only when asked for one).
-        sql`SELECT 1`.pipe(
+        yield* sql`SELECT 1`.pipe(
           Effect.timeoutOrElse({
-            duration: connectTimeout,
+            duration: acquireTimeout,
             orElse: () =>
               Effect.fail(
                 new SqlError.SqlError({
@@ -165,7 +182,13 @@ export const SqlLive = Layer.unwrap(
                 })
               )
           })
-        ))
+        )
+        return sql
+      })
+    ).pipe(
+      Layer.provideMerge(
+        Layer.effect(DatabaseDeadline, makeDatabaseDeadline({ connection, url, deadline: queryTimeout }))
+      )
     )
   })
 ).pipe(Layer.orDie)

@@ -1,4 +1,4 @@
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Fiber } from "effect"
 import type { HttpApiGroup } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { ServiceUnavailable } from "../../schema/Problem.js"
@@ -9,8 +9,12 @@ export const healthHandlers = Effect.gen(function*() {
   return {
     healthz: () => Effect.succeed({ status: "ok" } as const),
     readyz: () =>
-      sql`SELECT 1`.pipe(
-        // Requests run uninterruptibly (HttpListener.completeOnHangUp); this ping may be cut short.
+      // The ping runs on its own and is only waited for up to 2 s (README, "Operating it"): stopping
+      // a statement waits for the database to acknowledge it, which a frozen one never does. An
+      // abandoned ping ends with its connection (src/platform/DatabaseDeadline.ts).
+      Effect.forkDetach(sql`SELECT 1`).pipe(
+        Effect.flatMap(Fiber.join),
+        // Requests run uninterruptibly (HttpListener.completeOnHangUp); this wait may be cut short.
         Effect.interruptible,
         Effect.timeout(Duration.seconds(2)),
         Effect.as({ status: "ready", database: "ok" } as const),

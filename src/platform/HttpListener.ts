@@ -19,6 +19,9 @@ import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import { makeRequestId } from "./RequestId.js"
 
+/** How long the drain waits for in-flight requests by default before it closes their connections. */
+export const DRAIN_GRACE = Duration.seconds(10)
+
 export interface ListenOptions {
   readonly port: number
   readonly host: string
@@ -117,7 +120,7 @@ export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptio
       Effect.addFinalizer(() =>
         Effect.suspend(() => {
           draining = true
-          return drain(server, inFlight, Duration.fromInputUnsafe(options.grace ?? Duration.seconds(10)))
+          return drain(server, inFlight, Duration.fromInputUnsafe(options.grace ?? DRAIN_GRACE))
         })
       )
     )

@@ -15,8 +15,10 @@
  * the heartbeat on the connection that listens.
  */
 import { PgConnection } from "@effect/sql-pg"
-import { Cause, Duration, Effect, Queue, Redacted, type Scope } from "effect"
+import { Cause, Duration, Effect, Option, Queue, type Redacted, type Scope } from "effect"
+import type { Duplex } from "node:stream"
 import { DatabaseUrl } from "./Database.js"
+import { DatabaseDeadline } from "./DatabaseDeadline.js"
 
 export interface ListenHandlers {
   /**
@@ -41,11 +43,18 @@ export const listenerApplicationName = (channel: string) => `shiori listen ${cha
 class ListenerLost extends Error {}
 
 /** One connection: connect, LISTEN, `onConnected`, then notifications until the connection is lost. */
-const session = (url: Redacted.Redacted, channel: string, handlers: ListenHandlers, heartbeat: Duration.Duration) =>
+const session = (
+  url: Redacted.Redacted,
+  stream: (() => Duplex) | undefined,
+  channel: string,
+  handlers: ListenHandlers,
+  heartbeat: Duration.Duration
+) =>
   Effect.gen(function*() {
     const { connection, notifications } = yield* Effect.gen(function*() {
       const connection = yield* PgConnection.make({
         url,
+        ...(stream === undefined ? {} : { stream }),
         applicationName: listenerApplicationName(channel),
         connectTimeout: Duration.seconds(5),
         keepAlive: heartbeat
@@ -89,6 +98,9 @@ export const keepListening = (
 ): Effect.Effect<void, never, DatabaseUrl | Scope.Scope> =>
   Effect.gen(function*() {
     const url = yield* DatabaseUrl
+    // Over the pool's deadline watch when there is one, so a frozen database cannot hold the
+    // listener's statements, or shutdown, either (src/platform/DatabaseDeadline.ts).
+    const stream = Option.getOrUndefined(yield* Effect.serviceOption(DatabaseDeadline))?.stream
     const heartbeat = Duration.fromInputUnsafe(options.heartbeat ?? "10 seconds")
     const maxDelay = Duration.toMillis(Duration.fromInputUnsafe(options.maxRetryDelay ?? "5 seconds"))
     /** Failed attempts since the last connection that reached LISTEN. */
@@ -100,7 +112,7 @@ export const keepListening = (
         Effect.andThen(handlers.onConnected, Effect.sync(() => void (failures = 0)))
       )
     }
-    yield* Effect.scoped(session(url, channel, connected, heartbeat)).pipe(
+    yield* Effect.scoped(session(url, stream, channel, connected, heartbeat)).pipe(
       Effect.catchCause((cause) =>
         Effect.suspend(() => {
           failures++

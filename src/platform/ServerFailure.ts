@@ -31,7 +31,7 @@ export const serverFailureProblem = (
         NodeHttpServerRequest.toIncomingMessage(request).socket?.destroyed === true
       yield* clientGone
         ? Effect.logDebug("statement cancelled: the client went away", cause)
-        : Effect.logError("database unavailable", cause)
+        : Effect.logWarning("database unavailable", cause)
       return new ServiceUnavailable({ detail: "The database is unreachable.", retry_after: 5 })
     }
     if (isMediaStoreUnavailable(error)) {
@@ -40,6 +40,12 @@ export const serverFailureProblem = (
     }
     if (Cause.hasInterruptsOnly(cause)) return undefined
     if (Option.isSome(Cause.findErrorOption(cause))) return undefined
+    // A request cut short (its client gone, or the drain's grace over at shutdown) fails with what
+    // the cut left behind: not a defect of the request's own.
+    if (Cause.hasInterrupts(cause)) {
+      yield* Effect.logDebug("request cut short", cause)
+      return undefined
+    }
     yield* Effect.logError("unhandled defect", cause)
     return new InternalError({ detail: "" })
   })

@@ -4,7 +4,10 @@
  *   (SQLSTATE 57014), so a request that runs to completion after its client hung up cannot hold a
  *   connection, or shutdown, forever; the pool stays usable afterwards;
  * - statements go as named prepared statements, parsed and planned once per connection
- *   (@effect/sql-pg's statement cache).
+ *   (@effect/sql-pg's statement cache);
+ * - a statement of a database that answers runs past `DATABASE_QUERY_TIMEOUT_SECONDS`: that deadline
+ *   closes connections only when a probe finds the database frozen (docs/deploying.md, "When the
+ *   database misbehaves"; the frozen case is test/platform/FrozenDatabase.test.ts).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
@@ -88,6 +91,24 @@ describe("SqlLive idle-in-transaction limit (docs/change-feed.md)", () => {
         expect(abandoned._tag).toBe("Failure")
         const [row] = yield* sql<{ n: number }>`SELECT 3::int AS n`
         expect(row!.n).toBe(3)
+      }))
+  })
+})
+
+describe("SqlLive query deadline (docs/deploying.md, \"When the database misbehaves\")", () => {
+  it.layer(sqlWith({ DATABASE_QUERY_TIMEOUT_SECONDS: "0.3" }), { timeout: "60 seconds" })((it) => {
+    it.effect("a slow statement, alone or in a transaction, runs to its end while the database answers", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        // Silent for several deadlines in a row: each time the probe is answered.
+        const [alone] = yield* sql<{ done: boolean }>`SELECT pg_sleep(1.5) IS NOT NULL AS done`
+        expect(alone!.done).toBe(true)
+        const inTransaction = yield* Effect.gen(function*() {
+          yield* sql`SELECT pg_sleep(1)`
+          const [row] = yield* sql<{ n: number }>`SELECT 1::int AS n`
+          return row!.n
+        }).pipe(sql.withTransaction)
+        expect(inTransaction).toBe(1)
       }))
   })
 })

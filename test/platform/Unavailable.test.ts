@@ -5,72 +5,28 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
-import * as Net from "node:net"
-import { DatabaseUrl } from "../../src/platform/Database.js"
+import { Effect, Layer } from "effect"
+import { DatabaseProxy, DatabaseProxyLive } from "../support/DatabaseProxy.js"
 import { ProbeServer, ProbeServerLive } from "../support/ProbeApi.js"
 import { expectProblem } from "../support/Problems.js"
 import { TestDatabaseUrlLive } from "../support/TestDatabase.js"
 import { serverLayerOptions, testConfig, TestServers, TestServersLive } from "../support/TestServers.js"
 
-/** A TCP proxy in front of PostgreSQL that a test can cut, like a network partition. */
-class Proxy
-  extends Context.Service<Proxy, { readonly cut: () => void; readonly url: Redacted.Redacted }>()("test/Proxy")
-{}
-
-const ProxyLive = Layer.effect(
-  Proxy,
-  Effect.gen(function*() {
-    const target = new URL(Redacted.value(yield* DatabaseUrl))
-    const sockets = new Set<Net.Socket>()
-    const server = Net.createServer((client) => {
-      const upstream = Net.connect(Number(target.port), target.hostname)
-      sockets.add(client).add(upstream)
-      client.pipe(upstream).pipe(client)
-      const close = () => {
-        client.destroy()
-        upstream.destroy()
-      }
-      client.on("error", close)
-      upstream.on("error", close)
-    })
-    yield* Effect.acquireRelease(
-      Effect.callback<void>((resume) => {
-        server.listen(0, "127.0.0.1", () => resume(Effect.void))
-      }),
-      () =>
-        Effect.sync(() => {
-          server.close()
-        })
-    )
-    const port = (server.address() as Net.AddressInfo).port
-    const proxied = new URL(target)
-    proxied.port = String(port)
-    return {
-      url: Redacted.make(proxied.toString()),
-      cut: () => {
-        server.close()
-        for (const socket of sockets) socket.destroy()
-      }
-    }
-  })
-).pipe(Layer.provide(TestDatabaseUrlLive))
-
 const SqlThroughProxy = Layer.unwrap(
-  Effect.map(Proxy, ({ url }) => PgClient.layer({ url, maxConnections: 4, connectTimeout: "1 second" }))
+  Effect.map(DatabaseProxy, ({ url }) => PgClient.layer({ url, maxConnections: 4, connectTimeout: "1 second" }))
 ).pipe(Layer.orDie)
 
 const Env = Layer.mergeAll(
   TestServersLive,
   ProbeServerLive.pipe(Layer.provide(SqlThroughProxy))
-).pipe(Layer.provideMerge(ProxyLive), Layer.provide(testConfig()))
+).pipe(Layer.provideMerge(DatabaseProxyLive.pipe(Layer.provide(TestDatabaseUrlLive))), Layer.provide(testConfig()))
 
 describe("database unreachable (SERVICE_UNAVAILABLE, docs/api-contract.md, \"Errors: catalog problem documents\")", () => {
   it.layer(Env, serverLayerOptions("60 seconds"))((it) => {
     it.effect("queries fail over a cut connection: 503 with Retry-After, never 500", () =>
       Effect.gen(function*() {
         const probe = yield* ProbeServer
-        const proxy = yield* Proxy
+        const proxy = yield* DatabaseProxy
         const before = yield* Effect.promise(() => fetch(`${probe}/probe/database`))
         expect(before.status).toBe(200)
         proxy.cut()

@@ -12,6 +12,7 @@ import { eventuallyAsync } from "./Eventually.js"
 const root = Path.resolve(import.meta.dirname, "../..")
 export const builtMain = Path.join(root, "dist/src/main.js")
 
+/** A TCP port nothing listens on now (for a server the test starts). */
 export const freePort = () =>
   new Promise<number>((resolve) => {
     const server = Net.createServer()

@@ -234,16 +234,21 @@ export const identityErrorMiddleware = HttpRouter.middleware(
             }
             if (Option.isSome(failure) || Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
             if (isDatabaseUnavailable(squashed) || isMediaStoreUnavailable(squashed)) {
-              yield* Effect.logError(
-                isMediaStoreUnavailable(squashed) ? "media store unavailable" : "database unavailable",
-                cause
-              )
+              yield* isMediaStoreUnavailable(squashed)
+                ? Effect.logError("media store unavailable", cause)
+                : Effect.logWarning("database unavailable", cause)
               return answer(
                 request,
                 { status: 503, oauth: "temporarily_unavailable", envelope: "SERVICE_UNAVAILABLE" },
                 "The service is temporarily unavailable.",
                 { "retry-after": "5" }
               )
+            }
+            // A request cut short (its client gone, or the drain's grace over at shutdown) fails with
+            // what the cut left behind: not a defect of the request's own.
+            if (Cause.hasInterrupts(cause)) {
+              yield* Effect.logDebug("request cut short", cause)
+              return yield* Effect.failCause(cause)
             }
             yield* Effect.logError("unhandled defect", cause)
             return answer(
