@@ -152,7 +152,7 @@ prun --rm -v "$VOLUME:/var/lib/shiori" --entrypoint /bin/sh "$IMAGE" -c \
   fail "the embedded cluster was not shut down (postmaster.pid left behind)"
 echo "the embedded cluster stopped cleanly (no postmaster.pid left)"
 
-say "started again on the same volume"
+say "started again on the same volume (the API key made before the restart must still read)"
 podman start "$NAME" >/dev/null
 probe_service "$NAME"
 stop_cleanly "$NAME"
