@@ -9,6 +9,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { PgClient, PgMigrator, PgTypes } from "@effect/sql-pg"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted, Result } from "effect"
+import * as Reactivity from "effect/reactivity/Reactivity"
 import { type Migrator, SqlClient, SqlError } from "effect/sql"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -17,6 +18,7 @@ import Pg from "pg"
 import { DatabaseDeadline, makeDatabaseDeadline } from "./DatabaseDeadline.js"
 import { startEmbeddedPostgres } from "./EmbeddedPostgres.js"
 import { MediaStore } from "./MediaStore.js"
+import { makeReadReplica, READ_APPLICATION_NAME, ReadRouting } from "./ReadReplica.js"
 
 /** Where the database lives, for code that needs a raw connection (COPY in the seeder, LISTEN). */
 export class DatabaseUrl extends Context.Service<DatabaseUrl, Redacted.Redacted>()("platform/DatabaseUrl") {}
@@ -138,7 +140,8 @@ export const SqlLive = Layer.unwrap(
     const queryTimeout = Duration.seconds(
       yield* Config.Number("DATABASE_QUERY_TIMEOUT_SECONDS").pipe(Config.withDefault(1))
     )
-    const connection = {
+    const readUrl = yield* Config.option(Config.Redacted("DATABASE_READ_URL"))
+    const connectionTo = (url: Redacted.Redacted, applicationName: string) => ({
       url,
       // The SQL spans' target (`db.namespace`, `server.address`, `server.port`) comes from these
       // fields, not from the URL: repeat what the URL says.
@@ -146,50 +149,78 @@ export const SqlLive = Layer.unwrap(
       types,
       connectTimeout: acquireTimeout,
       preparedStatementCacheSize: PREPARED_STATEMENTS,
-      applicationName: "shiori",
+      applicationName,
       startupParameters: {
         ...(statementTimeout > 0 ? { statement_timeout: String(Math.round(statementTimeout * 1000)) } : {}),
         ...(idleInTransaction > 0
           ? { idle_in_transaction_session_timeout: String(Math.round(idleInTransaction * 1000)) }
           : {})
       }
-    }
-    return PgClient.layerFrom(
+    })
+    /** A pool on `url` under its own deadline watch, for the scope's lifetime. */
+    const pool = (url: Redacted.Redacted, options: { readonly size: number; readonly applicationName: string }) =>
       Effect.gen(function*() {
-        const deadline = yield* DatabaseDeadline
+        const connection = connectionTo(url, options.applicationName)
+        const deadline = yield* makeDatabaseDeadline({ connection, url, deadline: queryTimeout })
         const sql = yield* PgClient.make({
           ...connection,
           ...(deadline.stream === undefined ? {} : { stream: deadline.stream }),
-          maxConnections,
+          maxConnections: options.size,
           idleTimeout: Duration.seconds(60),
           // Prepared statements live as long as their connection: recycling connections bounds
           // what a long-running process accumulates in PostgreSQL.
           connectionTTL: Duration.minutes(15)
         })
-        // Fail at start-up, not at the first request, when the database cannot be reached (the pool
-        // opens connections only when asked for one).
-        yield* sql`SELECT 1`.pipe(
-          Effect.timeoutOrElse({
-            duration: acquireTimeout,
-            orElse: () =>
-              Effect.fail(
-                new SqlError.SqlError({
-                  reason: new SqlError.ConnectionError({
-                    cause: new Error("timed out"),
-                    message: "PgClient: Connection timed out",
-                    operation: "connect"
-                  })
-                })
-              )
-          })
-        )
-        return sql
+        return { sql, deadline }
       })
-    ).pipe(
-      Layer.provideMerge(
-        Layer.effect(DatabaseDeadline, makeDatabaseDeadline({ connection, url, deadline: queryTimeout }))
+    /** Fail at start-up, not at the first request, when the database cannot be reached (the pool
+     * opens connections only when asked for one). */
+    const reachable = (sql: SqlClient.SqlClient) =>
+      sql`SELECT 1`.pipe(
+        Effect.timeoutOrElse({
+          duration: acquireTimeout,
+          orElse: () =>
+            Effect.fail(
+              new SqlError.SqlError({
+                reason: new SqlError.ConnectionError({
+                  cause: new Error("timed out"),
+                  message: "PgClient: Connection timed out",
+                  operation: "connect"
+                })
+              })
+            )
+        })
       )
+    const primaryPool = Effect.tap(
+      pool(url, { size: maxConnections, applicationName: "shiori" }),
+      ({ sql }) => reachable(sql)
     )
+
+    const provided = (sql: PgClient.PgClient, deadline: DatabaseDeadline["Service"]) =>
+      Context.make(PgClient.PgClient, sql).pipe(
+        Context.add(SqlClient.SqlClient, sql),
+        Context.add(DatabaseDeadline, deadline)
+      )
+    if (Option.isNone(readUrl)) {
+      return Layer.effectContext(Effect.map(primaryPool, ({ deadline, sql }) => provided(sql, deadline))).pipe(
+        Layer.provide(Reactivity.layer)
+      )
+    }
+    // A read replica (src/platform/ReadReplica.ts): a second pool, same settings, its own size. It is
+    // not required to answer at start-up: until it does, reads stay on the primary.
+    const readPoolSize = yield* Config.Int("DATABASE_READ_POOL_SIZE").pipe(Config.withDefault(maxConnections))
+    const pollInterval = Duration.millis(
+      yield* Config.Int("DATABASE_READ_POLL_MILLIS").pipe(Config.withDefault(100))
+    )
+    const staleAfter = Duration.millis(yield* Config.Int("DATABASE_READ_STALE_MILLIS").pipe(Config.withDefault(1000)))
+    return Layer.effectContext(
+      Effect.gen(function*() {
+        const primary = yield* primaryPool
+        const replica = yield* pool(readUrl.value, { size: readPoolSize, applicationName: READ_APPLICATION_NAME })
+        const { client, routing } = yield* makeReadReplica(primary.sql, replica.sql, { pollInterval, staleAfter })
+        return Context.add(provided(client, primary.deadline), ReadRouting, routing)
+      })
+    ).pipe(Layer.provide(Reactivity.layer))
   })
 ).pipe(Layer.orDie)
 

@@ -23,6 +23,20 @@ export interface EmbeddedPostgresOptions {
   /** 0 picks a free port. */
   readonly port: number
   readonly log?: (line: string) => void
+  /**
+   * Server settings (`-c name=value`) laid over the defaults below: a cluster with a streaming
+   * replica (test/support/Replica.ts) needs `wal_level=replica` and WAL senders.
+   */
+  readonly settings?: Readonly<Record<string, string>>
+}
+
+/** A private development cluster: no replicas, so COPY into fresh tables can skip the WAL. */
+const defaultSettings: Readonly<Record<string, string>> = {
+  fsync: "on",
+  max_connections: "200",
+  shared_buffers: "256MB",
+  wal_level: "minimal",
+  max_wal_senders: "0"
 }
 
 export interface EmbeddedCluster {
@@ -141,17 +155,10 @@ export const startEmbeddedPostgres = (options: EmbeddedPostgresOptions) =>
           "127.0.0.1",
           "-k",
           socketDir,
-          "-c",
-          "fsync=on",
-          "-c",
-          "max_connections=200",
-          "-c",
-          "shared_buffers=256MB",
-          // A private development cluster: no replicas, so COPY into fresh tables can skip the WAL.
-          "-c",
-          "wal_level=minimal",
-          "-c",
-          "max_wal_senders=0"
+          ...Object.entries({ ...defaultSettings, ...options.settings }).flatMap(([name, value]) => [
+            "-c",
+            `${name}=${value}`
+          ])
         ], { stdio: ["ignore", "ignore", "pipe"], ...(ids ?? {}) })
         let ready = false
         let tail = ""
@@ -159,7 +166,8 @@ export const startEmbeddedPostgres = (options: EmbeddedPostgresOptions) =>
         proc.stderr!.on("data", (chunk: string) => {
           tail = (tail + chunk).slice(-4000)
           if (options.log) { for (const line of chunk.split("\n")) if (line.trim()) options.log(line) }
-          if (!ready && chunk.includes("database system is ready to accept connections")) {
+          // A hot standby says "ready to accept read-only connections".
+          if (!ready && /database system is ready to accept (read-only )?connections/.test(tail)) {
             ready = true
             resume(Effect.succeed(proc))
           }

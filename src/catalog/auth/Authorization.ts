@@ -32,6 +32,7 @@ import { type AccessTokenClaims, AccessTokenVerifier, UserStanding } from "../..
 import { cacheCounters } from "../../platform/Metrics.js"
 import { keepListening } from "../../platform/Notifications.js"
 import { makeMemoryRateLimiter } from "../../platform/RateLimiter.js"
+import { ReadRouting } from "../../platform/ReadReplica.js"
 import type { RouteTable } from "../../platform/RouteTable.js"
 import { CatalogLimits } from "../limits/Limits.js"
 import { RequestBudget } from "../limits/RequestBudget.js"
@@ -386,15 +387,29 @@ const withLimitHeaders = (
 export const AuthorizationLive = (routes: RouteTable) =>
   Layer.effect(
     Authorization,
-    Effect.map(makeAuthorize(routes), (a) =>
-      Authorization.of({
+    Effect.gen(function*() {
+      const a = yield* makeAuthorize(routes)
+      const routing = yield* ReadRouting
+      return Authorization.of({
         bearer: (httpEffect, { endpoint }) =>
           Effect.flatMap(
             a.authenticate(endpoint),
-            (principal) => Effect.provideService(httpEffect, Principal, principal)
+            (principal) => {
+              const handled = Effect.provideService(httpEffect, Principal, principal)
+              return replicaReadable(endpoint) ? routing.reads(handled) : handled
+            }
           )
-      }))
+      })
+    })
   )
+
+/**
+ * The routes whose handlers may read from the read replica once the credential is checked
+ * (src/platform/ReadReplica.ts): the catalog's GET routes, except the change feed and redirects
+ * (`/v2/catalog/...`, docs/change-feed.md), whose positions must be the primary's.
+ */
+const replicaReadable = (endpoint: HttpApiEndpoint.Top) =>
+  endpoint.method === "GET" && !endpoint.path.startsWith("/v2/catalog/")
 
 export const WriteAuthorizationLive = (routes: RouteTable) =>
   Layer.effect(

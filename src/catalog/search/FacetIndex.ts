@@ -18,6 +18,7 @@
  */
 import { Config, Duration, Effect, Schedule, Schema, Semaphore } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
+import { onPrimary } from "../../platform/ReadReplica.js"
 
 /** The facets counted here (`content_rating` is counted from the database's two id lists). */
 export type CountedFacet = "tag_id" | "company_id" | "olang" | "medium" | "platform"
@@ -307,13 +308,15 @@ export const makeFacetIndex = Effect.gen(function*() {
   }).pipe(Effect.withSpan("FacetIndex.load"))
 
   const lock = yield* Semaphore.make(1)
+  // On the primary even inside a read routed to the replica (src/platform/ReadReplica.ts): the
+  // horizon is a transaction id of the primary's.
   const catchUp = lock.withPermits(1)(
     Effect.gen(function*() {
       const read = yield* readSince(horizon)
       table.update(read.rows)
       horizon = read.h
     })
-  )
+  ).pipe(onPrimary)
 
   if (enabled) {
     yield* load.pipe(

@@ -14,6 +14,9 @@
  * - a feed page reaching past the highest feed position this process has served (`observeFeed`, see
  *   ReadCache.ts for why that is enough for the mirror protocol).
  *
+ * Each emptying also raises the read replica's fence (src/platform/ReadReplica.ts), so reads made
+ * after it go to the primary until the replica has replayed the change.
+ *
  * The bound this gives (docs/api-contract.md, "Caching, ETags and freshness"): a read that begins
  * after a write's notification has reached the process sees the write; in practice that is within
  * milliseconds of the commit. Entries also expire after `CATALOG_CACHE_SECONDS` (default 60): that
@@ -29,6 +32,7 @@
 import { Cache, Config, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { cacheCounters } from "../../platform/Metrics.js"
 import { keepListening } from "../../platform/Notifications.js"
+import { ReadRouting } from "../../platform/ReadReplica.js"
 
 export const CATALOG_CHANNEL = "catalog_changed"
 
@@ -56,7 +60,11 @@ export class CatalogChanges extends Context.Service<CatalogChanges>()("catalog/C
     let generation = 0
     const emptiers = new Set<() => void>()
 
+    // Every emptying also raises the read replica's fence (src/platform/ReadReplica.ts), first: no
+    // read after it, and no cache refilled by one, is served by a replica that lacks the change.
+    const routing = yield* ReadRouting
     const invalidate = () => {
+      routing.raiseFence()
       generation++
       for (const empty of emptiers) empty()
     }
