@@ -404,12 +404,21 @@ export const AuthorizationLive = (routes: RouteTable) =>
   )
 
 /**
- * The routes whose handlers may read from the read replica once the credential is checked
- * (src/platform/ReadReplica.ts): the catalog's GET routes, except the change feed and redirects
- * (`/v2/catalog/...`, docs/change-feed.md), whose positions must be the primary's.
+ * GET routes kept on the primary: the feeds (docs/change-feed.md; the claim event log), whose
+ * positions and horizon are the primary's, and the credential's own description.
  */
-const replicaReadable = (endpoint: HttpApiEndpoint.Top) =>
-  endpoint.method === "GET" && !endpoint.path.startsWith("/v2/catalog/")
+const primaryReads: ReadonlySet<string> = new Set([
+  "/v2/catalog/changes",
+  "/v2/catalog/redirects",
+  "/v2/catalog/claim-events",
+  "/v2/credential"
+])
+
+/**
+ * The routes whose handlers may read from the read replica once the credential is checked
+ * (src/platform/ReadReplica.ts): the GET routes of the credential middleware but `primaryReads`.
+ */
+const replicaReadable = (endpoint: HttpApiEndpoint.Top) => endpoint.method === "GET" && !primaryReads.has(endpoint.path)
 
 export const WriteAuthorizationLive = (routes: RouteTable) =>
   Layer.effect(
