@@ -2,6 +2,9 @@
  * PostgreSQL: `DATABASE_URL` when set, otherwise a private embedded cluster under
  * `SHIORI_DATA_DIR`. The pool is provided once to both servers; migrations run at start-up.
  *
+ * With `DATABASE_READ_URL`, a second pool on a streaming read replica serves the catalog's reads
+ * when it is fresh enough (src/platform/ReadReplica.ts); unset, there is no second pool.
+ *
  * The pool is @effect/sql-pg's. The `pg` driver remains for `withPgClient`, one raw connection to
  * any database: creating the embedded database from the `postgres` one, and the administration and
  * neighbour connections tests open on the side.
@@ -173,8 +176,8 @@ export const SqlLive = Layer.unwrap(
         })
         return { sql, deadline }
       })
-    /** Fail at start-up, not at the first request, when the database cannot be reached (the pool
-     * opens connections only when asked for one). */
+    // Fail at start-up, not at the first request, when the database cannot be reached (the pool opens
+    // connections only when asked for one).
     const reachable = (sql: SqlClient.SqlClient) =>
       sql`SELECT 1`.pipe(
         Effect.timeoutOrElse({
