@@ -173,11 +173,12 @@ export const makeReadReplica = (
     let covered = 0
     let replayed = -1n
     let answeredAt = Number.NEGATIVE_INFINITY
-    let up = false
+    /** Whether the replica answered its last poll (`undefined` before the first). */
+    let up: boolean | undefined = undefined
     const wanted = Latch.makeUnsafe(true)
 
     const fresh = () =>
-      up && covered === asked && fence !== undefined && replayed >= fence &&
+      up === true && covered === asked && fence !== undefined && replayed >= fence &&
       performance.now() - answeredAt < staleMillis
 
     const raiseFence = () => {
@@ -187,7 +188,7 @@ export const makeReadReplica = (
 
     const markDown = (reason: unknown) =>
       Effect.suspend(() => {
-        if (!up) return Effect.void
+        if (up === false) return Effect.void
         up = false
         return Effect.logWarning("read replica unavailable; reads go to the primary").pipe(
           Effect.annotateLogs({ reason: String(reason) })
@@ -223,7 +224,7 @@ export const makeReadReplica = (
         const lsn = answer.success[0]?.lsn
         replayed = lsn === null || lsn === undefined ? -1n : lsnBytes(lsn)
         answeredAt = performance.now()
-        if (!up) {
+        if (up !== true) {
           up = true
           yield* Effect.logInfo("read replica answers; reads may go to it")
         }

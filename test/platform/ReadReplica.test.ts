@@ -11,7 +11,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { ApiKeys } from "../../src/catalog/auth/ApiKeys.js"
 import { DatabaseUrl, ensureDatabase, withPgClient } from "../../src/platform/Database.js"
-import { READ_APPLICATION_NAME, ReadRouting } from "../../src/platform/ReadReplica.js"
+import { lsnBytes, READ_APPLICATION_NAME, ReadRouting } from "../../src/platform/ReadReplica.js"
 import { freePort, startBuiltCatalog } from "../support/BuiltServer.js"
 import { eventually } from "../support/Eventually.js"
 import { parseOpenMetrics, sampleValue } from "../support/OpenMetrics.js"
@@ -202,6 +202,12 @@ describe("a read replica (docs/deploying.md, \"A read replica\")", () => {
       }).pipe(Effect.scoped),
     { timeout: 300_000 }
   )
+
+  it("compares WAL positions as byte positions (`pg_lsn` text: high and low 32 bits in hexadecimal)", () => {
+    expect(lsnBytes("16/B374D848")).toBe(0x16_B374_D848n)
+    expect(lsnBytes("0/0")).toBe(0n)
+    expect(lsnBytes("1/0") > lsnBytes("0/FFFFFFFF")).toBe(true)
+  })
 
   it.live("without DATABASE_READ_URL nothing is routed and no second pool is opened", () =>
     Effect.gen(function*() {
