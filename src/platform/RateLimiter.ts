@@ -84,11 +84,13 @@ export interface BackoffPolicy {
   readonly maxDelaySeconds: number
 }
 
-/** The settings a configured `BucketPolicy` is read from, named in the warning of `recordPolicy`. */
-export interface PolicySettings {
-  readonly capacity: string
-  readonly refillPerSecond: string
-}
+/**
+ * The settings a configured `BucketPolicy` is read from, named in the warning of `recordPolicy`: the
+ * burst, and the refill per second or (`refillPerMinute`) per minute.
+ */
+export type PolicySettings =
+  | { readonly capacity: string; readonly refillPerSecond: string }
+  | { readonly capacity: string; readonly refillPerMinute: string }
 
 /** An attempt: one token of `bucket`, counted in `backoff`. */
 export interface Attempt {
@@ -258,9 +260,12 @@ export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClien
         `.pipe(Effect.flatMap(decodePolicy))
         const stored = rows[0]
         if (stored === undefined) return
+        const [refillSetting, perUnit] = "refillPerSecond" in settings
+          ? [settings.refillPerSecond, 1]
+          : [settings.refillPerMinute, 60]
         const differences = [
           [settings.capacity, stored.capacity, policy.capacity],
-          [settings.refillPerSecond, stored.refill_per_second, policy.refillPerSecond]
+          [refillSetting, stored.refill_per_second * perUnit, policy.refillPerSecond * perUnit]
         ].filter(([, was, own]) => was !== own)
         for (const [setting, was, own] of differences) {
           yield* Effect.logWarning(
