@@ -442,7 +442,8 @@ export interface LeasedBudget {
  * Local allowances (`options.localAllowance`). When a refill finds the store unavailable, the key is
  * admitted from a bucket of the same policy, whole, in this process's memory (a refusal there is a
  * 429 with its `Retry-After`, not a 503), and for `STORE_RETRY_MILLIS` every key without a lease goes
- * there without asking the store; then the next refill asks it again. The first failure of an outage
+ * there without asking the store; then the next refill asks it again, alone: while it waits (a
+ * frozen database holds it for the deadline) the others stay local. The first failure of an outage
  * logs one WARNING, the first success after it one INFO; each admission from memory is counted in
  * `rate_limit_local_allowances_total`. During an outage a client thus gets at most one budget per
  * process (its burst, then its rate); the policy is not divided by the number of processes, which no
@@ -485,7 +486,7 @@ export const makeLeasedBudget = (
         const done = yield* Deferred.make<void>()
         lease.refill = done
         const taken = yield* limiter.takeUpTo(key, policy, leaseSize).pipe(
-          Effect.map((lease): LeaseResult | undefined => lease),
+          Effect.map((result): LeaseResult | undefined => result),
           Effect.catchDefect((defect) =>
             fallback !== undefined && isDatabaseUnavailable(defect) ? Effect.succeed(undefined) : Effect.die(defect)
           ),
@@ -507,6 +508,7 @@ export const makeLeasedBudget = (
         }
         if (storeDown) {
           storeDown = false
+          storeDownUntil = 0
           yield* Effect.logInfo("rate limits use the shared buckets again").pipe(
             Effect.annotateLogs("limiter", fallback!.limiter)
           )
@@ -565,7 +567,10 @@ export const makeLeasedBudget = (
         }
         const spent = takeNow(key, now)
         if (spent !== undefined) return Effect.succeed(spent)
-        return now < storeDownUntil ? takeLocally(key) : refillAndTake(key)
+        if (now < storeDownUntil) return takeLocally(key)
+        // During an outage one refill at a time asks the store; the others stay local until it answers.
+        if (storeDown) storeDownUntil = now + STORE_RETRY_MILLIS
+        return refillAndTake(key)
       })
 
     return { take, takeNow: (key) => takeNow(key) }
