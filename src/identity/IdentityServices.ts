@@ -3,7 +3,13 @@
  * `AppSecret` from the composition root.
  */
 import { Config, Effect, Layer } from "effect"
-import { type BucketPolicy, type PolicySettings, RateLimiter, RateLimiterLive, RateLimiterMemory } from "../platform/RateLimiter.js"
+import {
+  type BucketPolicy,
+  type PolicySettings,
+  RateLimiter,
+  RateLimiterLive,
+  RateLimiterMemory
+} from "../platform/RateLimiter.js"
 import { Account } from "./account/Account.js"
 import { Avatars } from "./account/Avatars.js"
 import { EmailCodes } from "./account/EmailCodes.js"
@@ -50,8 +56,9 @@ export const RateLimiterFromConfig = Layer.unwrap(
 /**
  * The configured shapes of the shared buckets, recorded at start: a process configured otherwise
  * than the last one to start says so (src/platform/RateLimiter.ts, "Shapes across processes").
+ * Beside the start, not before it: a database slow to answer delays only the warnings.
  */
-const RecordedPolicies = Layer.effectDiscard(Effect.gen(function*() {
+const RecordedPolicies = Layer.effectDiscard(Effect.forkScoped(Effect.gen(function*() {
   const { rateLimits } = yield* IdentityConfig
   const limiter = yield* RateLimiter
   const configured: ReadonlyArray<readonly [string, PolicySettings, BucketPolicy]> = [
@@ -85,7 +92,7 @@ const RecordedPolicies = Layer.effectDiscard(Effect.gen(function*() {
     }, rateLimits.revoke]
   ]
   for (const [name, settings, policy] of configured) yield* limiter.recordPolicy(name, settings, policy)
-}))
+})))
 
 const Base = RecordedPolicies.pipe(Layer.provideMerge(Layer.mergeAll(
   IdentityConfig.layer,

@@ -31,10 +31,11 @@
  * them when the last old one stops; the old rows go idle and the cleanup removes them after a day),
  * and the hot path is unchanged (the key is one string longer). Backoffs keep their plain key: a
  * backoff counts attempts, and two backoff policies reading one count differ only in the delay they
- * make of it. So that a difference is never silent, a process records each configured shape at start
- * (`recordPolicy`, the table `rate_limit_policies` of migrations/0032: name, capacity, refill,
- * when, by whom) and logs a WARNING naming the setting, the stored value and its own when the stored
- * shape differs; it then records its own. Nothing reads that table on a request.
+ * make of it. So that a difference is never silent, a process records each configured shape as it
+ * starts (`recordPolicy`, beside the start rather than before it, in the table `rate_limit_policies`
+ * of migrations/0032: name, capacity, refill, when, by whom) and logs a WARNING naming the setting,
+ * the stored value and its own when the stored shape differs; it then records its own. Nothing reads
+ * that table on a request.
  *
  * Outages. `take`, `takeUpTo` and `admit` of `RateLimiterLive` die with the `SqlError` when the
  * database is unavailable: every identity limiter fails closed (503), since the endpoint it guards
@@ -199,9 +200,10 @@ export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClien
     // `rate_limit_take` (migrations/0007) locks the bucket (creating it full on first use), refills
     // it from the elapsed time on the database clock, so processes agree, and takes what it grants.
     const takeUpTo = Effect.fn("RateLimiter.takeUpTo")(function*(key: string, policy: BucketPolicy, want: number) {
+      const rowKey = sharedBucketKey(key, policy)
       const rows = yield* sql`
         SELECT granted, tokens
-        FROM rate_limit_take(${sharedBucketKey(key, policy)}, ${policy.capacity}::float8, ${policy.refillPerSecond}::float8, ${want}::integer)
+        FROM rate_limit_take(${rowKey}, ${policy.capacity}::float8, ${policy.refillPerSecond}::float8, ${want}::integer)
       `.pipe(Effect.flatMap(decode), Effect.orDie)
       const row = rows[0] ?? { granted: 0, tokens: 0 }
       return {
@@ -215,9 +217,10 @@ export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClien
     // bucket's, and takes and counts only when both allow.
     const admit = Effect.fn("RateLimiter.admit")(function*(attempt: Attempt) {
       const { backoffPolicy: backoff, bucketPolicy: bucket } = attempt
+      const bucketKey = sharedBucketKey(attempt.bucket, bucket)
       const rows = yield* sql`
         SELECT allowed, retry_after
-        FROM rate_limit_admit(${sharedBucketKey(attempt.bucket, bucket)}, ${bucket.capacity}::float8, ${bucket.refillPerSecond}::float8,
+        FROM rate_limit_admit(${bucketKey}, ${bucket.capacity}::float8, ${bucket.refillPerSecond}::float8,
                               ${attempt.backoff}, ${backoff.free}::float8, ${backoff.decayPerSecond}::float8,
                               ${backoff.maxDelaySeconds}::float8, ${backoff.free + BACKOFF_HEADROOM}::float8)
       `.pipe(Effect.flatMap(decodeAdmit), Effect.orDie)

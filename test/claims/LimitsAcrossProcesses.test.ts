@@ -139,11 +139,21 @@ describe("request budgets through a database outage (docs/deploying.md, \"Limits
       Effect.gen(function*() {
         const f = yield* ClaimsFixture
         const url = Redacted.value(yield* DatabaseUrl)
+        const sql = yield* SqlClient.SqlClient
         const small = yield* startBuiltCatalog(url, { CATALOG_RATE_BURST: "4", CATALOG_RATE_PER_SECOND: PER_SECOND })
+        // The small one's shape is the recorded one before the large one starts.
+        yield* eventually(Effect.gen(function*() {
+          const recorded = yield* sql<{ capacity: number }>`
+            SELECT capacity FROM rate_limit_policies WHERE name = 'catalog.requests'`
+          expect(recorded.map((row) => row.capacity)).toEqual([4])
+        }))
         const large = yield* startBuiltCatalog(url, { CATALOG_RATE_BURST: "40", CATALOG_RATE_PER_SECOND: PER_SECOND })
-        expect(large.output()).toMatch(
-          /rate limit catalog\.requests: CATALOG_RATE_BURST is 40 here but 4 as recorded by .* pid \d+ at \d{4}-/
-        )
+        // Recorded beside the start: the warning follows it shortly.
+        yield* eventually(Effect.sync(() =>
+          expect(large.output()).toMatch(
+            /rate limit catalog\.requests: CATALOG_RATE_BURST is 40 here but 4 as recorded by .* pid \d+ at \d{4}-/
+          )
+        ))
         const key = yield* f.makeKey("site_a", ["catalog:read"], null)
         const path = "/v2/catalog/works?limit=4"
         // The large process spends 10 of its 40...

@@ -28,10 +28,11 @@ export class RequestBudget extends Context.Service<RequestBudget>()("catalog/Req
     const limits = yield* CatalogLimits
     const policy = limits.requests
     const limiter = yield* RateLimiter
-    yield* limiter.recordPolicy("catalog.requests", {
+    // Beside the start, not before it: a database slow to answer delays only the warning.
+    yield* Effect.forkScoped(limiter.recordPolicy("catalog.requests", {
       capacity: "CATALOG_RATE_BURST",
       refillPerSecond: "CATALOG_RATE_PER_SECOND"
-    }, policy)
+    }, policy))
     const budget = yield* makeLeasedBudget(limiter, policy, limits.leaseMax, { localAllowance: { limiter: "catalog" } })
     const stateField = rateLimitFieldOf("requests")
     const policyHeader = rateLimitPolicyField(
