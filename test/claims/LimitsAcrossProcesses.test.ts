@@ -2,7 +2,7 @@
  * Request budgets across processes and through a database outage (docs/deploying.md, "Limits across
  * processes and outages"; docs/writing.md, "Limits"; src/platform/RateLimiter.ts):
  *
- * - with the database cut, a credential's budget is spent from a local allowance of the same policy
+ * - with the database cut, or frozen past its deadline, a credential's budget is spent from a local allowance of the same policy
  *   in the process: a cached read answers 200, a read that needs the database 503, a credential past
  *   its allowance 429 with `Retry-After`, sign-in 503; one WARNING per outage, and the admissions
  *   counted in `rate_limit_local_allowances_total`; once the database answers, the shared bucket
@@ -133,6 +133,31 @@ describe("request budgets through a database outage (docs/deploying.md, \"Limits
           WHERE key LIKE ${sharedBucketKey("catalog:key:%", { capacity: burst, refillPerSecond: Number(PER_SECOND) })}`
         expect(rows.length).toBe(1)
         expect(rows[0]!.tokens).toBeLessThan(1)
+      }).pipe(Effect.scoped))
+
+    it.effect("with the database frozen, the deadline ends the budget's statement and a cached read answers 200", () =>
+      Effect.gen(function*() {
+        const f = yield* ClaimsFixture
+        const proxy = yield* DatabaseProxy
+        const server = yield* startBuiltCatalog(Redacted.value(proxy.url), {
+          CATALOG_RATE_BURST: "6",
+          CATALOG_RATE_PER_SECOND: PER_SECOND,
+          DATABASE_QUERY_TIMEOUT_SECONDS: "1"
+        })
+        const key = yield* f.makeKey("site_a", ["catalog:read"], null)
+        const cached = `/v2/catalog/works/${f.works[2]}`
+        const warm = yield* get(server, cached, key)
+        expect(warm.status).toBe(200)
+        yield* Effect.promise(() => warm.arrayBuffer())
+        // Nothing thaws the database before this answer: it can only come from the deadline
+        // (src/platform/DatabaseDeadline.ts) and the local allowance.
+        proxy.freeze()
+        const answer = yield* get(server, cached, key)
+        const status = answer.status
+        yield* Effect.promise(() => answer.arrayBuffer())
+        proxy.thaw()
+        expect(status).toBe(200)
+        expect(occurrences(server.output(), "rate limits use local allowances: database unavailable")).toBe(1)
       }).pipe(Effect.scoped))
 
     it.effect("two processes with different CATALOG_RATE_BURST keep a bucket each, and the second says so at start", () =>
