@@ -3,7 +3,13 @@
  * `AppSecret` from the composition root.
  */
 import { Config, Effect, Layer } from "effect"
-import { RateLimiterLive, RateLimiterMemory } from "../platform/RateLimiter.js"
+import {
+  type BucketPolicy,
+  type PolicySettings,
+  RateLimiter,
+  RateLimiterLive,
+  RateLimiterMemory
+} from "../platform/RateLimiter.js"
 import { Account } from "./account/Account.js"
 import { Avatars } from "./account/Avatars.js"
 import { EmailCodes } from "./account/EmailCodes.js"
@@ -47,7 +53,48 @@ export const RateLimiterFromConfig = Layer.unwrap(
   )
 )
 
-const Base = Layer.mergeAll(
+/**
+ * The configured shapes of the shared buckets, recorded at start: a process configured otherwise
+ * than the last one to start says so (src/platform/RateLimiter.ts, "Shapes across processes").
+ * Beside the start, not before it: a database slow to answer delays only the warnings.
+ */
+const RecordedPolicies = Layer.effectDiscard(Effect.forkScoped(Effect.gen(function*() {
+  const { rateLimits } = yield* IdentityConfig
+  const limiter = yield* RateLimiter
+  const configured: ReadonlyArray<readonly [string, PolicySettings, BucketPolicy]> = [
+    ["identity.token", {
+      capacity: "IDENTITY_TOKEN_RATE_BURST",
+      refillPerSecond: "IDENTITY_TOKEN_RATE_PER_SECOND"
+    }, rateLimits.tokenEndpoint],
+    ["identity.token-auth", {
+      capacity: "IDENTITY_TOKEN_AUTH_FAILURE_BURST",
+      refillPerMinute: "IDENTITY_TOKEN_AUTH_FAILURE_PER_MINUTE"
+    }, rateLimits.tokenAuthFailures],
+    ["identity.login-ip", {
+      capacity: "IDENTITY_LOGIN_IP_BURST",
+      refillPerMinute: "IDENTITY_LOGIN_IP_PER_MINUTE"
+    }, rateLimits.loginPerIp],
+    ["identity.login-failures", {
+      capacity: "IDENTITY_LOGIN_FAILURE_BURST",
+      refillPerMinute: "IDENTITY_LOGIN_FAILURE_PER_MINUTE"
+    }, rateLimits.loginFailures],
+    ["identity.authorize", {
+      capacity: "IDENTITY_AUTHORIZE_RATE_BURST",
+      refillPerSecond: "IDENTITY_AUTHORIZE_RATE_PER_SECOND"
+    }, rateLimits.authorize],
+    ["identity.userinfo", {
+      capacity: "IDENTITY_USERINFO_RATE_BURST",
+      refillPerSecond: "IDENTITY_USERINFO_RATE_PER_SECOND"
+    }, rateLimits.userinfo],
+    ["identity.revoke", {
+      capacity: "IDENTITY_REVOKE_RATE_BURST",
+      refillPerSecond: "IDENTITY_REVOKE_RATE_PER_SECOND"
+    }, rateLimits.revoke]
+  ]
+  for (const [name, settings, policy] of configured) yield* limiter.recordPolicy(name, settings, policy)
+})))
+
+const Base = RecordedPolicies.pipe(Layer.provideMerge(Layer.mergeAll(
   IdentityConfig.layer,
   SigningKeys.layer,
   Passwords.layer,
@@ -58,7 +105,7 @@ const Base = Layer.mergeAll(
   RateLimiterFromConfig,
   MailConfig.layer,
   Mailer.layer
-)
+)))
 
 const Accounts = Layer.mergeAll(
   Users.layerWithoutDependencies,

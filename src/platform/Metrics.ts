@@ -110,27 +110,45 @@ export const cacheCounters = (cache: string) => {
   } as const
 }
 
-const refusals = new Map<string, Metric.Counter<number>>()
+/** The limiter of a bucket key: its first segment (`catalog:<owner>` is `catalog`). */
+const limiterOf = (bucketKey: string): string => {
+  const colon = bucketKey.indexOf(":")
+  return colon < 0 ? bucketKey : bucketKey.slice(0, colon)
+}
+
+/** One counter per limiter, made at its first count: counting is a map lookup and a function call. */
+const limiterCounter = (name: string, description: string) => {
+  const counters = new Map<string, Metric.Counter<number>>()
+  return (bucketKey: string): void => {
+    const limiter = limiterOf(bucketKey)
+    let counter = counters.get(limiter)
+    if (counter === undefined) {
+      counter = Metric.counter(name, { description, incremental: true, attributes: { limiter } })
+      counters.set(limiter, counter)
+    }
+    counter.updateUnsafe(1, Context.empty())
+  }
+}
 
 /**
  * Counts a request refused by a rate limit. The limiter is named by its bucket key's first segment
  * (`catalog:<owner>` is `catalog`, `login:ip:<address>` is `login`): never the rest, which names a
  * client, an account or an address.
  */
-export const countRateLimitRefusal = (bucketKey: string): void => {
-  const colon = bucketKey.indexOf(":")
-  const limiter = colon < 0 ? bucketKey : bucketKey.slice(0, colon)
-  let counter = refusals.get(limiter)
-  if (counter === undefined) {
-    counter = Metric.counter("rate_limit_refusals", {
-      description: "Requests refused by a rate limit or backoff, by limiter.",
-      incremental: true,
-      attributes: { limiter }
-    })
-    refusals.set(limiter, counter)
-  }
-  counter.updateUnsafe(1, Context.empty())
-}
+export const countRateLimitRefusal: (bucketKey: string) => void = limiterCounter(
+  "rate_limit_refusals",
+  "Requests refused by a rate limit or backoff, by limiter."
+)
+
+/**
+ * Counts a request admitted from a process's local allowance because the shared bucket could not be
+ * reached (src/platform/RateLimiter.ts, `makeLeasedBudget`; docs/deploying.md, "Limits across
+ * processes and outages"), by limiter as `countRateLimitRefusal` names it.
+ */
+export const countRateLimitLocalAllowance: (bucketKey: string) => void = limiterCounter(
+  "rate_limit_local_allowances",
+  "Requests admitted from a process's local allowance while the shared bucket was unreachable, by limiter."
+)
 
 // ---------------------------------------------------------------------------------------------
 // OpenMetrics text

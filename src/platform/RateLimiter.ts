@@ -19,13 +19,39 @@
  * `succeeded` takes it back. Rows untouched for a day are removed by the identity cleanup job
  * (src/identity/cleanup/Cleanup.ts): by then every bucket is full and every backoff has forgotten.
  *
+ * Shapes across processes. A shared bucket's key names its shape: `RateLimiterLive` stores the bucket
+ * `catalog:key:7` of capacity 600 and refill 20 as the row `catalog:key:7@600/20`. Every caller
+ * passes its own capacity to `rate_limit_take`, which clamps the row to it, so two processes
+ * configured differently on one row would clamp it for each other (the smaller burst winning for
+ * everybody, silently); with the shape in the key each configuration has its own rows and nobody's
+ * bucket is clamped by another's. What this costs: while processes with two shapes run together a
+ * client can spend from both buckets (at most one budget of each), and a change of shape starts
+ * every client from a full bucket once. What it gives: a rolling restart that changes a limit on
+ * purpose needs no step of its own (the new shape applies to the new processes at once and to all of
+ * them when the last old one stops; the old rows go idle and the cleanup removes them after a day),
+ * and the hot path is unchanged (the key is one string longer). Backoffs keep their plain key: a
+ * backoff counts attempts, and two backoff policies reading one count differ only in the delay they
+ * make of it. So that a difference is never silent, a process records each configured shape as it
+ * starts (`recordPolicy`, beside the start rather than before it, in the table `rate_limit_policies`
+ * of migrations/0032: name, capacity, refill, when, by whom) and logs a WARNING naming the setting,
+ * the stored value and its own when the stored shape differs; it then records its own. Nothing reads
+ * that table on a request.
+ *
+ * Outages. `take`, `takeUpTo` and `admit` of `RateLimiterLive` die with the `SqlError` when the
+ * database is unavailable: every identity limiter fails closed (503), since the endpoint it guards
+ * (sign-in, the token endpoint, authorize, userinfo, revocation, uploads) needs the database anyway.
+ * A leased budget may be given a local allowance instead (`makeLeasedBudget`, the catalog's request
+ * budget: a cached read needs no database, so it need not fail because its budget lives there).
+ *
  * Why not `effect/persistence/RateLimiter`: its stores are memory and Redis; these buckets live in
  * PostgreSQL, the one store every process of a deployment shares, and sign-in needs the token and
  * the backoff counted in one statement (`admit`).
  */
 import { Clock, Context, Deferred, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { countRateLimitRefusal } from "./Metrics.js"
+import * as Os from "node:os"
+import { countRateLimitLocalAllowance, countRateLimitRefusal } from "./Metrics.js"
+import { isDatabaseUnavailable } from "./SqlState.js"
 import { serializeBareItem, serializeList } from "./StructuredFields.js"
 
 export interface BucketPolicy {
@@ -59,6 +85,14 @@ export interface BackoffPolicy {
   readonly maxDelaySeconds: number
 }
 
+/**
+ * The settings a configured `BucketPolicy` is read from, named in the warning of `recordPolicy`: the
+ * burst, and the refill per second or (`refillPerMinute`) per minute.
+ */
+export type PolicySettings =
+  | { readonly capacity: string; readonly refillPerSecond: string }
+  | { readonly capacity: string; readonly refillPerMinute: string }
+
 /** An attempt: one token of `bucket`, counted in `backoff`. */
 export interface Attempt {
   readonly bucket: string
@@ -78,6 +112,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   readonly admit: (attempt: Attempt) => Effect.Effect<TakeResult>
   /** The admitted attempt succeeded: its bucket is full again and its backoff no longer counts it. */
   readonly succeeded: (attempt: Attempt) => Effect.Effect<void>
+  /**
+   * At start: records `policy` as the shape of the configured limit `name` and logs a WARNING when
+   * another shape was recorded before (see "Shapes across processes" above). Never fails: a database
+   * that cannot be written to only loses the warning.
+   */
+  readonly recordPolicy: (name: string, settings: PolicySettings, policy: BucketPolicy) => Effect.Effect<void>
 }>()("platform/RateLimiter") {}
 
 const fromLease = (lease: LeaseResult): TakeResult => ({
@@ -137,7 +177,17 @@ export const rateLimitFieldOf = (name: string): (remaining: number, resetSeconds
 // PostgreSQL
 // ---------------------------------------------------------------------------------------------
 
+/** The row of a shared bucket: its key with its shape (see "Shapes across processes" above). */
+export const sharedBucketKey = (key: string, policy: BucketPolicy): string =>
+  `${key}@${policy.capacity}/${policy.refillPerSecond}`
+
 const TakeRow = Schema.Struct({ granted: Schema.Number, tokens: Schema.Number })
+const PolicyRow = Schema.Struct({
+  capacity: Schema.Number,
+  refill_per_second: Schema.Number,
+  set_at: Schema.String,
+  set_by: Schema.String
+})
 const AdmitRow = Schema.Struct({ allowed: Schema.Boolean, retry_after: Schema.Number })
 
 export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClient> = Layer.effect(
@@ -150,9 +200,10 @@ export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClien
     // `rate_limit_take` (migrations/0007) locks the bucket (creating it full on first use), refills
     // it from the elapsed time on the database clock, so processes agree, and takes what it grants.
     const takeUpTo = Effect.fn("RateLimiter.takeUpTo")(function*(key: string, policy: BucketPolicy, want: number) {
+      const rowKey = sharedBucketKey(key, policy)
       const rows = yield* sql`
         SELECT granted, tokens
-        FROM rate_limit_take(${key}, ${policy.capacity}::float8, ${policy.refillPerSecond}::float8, ${want}::integer)
+        FROM rate_limit_take(${rowKey}, ${policy.capacity}::float8, ${policy.refillPerSecond}::float8, ${want}::integer)
       `.pipe(Effect.flatMap(decode), Effect.orDie)
       const row = rows[0] ?? { granted: 0, tokens: 0 }
       return {
@@ -166,9 +217,10 @@ export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClien
     // bucket's, and takes and counts only when both allow.
     const admit = Effect.fn("RateLimiter.admit")(function*(attempt: Attempt) {
       const { backoffPolicy: backoff, bucketPolicy: bucket } = attempt
+      const bucketKey = sharedBucketKey(attempt.bucket, bucket)
       const rows = yield* sql`
         SELECT allowed, retry_after
-        FROM rate_limit_admit(${attempt.bucket}, ${bucket.capacity}::float8, ${bucket.refillPerSecond}::float8,
+        FROM rate_limit_admit(${bucketKey}, ${bucket.capacity}::float8, ${bucket.refillPerSecond}::float8,
                               ${attempt.backoff}, ${backoff.free}::float8, ${backoff.decayPerSecond}::float8,
                               ${backoff.maxDelaySeconds}::float8, ${backoff.free + BACKOFF_HEADROOM}::float8)
       `.pipe(Effect.flatMap(decodeAdmit), Effect.orDie)
@@ -186,14 +238,53 @@ export const RateLimiterLive: Layer.Layer<RateLimiter, never, SqlClient.SqlClien
             updated_at = now()
         WHERE key = ${attempt.backoff}
       `.pipe(Effect.orDie)
-      yield* sql`DELETE FROM rate_limit_buckets WHERE key = ${attempt.bucket}`.pipe(Effect.orDie)
+      yield* sql`DELETE FROM rate_limit_buckets WHERE key = ${sharedBucketKey(attempt.bucket, attempt.bucketPolicy)}`
+        .pipe(Effect.orDie)
     })
+
+    // The previous row and the write in one statement: the CTE `previous` reads the snapshot the
+    // statement started with, before its own upsert.
+    const setBy = `${Os.hostname()} pid ${process.pid}`
+    const decodePolicy = Schema.decodeUnknownEffect(Schema.Array(PolicyRow))
+    const recordPolicy = (name: string, settings: PolicySettings, policy: BucketPolicy) =>
+      Effect.gen(function*() {
+        const rows = yield* sql`
+          WITH previous AS (
+            SELECT capacity, refill_per_second, set_at, set_by FROM rate_limit_policies WHERE name = ${name}
+          ), recorded AS (
+            INSERT INTO rate_limit_policies (name, capacity, refill_per_second, set_at, set_by)
+            VALUES (${name}, ${policy.capacity}::float8, ${policy.refillPerSecond}::float8, now(), ${setBy})
+            ON CONFLICT (name) DO UPDATE SET capacity = EXCLUDED.capacity,
+              refill_per_second = EXCLUDED.refill_per_second, set_at = EXCLUDED.set_at, set_by = EXCLUDED.set_by
+          )
+          SELECT capacity, refill_per_second, to_char(set_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS set_at,
+                 set_by
+          FROM previous
+        `.pipe(Effect.flatMap(decodePolicy))
+        const stored = rows[0]
+        if (stored === undefined) return
+        const [refillSetting, perUnit] = "refillPerSecond" in settings
+          ? [settings.refillPerSecond, 1]
+          : [settings.refillPerMinute, 60]
+        const differences = [
+          [settings.capacity, stored.capacity, policy.capacity],
+          [refillSetting, stored.refill_per_second * perUnit, policy.refillPerSecond * perUnit]
+        ].filter(([, was, own]) => was !== own)
+        for (const [setting, was, own] of differences) {
+          yield* Effect.logWarning(
+            `rate limit ${name}: ${setting} is ${own} here but ${was} as recorded by ${stored.set_by} at ` +
+              `${stored.set_at}; this process keeps its own buckets of its own shape (a client may spend ` +
+              `from both while both shapes run) and records its own`
+          )
+        }
+      }).pipe(Effect.catchCause((cause) => Effect.logWarning(`could not record the rate limit ${name}`, cause)))
 
     return RateLimiter.of({
       take: (key, policy) => Effect.map(takeUpTo(key, policy, 1), (lease) => counted(key)(fromLease(lease))),
       takeUpTo,
       admit: (attempt) => Effect.map(admit(attempt), counted(attempt.bucket)),
-      succeeded
+      succeeded,
+      recordPolicy
     })
   })
 )
@@ -297,7 +388,9 @@ export const makeMemoryRateLimiter = Effect.sync(() => {
     take: (key, policy) => Effect.map(takeUpTo(key, policy, 1), (lease) => counted(key)(fromLease(lease))),
     takeUpTo,
     admit: (attempt) => Effect.map(admit(attempt), counted(attempt.bucket)),
-    succeeded
+    succeeded,
+    // One process, one shape: nothing to compare with.
+    recordPolicy: () => Effect.void
   })
 })
 
@@ -311,6 +404,18 @@ export const RateLimiterMemory: Layer.Layer<RateLimiter> = Layer.effect(RateLimi
 const LEASE_MILLIS = 1_000
 /** Above this many keys a map of this process's limiter state starts afresh. */
 const LEASE_KEYS_MAX = 10_000
+/** While the shared store is unreachable, how long a budget spends local allowances before asking it again. */
+const STORE_RETRY_MILLIS = 1_000
+
+export interface LeasedBudgetOptions {
+  /**
+   * When the shared bucket cannot be reached (`isDatabaseUnavailable`: refused, lost, or cut by the
+   * deadline of src/platform/DatabaseDeadline.ts), admit from a bucket of the same policy in this
+   * process's memory instead of failing; `limiter` names it in the log. Without it the failure
+   * reaches the caller (503).
+   */
+  readonly localAllowance?: { readonly limiter: string }
+}
 
 /** The verdict on one request: admitted (`retryAfterSeconds` 0) or refused for that many seconds. */
 export interface Admission {
@@ -336,13 +441,33 @@ export interface LeasedBudget {
  * `leaseMax`) and spends them from memory for up to a second, with one refill per key at a time; a
  * key the shared bucket refused is refused from memory until it refills. With n processes a key can
  * overdraw by at most n leases.
+ *
+ * Local allowances (`options.localAllowance`). When a refill finds the store unavailable, the key is
+ * admitted from a bucket of the same policy, whole, in this process's memory (a refusal there is a
+ * 429 with its `Retry-After`, not a 503), and for `STORE_RETRY_MILLIS` every key without a lease goes
+ * there without asking the store; then the next refill asks it again, alone: while it waits (a
+ * frozen database holds it for the deadline) the others stay local. The first failure of an outage
+ * logs one WARNING, the first success after it one INFO; each admission from memory is counted in
+ * `rate_limit_local_allowances_total`. During an outage a client thus gets at most one budget per
+ * process (its burst, then its rate); the policy is not divided by the number of processes, which no
+ * process knows, and what a client can do meanwhile is bounded anyway: everything else it asks for
+ * needs the database and fails. When the store answers again its buckets apply again; what was spent
+ * locally is not paid back to them. The local buckets are kept, so a client that spent its local
+ * budget in one outage finds it still spent if another follows soon.
  */
 export const makeLeasedBudget = (
   limiter: Context.Service.Shape<typeof RateLimiter>,
   policy: BucketPolicy,
-  leaseMax: number
+  leaseMax: number,
+  options: LeasedBudgetOptions = {}
 ): Effect.Effect<LeasedBudget> =>
-  Effect.sync(() => {
+  Effect.gen(function*() {
+    const local = yield* makeMemoryRateLimiter
+    const fallback = options.localAllowance
+    /** Until when keys without a lease are admitted locally without asking the store. */
+    let storeDownUntil = 0
+    /** Whether the store was last found unavailable (so the outage has been logged). */
+    let storeDown = false
     const blockedUntil = new Map<string, number>()
     interface Lease {
       tokens: number
@@ -364,12 +489,33 @@ export const makeLeasedBudget = (
         const done = yield* Deferred.make<void>()
         lease.refill = done
         const taken = yield* limiter.takeUpTo(key, policy, leaseSize).pipe(
+          Effect.map((result): LeaseResult | undefined => result),
+          Effect.catchDefect((defect) =>
+            fallback !== undefined && isDatabaseUnavailable(defect) ? Effect.succeed(undefined) : Effect.die(defect)
+          ),
           Effect.ensuring(Effect.suspend(() => {
             lease.refill = undefined
             return Deferred.succeed(done, undefined)
           }))
         )
         const now = yield* Clock.currentTimeMillis
+        if (taken === undefined) {
+          storeDownUntil = now + STORE_RETRY_MILLIS
+          if (!storeDown) {
+            storeDown = true
+            yield* Effect.logWarning("rate limits use local allowances: database unavailable").pipe(
+              Effect.annotateLogs("limiter", fallback!.limiter)
+            )
+          }
+          return yield* takeLocally(key)
+        }
+        if (storeDown) {
+          storeDown = false
+          storeDownUntil = 0
+          yield* Effect.logInfo("rate limits use the shared buckets again").pipe(
+            Effect.annotateLogs("limiter", fallback!.limiter)
+          )
+        }
         if (taken.granted === 0) {
           countRateLimitRefusal(key)
           if (blockedUntil.size > LEASE_KEYS_MAX) blockedUntil.clear()
@@ -381,6 +527,16 @@ export const makeLeasedBudget = (
         lease.shared = taken.remaining
         lease.until = now + LEASE_MILLIS
         return { retryAfterSeconds: 0, remaining: lease.tokens + lease.shared }
+      })
+
+    const takeLocally = (key: string): Effect.Effect<Admission> =>
+      Effect.map(local.takeUpTo(key, policy, 1), (taken) => {
+        if (taken.granted === 0) {
+          countRateLimitRefusal(key)
+          return { retryAfterSeconds: taken.retryAfterSeconds, remaining: 0 }
+        }
+        countRateLimitLocalAllowance(key)
+        return { retryAfterSeconds: 0, remaining: taken.remaining }
       })
 
     const takeNow = (key: string, now = Date.now()): Admission | undefined => {
@@ -413,7 +569,11 @@ export const makeLeasedBudget = (
           return Effect.succeed({ retryAfterSeconds: wait, remaining: 0 })
         }
         const spent = takeNow(key, now)
-        return spent !== undefined ? Effect.succeed(spent) : refillAndTake(key)
+        if (spent !== undefined) return Effect.succeed(spent)
+        if (now < storeDownUntil) return takeLocally(key)
+        // During an outage one refill at a time asks the store; the others stay local until it answers.
+        if (storeDown) storeDownUntil = now + STORE_RETRY_MILLIS
+        return refillAndTake(key)
       })
 
     return { take, takeNow: (key) => takeNow(key) }

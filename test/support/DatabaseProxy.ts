@@ -3,7 +3,7 @@
  * partition (connections reset, new ones refused), or freeze, like a database that is reachable but
  * does not answer (its processes stopped, or a network that accepts and never replies): connections
  * stay open, new ones are accepted, and nothing is forwarded either way until it thaws, when what was
- * held back is delivered.
+ * held back is delivered. A cut proxy can be restored: it listens again on the same port.
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import * as Net from "node:net"
@@ -14,6 +14,8 @@ export interface DatabaseProxyShape {
   readonly url: Redacted.Redacted
   /** Resets every connection and stops listening. */
   readonly cut: () => void
+  /** Listens again on the same port after `cut`, like a partition that heals. */
+  readonly restore: () => Promise<void>
   /** Stops forwarding both ways, sockets kept open. */
   readonly freeze: () => void
   /** Delivers what was held back and forwards again. */
@@ -77,6 +79,10 @@ export const DatabaseProxyLive = Layer.effect(
         server.close()
         for (const socket of sockets) socket.destroy()
       },
+      restore: () =>
+        new Promise<void>((resolve) => {
+          server.listen(port, "127.0.0.1", () => resolve())
+        }),
       freeze: () => {
         frozen = true
       },

@@ -2,7 +2,11 @@
  * Every credential's request budget (docs/writing.md, "Limits"): one token of a bucket shared by
  * every process per request, on every catalog route, a replayed stored answer's too (the credential
  * middleware spends it). Processes lease tokens in batches (platform/RateLimiter.ts,
- * `makeLeasedBudget`), so a busy credential costs one database round trip per lease.
+ * `makeLeasedBudget`), so a busy credential costs one database round trip per lease. With the
+ * database unreachable the budget is spent from a local allowance of the same policy in each process
+ * (`makeLeasedBudget`, "Local allowances"), so cached reads still answer; the shape of the budget is
+ * recorded at start, and a process configured otherwise than the last one says so (RateLimiter.ts,
+ * "Shapes across processes").
  *
  * Answers carry the IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers, written by
  * `rateLimitPolicyField` and `rateLimitField`): the policy `"requests";q=<burst>;w=<seconds to refill
@@ -23,7 +27,13 @@ export class RequestBudget extends Context.Service<RequestBudget>()("catalog/Req
   make: Effect.gen(function*() {
     const limits = yield* CatalogLimits
     const policy = limits.requests
-    const budget = yield* makeLeasedBudget(yield* RateLimiter, policy, limits.leaseMax)
+    const limiter = yield* RateLimiter
+    // Beside the start, not before it: a database slow to answer delays only the warning.
+    yield* Effect.forkScoped(limiter.recordPolicy("catalog.requests", {
+      capacity: "CATALOG_RATE_BURST",
+      refillPerSecond: "CATALOG_RATE_PER_SECOND"
+    }, policy))
+    const budget = yield* makeLeasedBudget(limiter, policy, limits.leaseMax, { localAllowance: { limiter: "catalog" } })
     const stateField = rateLimitFieldOf("requests")
     const policyHeader = rateLimitPolicyField(
       "requests",
