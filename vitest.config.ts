@@ -1,8 +1,10 @@
-import { defineConfig } from "vitest/config"
+import { configDefaults, defineConfig } from "vitest/config"
 
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // The deployment topology needs haproxy: `npm run test:deploy` (vitest.deploy.config.ts).
+    exclude: [...configDefaults.exclude, "test/deploy/**"],
     globalSetup: ["test/support/globalSetup.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
