@@ -14,7 +14,7 @@
  * the application is attached (the `starting` 503).
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Duration, Effect, Layer } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import { makeRequestId } from "./RequestId.js"
@@ -71,6 +71,17 @@ const drain = (server: Http.Server, inFlight: Set<Http.ServerResponse>, grace: D
     }, 10)
   })
 
+/**
+ * Whether the listener that serves the application drains (shutdown began): `/readyz` answers 503
+ * then (src/platform/Health.ts). New connections are refused by then, but a check that a proxy began
+ * on a connection accepted before is still answered, and must not say "ready" for a process that is
+ * going away. Outside `listen` (no listener), never.
+ */
+export const ListenerDraining = Context.Reference<{ readonly draining: () => boolean }>(
+  "platform/HttpListener/ListenerDraining",
+  { defaultValue: () => ({ draining: () => false }) }
+)
+
 /** Serves `app` (an `HttpRouter.serve` stack) on `options.port` with a graceful drain. */
 export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptions) =>
   Layer.suspend(() => {
@@ -125,7 +136,7 @@ export const listen = <E, R>(app: Layer.Layer<never, E, R>, options: ListenOptio
       )
     )
     return Drain.pipe(
-      Layer.provide(app),
+      Layer.provide(app.pipe(Layer.provide(Layer.succeed(ListenerDraining, { draining: () => draining })))),
       Layer.provideMerge(NodeHttpServer.layer(() => server, { port: options.port, host: options.host }))
     )
   })
