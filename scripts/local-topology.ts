@@ -16,7 +16,8 @@ import { ensureDatabase } from "../src/platform/Database.js"
 import { startReplicatedPostgres } from "../src/platform/ReplicatedPostgres.js"
 
 const root = Path.resolve(import.meta.dirname, "..")
-const builtMain = Path.join(root, "dist/src/main.js")
+/** The built service (`npm run build`), what `npm start` runs. */
+export const builtMain = Path.join(root, "dist/src/main.js")
 const HOST = "127.0.0.1"
 
 export interface TopologyOptions {
@@ -58,7 +59,8 @@ export interface Topology {
   readonly rollingRestart: (onEach?: (name: string) => void) => Promise<void>
 }
 
-const freePort = () =>
+/** A TCP port nothing listens on now (for a server about to start). */
+export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const server = Net.createServer()
     server.once("error", reject)
@@ -70,7 +72,8 @@ const freePort = () =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-const exited = (child: ChildProcess) =>
+/** Resolves once `child` has exited (at once if it has). */
+export const exited = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve()
     else child.once("exit", () => resolve())

@@ -5,28 +5,13 @@
  */
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import * as Net from "node:net"
 import * as Path from "node:path"
+import { builtMain, exited, freePort } from "../../scripts/local-topology.js"
 import { eventuallyAsync } from "./Eventually.js"
 
 const root = Path.resolve(import.meta.dirname, "../..")
-export const builtMain = Path.join(root, "dist/src/main.js")
 
-/** A TCP port nothing listens on now (for a server the test starts). */
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = Net.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as Net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-
-export const exited = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve()
-    else child.once("exit", () => resolve())
-  })
+export { builtMain, exited, freePort } from "../../scripts/local-topology.js"
 
 export interface BuiltServer {
   readonly child: ChildProcess
