@@ -143,9 +143,11 @@ const statusRows = (answers: ReadonlyArray<Answer>, label = "") =>
     }
     const other = [...others].sort().map(([status, n]) => `${n}× ${status}`).join(", ") || "0"
     const ms = of.map((a) => a.ms)
-    return `| ${label}${kind} | ${of.length} | ${count(200)} | ${count(201)} | ${count(429)} | ${count(503)} | ${other} | ${
-      of.filter((a) => a.status === undefined).length
-    } | ${Math.round(Math.max(0, ...ms))} | ${Math.round(percentile(ms, 0.99))} |`
+    return `| ${label}${kind} | ${of.length} | ${count(200)} | ${count(201)} | ${count(429)} | ${
+      count(503)
+    } | ${other} | ${of.filter((a) => a.status === undefined).length} | ${Math.round(Math.max(0, ...ms))} | ${
+      Math.round(percentile(ms, 0.99))
+    } |`
   })
 const statusHeader = [
   "| kind | answers | 200 | 201 | 429 | 503 | other | connection errors | longest ms | p99 ms |",
@@ -189,6 +191,7 @@ export const faults = async (): Promise<string> => {
     const start = Date.now()
     const load = mixedLoad(topology, actors, refreshToken, {
       writePrefix: PREFIX,
+      keyPrefix: "faults",
       writeAttempts: WRITE_ATTEMPTS,
       maxWaitMs: MAX_WAIT_MS,
       renewRefreshToken: true
@@ -252,6 +255,8 @@ export const faults = async (): Promise<string> => {
     const unavailable = during.filter((a) => a.status === 503)
     const lastFailure = answers.filter((a) => a.status === undefined || a.status >= 500)
       .reduce((last, a) => Math.max(last, a.answeredAt), -Infinity)
+    // haproxy's own 503 (an HTML page) when it has no process in rotation.
+    const proxyRefusals = answers.filter((a) => a.status === 503 && (a.contentType ?? "").startsWith("text/html"))
     const serverErrors = answers.filter((a) => a.status !== undefined && a.status >= 500 && a.status !== 503)
     const logErrors = logLines.filter((line) => /error|fatal|defect/i.test(line))
 
@@ -263,7 +268,9 @@ export const faults = async (): Promise<string> => {
       } s of load (2 readers, 2 claim writers retrying with the same Idempotency-Key up to ${WRITE_ATTEMPTS} attempts after a 503, a 429 or a failed connection, waiting Retry-After up to ${MAX_WAIT_MS} ms, 1 token refresher). Load average before: ${loadBefore}; after: ${loadavg()}.`,
       "",
       `Timeline (s from the start of the load): rolling restart ${rel(rollingFrom)}–${rel(rollingTo)}; ` +
-      `\`pg_ctl restart -m fast\` at ${rel(outage.commandAt)} (exit ${outage.commandCode}), primary refused connections from ${
+      `\`pg_ctl restart -m fast\` at ${
+        rel(outage.commandAt)
+      } (exit ${outage.commandCode}), primary refused connections from ${
         rel(outage.downAt)
       } and accepted them again at ${rel(outage.upAt)} (${outage.upAt - outage.downAt} ms down); end ${rel(end)}.`,
       "",
@@ -310,14 +317,25 @@ export const faults = async (): Promise<string> => {
         unavailable.filter((a) => a.retryAfter !== null).length
       } / ${unavailable.filter((a) => a.problem).length} |`,
       `| last 5xx or failed connection | ${
-        lastFailure === -Infinity ? "none" : `${rel(lastFailure)} s (${lastFailure - outage.upAt} ms after the primary was back)`
+        lastFailure === -Infinity
+          ? "none"
+          : `${rel(lastFailure)} s (${lastFailure - outage.upAt} ms after the primary was back)`
       } |`,
       `| 5xx other than 503 | ${serverErrors.length} |`,
+      `| haproxy's own 503s (no process in rotation; HTML, no Retry-After) | ${proxyRefusals.length}${
+        proxyRefusals.length === 0 ?
+          "" :
+          `, answered ${rel(Math.min(...proxyRefusals.map((a) => a.answeredAt)))}–${
+            rel(Math.max(...proxyRefusals.map((a) => a.answeredAt)))
+          } s`
+      } |`,
       "",
       `Service log lines matching error/fatal/defect at LOG_LEVEL=Warning: ${logErrors.length}` +
-      (logErrors.length === 0 ? "." : `; the first ones:\n\n\`\`\`\n${
-        [...new Set(logErrors.map((l) => l.slice(0, 300)))].slice(0, 8).join("\n")
-      }\n\`\`\``),
+      (logErrors.length === 0 ?
+        "." :
+        `; the first ones:\n\n\`\`\`\n${
+          [...new Set(logErrors.map((l) => l.slice(0, 300)))].slice(0, 8).join("\n")
+        }\n\`\`\``),
       "",
       `Client-side failures recorded: ${outcome.failures.length}; distinct (first 10):`,
       "",

@@ -107,7 +107,10 @@ describe("the topology on loopback (docs/deploying.md, \"The topology, step by s
   it("a rolling restart under steady mixed load fails nothing and loses or doubles no write", async () => {
     const actors = await loadActors(topology)
     const writer = actors.writer
-    const load = mixedLoad(topology, actors, await firstRefreshToken(topology, actors), { writePrefix: "Deploy load" })
+    const load = mixedLoad(topology, actors, await firstRefreshToken(topology, actors), {
+      writePrefix: "Deploy load",
+      keyPrefix: "deploy"
+    })
     await new Promise((resolve) => setTimeout(resolve, 1000))
     const restarted: Array<string> = []
     await topology.rollingRestart((name) => restarted.push(name))

@@ -103,11 +103,14 @@ export interface Answer {
   readonly retryAfter: string | null
   /** The answer was a problem document (`application/problem+json`). */
   readonly problem: boolean
+  readonly contentType: string | null
 }
 
 export interface MixedLoadOptions {
   /** Display names of the claimed works start with this. */
   readonly writePrefix: string
+  /** Idempotency keys start with this (letters, digits and dashes). */
+  readonly keyPrefix: string
   readonly readers?: number
   readonly writers?: number
   /**
@@ -156,7 +159,8 @@ export const mixedLoad = (topology: Topology, actors: LoadActors, refreshToken: 
         ms: performance.now() - started,
         status: res.status,
         retryAfter: res.headers.get("retry-after"),
-        problem: (res.headers.get("content-type") ?? "").startsWith("application/problem+json")
+        problem: (res.headers.get("content-type") ?? "").startsWith("application/problem+json"),
+        contentType: res.headers.get("content-type")
       })
       if (res.status >= 500) failures.push(`${kind}: ${res.status} ${text.slice(0, 200)}`)
       return { status: res.status, text, retryAfter: res.headers.get("retry-after") }
@@ -168,7 +172,8 @@ export const mixedLoad = (topology: Topology, actors: LoadActors, refreshToken: 
         ms: performance.now() - started,
         status: undefined,
         retryAfter: null,
-        problem: false
+        problem: false,
+        contentType: null
       })
       const cause = (e as { cause?: { code?: string; message?: string } }).cause
       failures.push(`${kind}: ${cause?.code ?? cause?.message ?? String(e)}`)
@@ -197,7 +202,7 @@ export const mixedLoad = (topology: Topology, actors: LoadActors, refreshToken: 
             headers: {
               ...bearer,
               "content-type": "application/json",
-              "idempotency-key": `${options.writePrefix}-${name}-${n}`
+              "idempotency-key": `${options.keyPrefix}-${name}-${n}`
             },
             body: JSON.stringify({ display_name: displayName, site_work_id: String(n) })
           }))
