@@ -248,6 +248,16 @@ export const faults = async (): Promise<string> => {
       const at = firstOk(kind)
       return at === Infinity ? "never" : `${at - outage.upAt} ms`
     }
+    /** The first request of `kind` sent once the primary was back: when, and what it got. */
+    const firstSent = (kind: string) => {
+      const first = answers.filter((a) => a.kind === kind && a.sentAt >= outage.upAt)
+        .reduce<Answer | undefined>((first, a) => first === undefined || a.sentAt < first.sentAt ? a : first, undefined)
+      return first === undefined ?
+        "none" :
+        `sent after ${first.sentAt - outage.upAt} ms, answered ${first.status ?? "no answer"} in ${
+          Math.round(first.ms)
+        } ms`
+    }
     const failedDuringOutage = (kind: string) =>
       inWindow(outage.downAt, outage.upAt).filter((a) => a.kind === kind && (a.status === undefined || a.status >= 300))
         .length
@@ -307,6 +317,9 @@ export const faults = async (): Promise<string> => {
       `| primary accepting → first successful claim write through the proxy | ${recovery("claim write")} |`,
       `| primary accepting → first successful catalog read through the proxy | ${recovery("catalog read")} |`,
       `| primary accepting → first successful token refresh through the proxy | ${recovery("token refresh")} |`,
+      `| first claim write sent once the primary was back (a client waits Retry-After first) | ${
+        firstSent("claim write")
+      } |`,
       `| failed answers during the outage: claim writes / catalog reads / token refreshes | ${
         failedDuringOutage("claim write")
       } / ${failedDuringOutage("catalog read")} / ${failedDuringOutage("token refresh")} |`,
@@ -315,7 +328,9 @@ export const faults = async (): Promise<string> => {
       }) |`,
       `| of those 503s: with Retry-After / a problem document | ${
         unavailable.filter((a) => a.retryAfter !== null).length
-      } / ${unavailable.filter((a) => a.problem).length} |`,
+      } / ${unavailable.filter((a) => a.problem).length}; Retry-After values: ${
+        [...new Set(unavailable.flatMap((a) => a.retryAfter === null ? [] : [a.retryAfter]))].join(", ") || "none"
+      } |`,
       `| last 5xx or failed connection | ${
         lastFailure === -Infinity
           ? "none"
