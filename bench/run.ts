@@ -1,18 +1,19 @@
 /**
  * `npm run bench`: every scenario next to its baseline, in one run, on this machine.
- * Select suites with `BENCH=platform,catalog,identity,writes,uploads` or `npm run bench -- --suite writes`
+ * Select suites with `BENCH=platform,catalog,identity,writes,uploads,faults` or `npm run bench -- --suite writes`
  * (comma-separated; the flag wins over the variable; default: all of them).
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { root, settings } from "./Harness.js"
 import { catalog } from "./scenarios/Catalog.js"
+import { faults } from "./scenarios/Faults.js"
 import { identity } from "./scenarios/Identity.js"
 import { platform } from "./scenarios/Platform.js"
 import { uploads } from "./scenarios/Uploads.js"
 import { writes } from "./scenarios/Writes.js"
 
-const suites: Record<string, () => Promise<string>> = { platform, catalog, identity, writes, uploads }
+const suites: Record<string, () => Promise<string>> = { platform, catalog, identity, writes, uploads, faults }
 const flag = process.argv.indexOf("--suite")
 const requested = flag >= 0 ? process.argv[flag + 1] : process.env.BENCH
 const selected = (requested ?? Object.keys(suites).join(",")).split(",").map((s) => s.trim()).filter((s) => s !== "")

@@ -6,35 +6,24 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Redacted, Scope } from "effect"
-import * as Crypto from "node:crypto"
 import { startTopology, type Topology } from "../../scripts/local-topology.js"
-import { withPgClient } from "../../src/platform/Database.js"
-import { runCli } from "../support/Cli.js"
-import { exchangeCode, getCode, login, refreshRequest, type TestClient } from "../support/IdentityServers.js"
 import { loginFrom } from "../support/LocalAddress.js"
 import { parseOpenMetrics } from "../support/OpenMetrics.js"
+import {
+  firstRefreshToken,
+  loadActors,
+  mixedLoad,
+  newTopologyUser,
+  topologyCli,
+  topologyQuery
+} from "../support/TopologyLoad.js"
 
 let scope: Scope.Closeable
 let topology: Topology
 
-/** An operator command on the topology's database; answers its JSON. */
-const cli = async (args: ReadonlyArray<string>) => {
-  const result = await runCli([...args, "--json"], { ...topology.env })
-  if (result.code !== 0) throw new Error(`cli ${args.join(" ")}: ${result.stderr}`)
-  return JSON.parse(result.stdout)
-}
-
-const query = <A>(text: string, params: ReadonlyArray<unknown> = []) =>
-  Effect.runPromise(
-    withPgClient(topology.databaseUrl, async (client) => (await client.query(text, [...params])).rows as Array<A>)
-  )
-
-const newUser = async (label: string) => {
-  const email = `${label}-${Crypto.randomBytes(4).toString("hex")}@example.com`
-  const password = `pw-${Crypto.randomBytes(12).toString("hex")}`
-  const { id } = await cli(["user", "create", "--email", email, "--password", password, "--name", label])
-  return { id: Number(id), email, password }
-}
+const cli = (args: ReadonlyArray<string>) => topologyCli(topology, args)
+const query = <A>(text: string, params: ReadonlyArray<unknown> = []) => topologyQuery<A>(topology, text, params)
+const newUser = (label: string) => newTopologyUser(topology, label)
 
 /** Requests each process answered on `server` (`catalog` or `identity`), health checks aside. */
 const answeredBy = async (metricsPort: number, server: string) => {
@@ -116,104 +105,24 @@ describe("the topology on loopback (docs/deploying.md, \"The topology, step by s
   })
 
   it("a rolling restart under steady mixed load fails nothing and loses or doubles no write", async () => {
-    const writer = await newUser("writer")
-    const { key } = await cli([
-      "api-key",
-      "create",
-      "--site",
-      "site_a",
-      "--scopes",
-      "catalog:read,claims:write",
-      "--user",
-      String(writer.id)
-    ])
-    const client: TestClient = {
-      clientId: `deploy-${Crypto.randomBytes(4).toString("hex")}`,
-      secret: Crypto.randomBytes(24).toString("hex"),
-      redirectUri: "https://rp.example/callback"
-    }
-    await cli([
-      "client",
-      "create",
-      "--client-id",
-      client.clientId,
-      "--secret",
-      client.secret!,
-      "--redirect-uri",
-      client.redirectUri,
-      "--auto-consent"
-    ])
-    const signedIn = await login(topology.identity, writer)
-    const { code } = await getCode(topology.identity, client, signedIn.accessToken, {
-      scope: "openid offline_access"
+    const actors = await loadActors(topology)
+    const writer = actors.writer
+    const load = mixedLoad(topology, actors, await firstRefreshToken(topology, actors), {
+      writePrefix: "Deploy load",
+      keyPrefix: "deploy"
     })
-    const first = await exchangeCode(topology.identity, client, code)
-    expect(first.status, JSON.stringify(first.body)).toBe(200)
-    let refreshToken: string = first.body.refresh_token
-    expect(refreshToken).toBeTypeOf("string")
-
-    const statuses = new Map<string, number>()
-    const failures: Array<string> = []
-    const acknowledged: Array<string> = []
-    let longest = 0
-    let running = true
-    const call = async (label: string, run: () => Promise<Response>) => {
-      const started = performance.now()
-      try {
-        const res = await run()
-        const text = await res.text()
-        statuses.set(`${label} ${res.status}`, (statuses.get(`${label} ${res.status}`) ?? 0) + 1)
-        if (res.status >= 500) failures.push(`${label}: ${res.status} ${text.slice(0, 200)}`)
-        return { status: res.status, text }
-      } catch (e) {
-        const cause = (e as { cause?: { code?: string; message?: string } }).cause
-        failures.push(`${label}: ${cause?.code ?? cause?.message ?? String(e)}`)
-        return undefined
-      } finally {
-        longest = Math.max(longest, performance.now() - started)
-      }
-    }
-    const bearer = { authorization: `Bearer ${key}` }
-    const reader = async () => {
-      while (running) {
-        await call("catalog read", () => fetch(`${topology.catalog}/v2/catalog/works?limit=5`, { headers: bearer }))
-        await call("discovery", () => fetch(`${topology.issuer}/.well-known/openid-configuration`))
-      }
-    }
-    const claimWriter = async (name: string) => {
-      for (let n = 1; running; n++) {
-        const displayName = `Deploy load ${name} ${n}`
-        const answer = await call("claim write", () =>
-          fetch(`${topology.catalog}/v2/claims`, {
-            method: "POST",
-            headers: { ...bearer, "content-type": "application/json", "idempotency-key": `deploy-${name}-${n}` },
-            body: JSON.stringify({ display_name: displayName, site_work_id: String(n) })
-          }))
-        if (answer?.status === 201) acknowledged.push(displayName)
-        else if (answer !== undefined) failures.push(`claim write: ${answer.status} ${answer.text.slice(0, 200)}`)
-      }
-    }
-    const refresher = async () => {
-      while (running) {
-        let next: string | undefined
-        await call("token refresh", async () => {
-          const res = await refreshRequest(topology.identity, client, refreshToken)
-          next = res.body?.refresh_token
-          return new Response(JSON.stringify(res.body), { status: res.status })
-        })
-        if (next === undefined) return failures.push("token refresh: no refresh token in the answer")
-        refreshToken = next
-      }
-    }
-
-    const load = Promise.all([reader(), reader(), claimWriter("a"), claimWriter("b"), refresher()])
     await new Promise((resolve) => setTimeout(resolve, 1000))
     const restarted: Array<string> = []
     await topology.rollingRestart((name) => restarted.push(name))
     await new Promise((resolve) => setTimeout(resolve, 1000))
-    running = false
-    await load
+    const { acknowledged, answers, failures } = await load.stop()
 
+    const statuses = new Map<string, number>()
+    for (const a of answers) {
+      const label = `${a.kind} ${a.status ?? "no answer"}`
+      statuses.set(label, (statuses.get(label) ?? 0) + 1)
+    }
+    const longest = Math.max(0, ...answers.map((a) => a.ms))
     const total = [...statuses.values()].reduce((a, b) => a + b, 0)
     console.log(
       `rolling restart of ${restarted.join(", ")}: ${total} requests, longest ${Math.round(longest)} ms`,
