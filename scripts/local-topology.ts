@@ -111,17 +111,23 @@ export const haproxyConfig = (input: {
   >
 }) => {
   const template = Fs.readFileSync(Path.join(root, "deploy/haproxy.cfg.template"), "utf8")
+  // Each process checked, and again as an unchecked backup (the template says why).
   const lines = (port: (s: (typeof input.servers)[number]) => number) =>
-    input.servers.map((s) => `  server ${s.name} ${HOST}:${port(s)}`).join("\n")
+    input.servers.flatMap((s) => [
+      `  server ${s.name} ${HOST}:${port(s)}`,
+      `  server ${s.name}-backup ${HOST}:${port(s)} backup no-check`
+    ]).join("\n")
   const fields: Record<string, string> = {
     HOST,
     STATS_SOCKET: input.statsSocket,
     CATALOG_PORT: String(input.catalogPort),
     IDENTITY_PORT: String(input.identityPort),
     CATALOG_SERVERS: lines((s) => s.catalogPort),
-    IDENTITY_SERVERS: lines((s) => s.identityPort)
+    IDENTITY_SERVERS: lines((s) => s.identityPort),
+    CATALOG_503: Path.join(root, "deploy/catalog-503.http"),
+    IDENTITY_503: Path.join(root, "deploy/identity-503.http")
   }
-  return template.replace(/\{\{([A-Z_]+)\}\}/g, (_, name: string) => fields[name]!)
+  return template.replace(/\{\{([A-Z0-9_]+)\}\}/g, (_, name: string) => fields[name]!)
 }
 
 /**
