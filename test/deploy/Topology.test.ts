@@ -2,10 +2,14 @@
  * docs/deploying.md, "The topology, step by step": a PostgreSQL primary and its replica, two service
  * processes and haproxy (deploy/haproxy.cfg.template) on loopback, brought up by the code
  * scripts/deploy-local.sh runs (scripts/local-topology.ts), and its rolling restart under load.
- * Needs haproxy on the PATH, so it runs apart from `npm test`: `npm run test:deploy`.
+ * Needs haproxy on the PATH, so it runs apart from `npm test`: `npm run test:deploy`. The same suite
+ * parses a process's `/metrics` with the reference OpenMetrics parser (the Python
+ * `prometheus_client.openmetrics.parser`, Debian's python3-prometheus-client; OpenMetrics 1.0), which
+ * no npm package offers.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Redacted, Scope } from "effect"
+import { execFileSync } from "node:child_process"
 import { startTopology, type Topology } from "../../scripts/local-topology.js"
 import { loginFrom } from "../support/LocalAddress.js"
 import { parseOpenMetrics } from "../support/OpenMetrics.js"
@@ -91,6 +95,27 @@ describe("the topology on loopback (docs/deploying.md, \"The topology, step by s
     for (const [i, p] of topology.processes.entries()) {
       expect(await answeredBy(p.metricsPort, "catalog"), `${p.name} catalog`).toBeGreaterThan(before[i]!.catalog)
       expect(await answeredBy(p.metricsPort, "identity"), `${p.name} identity`).toBeGreaterThan(before[i]!.identity)
+    }
+  })
+
+  it("every process's /metrics parses with the reference OpenMetrics parser (OpenMetrics 1.0)", async () => {
+    // Reads the exposition on stdin; prints each family's name, type and sample count, or fails.
+    const parse = [
+      "import sys",
+      "from prometheus_client.openmetrics.parser import text_string_to_metric_families",
+      "for f in text_string_to_metric_families(sys.stdin.read()):",
+      "    print(f.name, f.type, len(f.samples))"
+    ].join("\n")
+    for (const p of topology.processes) {
+      const res = await fetch(`http://127.0.0.1:${p.metricsPort}/metrics`)
+      expect(res.headers.get("content-type")).toMatch(/^application\/openmetrics-text; version=1\.0\.0/)
+      const families = execFileSync("/usr/bin/python3", ["-c", parse], { input: await res.text() }).toString()
+        .trim().split("\n").map((line) => line.split(" "))
+      const types = new Map(families.map(([name, type]) => [name, type]))
+      expect(types.get("http_server_request_duration_seconds"), p.name).toBe("histogram")
+      expect(types.get("cache_requests"), p.name).toBe("counter")
+      expect(types.get("process_resident_memory_bytes"), p.name).toBe("gauge")
+      expect(families.every(([, , samples]) => Number(samples) > 0), JSON.stringify(families)).toBe(true)
     }
   })
 
