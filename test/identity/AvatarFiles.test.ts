@@ -23,11 +23,10 @@ import { MediaStore } from "../../src/platform/MediaStore.js"
 import { postAvatar } from "../support/Avatars.js"
 import { eventually } from "../support/Eventually.js"
 import { createUser, IdentityServers, IdentityTestEnv, login, serverLayerOptions } from "../support/IdentityServers.js"
+import { sha256 } from "../support/Media.js"
 import { migrateUpTo, newTestDatabase, temporaryDirectory } from "../support/TestDatabase.js"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
-
-const sha256 = (bytes: Uint8Array) => Crypto.createHash("sha256").update(bytes).digest("hex")
 
 /** Where the file store of the data directory `dataDir` keeps the avatar `hash`. */
 const avatarFile = (dataDir: string, hash: string) =>

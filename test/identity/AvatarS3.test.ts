@@ -7,10 +7,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
-import * as Crypto from "node:crypto"
 import sharp from "sharp"
 import { postAvatar } from "../support/Avatars.js"
 import { createUser, IdentityServers, IdentityTestEnv, login, serverLayerOptions } from "../support/IdentityServers.js"
+import { sha256 } from "../support/Media.js"
 import { S3Store, S3StoreLive } from "../support/S3Store.js"
 
 const png = (background: string) =>
@@ -19,8 +19,6 @@ const png = (background: string) =>
       new Uint8Array(b)
     )
   )
-const sha256 = (bytes: Uint8Array) => Crypto.createHash("sha256").update(bytes).digest("hex")
-
 const Env = Layer.unwrap(Effect.map(S3Store, (s3) => IdentityTestEnv({ ...s3.settings }))).pipe(
   Layer.provideMerge(S3StoreLive)
 )

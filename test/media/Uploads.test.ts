@@ -12,7 +12,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Os from "node:os"
@@ -22,7 +21,7 @@ import type { Scope } from "../../schema/Annotations.js"
 import { DatabaseUrl } from "../../src/platform/Database.js"
 import { startBuiltCatalog } from "../support/BuiltServer.js"
 import { ClaimsFixture, ClaimsFixtureLive, type ClaimsFixtureShape } from "../support/Claims.js"
-import { fetchBytes, picture, upload } from "../support/Media.js"
+import { fetchBytes, picture, sha256, upload } from "../support/Media.js"
 import {
   expectProblemCode,
   expectStatus,
@@ -35,8 +34,6 @@ import { serverLayerOptions } from "../support/TestServers.js"
 
 const scopes: ReadonlyArray<Scope> = ["catalog:read", "media:write"]
 const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "shiori-media-"))
-
-const sha256 = (bytes: Uint8Array) => Crypto.createHash("sha256").update(bytes).digest("hex")
 
 /** A fresh user of `site_a` and a key for them. */
 const editor = (f: ClaimsFixtureShape) =>
