@@ -3,7 +3,8 @@
  * replayed answer, for several builds in one run on this machine. Each worktree's built server
  * (`npm run -s build` in it first) answers `GET /v2/catalog/works?limit=20` with an API key from
  * its read cache, beside the bare HttpApi endpoint (baseline/BareHttpApi.ts) serving the same
- * bytes; the targets are measured in turn, `BENCH_AB_ROUNDS` (3) times, so a change in the
+ * bytes (`BENCH_AB_PATH` asks for another path, `BENCH_AB_CACHE_MB=0` turns the read cache off so that
+ * every request computes on the database); the targets are measured in turn, `BENCH_AB_ROUNDS` (3) times, so a change in the
  * machine's load falls on every build alike. Prints the median req/s, the server's CPU per request
  * and the ratio to the bare endpoint.
  *
@@ -28,7 +29,9 @@ const rounds = Number(process.env.BENCH_AB_ROUNDS ?? 3)
 const works = Number(process.env.BENCH_PROFILE_WORKS ?? 20_000)
 const seeded = Path.join(root, "bench", `.data-${works}`)
 if (!Fs.existsSync(seeded)) throw new Error(`${seeded} is missing: run bench/ProfileStack.ts once`)
-const path = "/v2/catalog/works?limit=20"
+const path = process.env.BENCH_AB_PATH ?? "/v2/catalog/works?limit=20"
+/** `CATALOG_CACHE_MB` of the servers: `0` makes every request compute (and reach the database). */
+const cacheMb = process.env.BENCH_AB_CACHE_MB
 const scratch = Fs.mkdtempSync(Path.join(Os.tmpdir(), "shiori-stack-ab-"))
 // The database runs as `postgres` when we are root (platform/EmbeddedPostgres.ts): it must reach its copy.
 Fs.chmodSync(scratch, 0o755)
@@ -54,6 +57,7 @@ try {
       IDENTITY_PORT: String(await freePort()),
       SHIORI_SERVE: "catalog",
       SHIORI_DEMO_WORKS: "0",
+      ...(cacheMb === undefined ? {} : { CATALOG_CACHE_MB: cacheMb }),
       CATALOG_RATE_BURST: "1000000000",
       CATALOG_RATE_PER_SECOND: "1000000000"
     }

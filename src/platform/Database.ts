@@ -21,6 +21,7 @@ import Pg from "pg"
 import { DatabaseDeadline, makeDatabaseDeadline } from "./DatabaseDeadline.js"
 import { startEmbeddedPostgres } from "./EmbeddedPostgres.js"
 import { MediaStore } from "./MediaStore.js"
+import { DatabasePools, makeCheckedClient, makePool, type PoolCheckout, type PoolName } from "./PoolCheckout.js"
 import { makeReadReplica, READ_APPLICATION_NAME, ReadRouting } from "./ReadReplica.js"
 
 /** Where the database lives, for code that needs a raw connection (COPY in the seeder, LISTEN). */
@@ -160,21 +161,41 @@ export const SqlLive = Layer.unwrap(
           : {})
       }
     })
-    /** A pool on `url` under its own deadline watch, for the scope's lifetime. */
-    const pool = (url: Redacted.Redacted, options: { readonly size: number; readonly applicationName: string }) =>
+    /**
+     * A pool on `url` under its own deadline watch, for the scope's lifetime, and the checkout every
+     * statement takes its connection with (PoolCheckout.ts: the wait for a free connection is bounded
+     * by the same `DATABASE_ACQUIRE_TIMEOUT_SECONDS`).
+     */
+    const pool = (
+      url: Redacted.Redacted,
+      options: { readonly name: PoolName; readonly size: number; readonly applicationName: string }
+    ) =>
       Effect.gen(function*() {
         const connection = connectionTo(url, options.applicationName)
         const deadline = yield* makeDatabaseDeadline({ connection, url, deadline: queryTimeout })
-        const sql = yield* PgClient.make({
+        // The pool's own connections, counted (the deadline's streams also serve the listeners).
+        let open = 0
+        const watched = deadline.stream
+        const stream = watched === undefined ? undefined : () => {
+          const socket = watched()
+          open++
+          socket.once("close", () => open--)
+          return socket
+        }
+        const checkout = yield* makePool({
           ...connection,
-          ...(deadline.stream === undefined ? {} : { stream: deadline.stream }),
+          ...(stream === undefined ? {} : { stream }),
           maxConnections: options.size,
           idleTimeout: Duration.seconds(60),
           // Prepared statements live as long as their connection: recycling connections bounds
           // what a long-running process accumulates in PostgreSQL.
           connectionTTL: Duration.minutes(15)
+        }, {
+          name: options.name,
+          timeout: acquireTimeout,
+          open: stream === undefined ? undefined : () => open
         })
-        return { sql, deadline }
+        return { checkout, deadline }
       })
     // Fail at start-up, not at the first request, when the database cannot be reached (the pool opens
     // connections only when asked for one).
@@ -194,20 +215,25 @@ export const SqlLive = Layer.unwrap(
             )
         })
       )
-    const primaryPool = Effect.tap(
-      pool(url, { size: maxConnections, applicationName: "shiori" }),
-      ({ sql }) => reachable(sql)
-    )
+    const primaryPool = pool(url, { name: "primary", size: maxConnections, applicationName: "shiori" })
 
-    const provided = (sql: PgClient.PgClient, deadline: DatabaseDeadline["Service"]) =>
+    const provided = (
+      sql: PgClient.PgClient,
+      deadline: DatabaseDeadline["Service"],
+      pools: ReadonlyArray<PoolCheckout>
+    ) =>
       Context.make(PgClient.PgClient, sql).pipe(
         Context.add(SqlClient.SqlClient, sql),
-        Context.add(DatabaseDeadline, deadline)
+        Context.add(DatabaseDeadline, deadline),
+        Context.add(DatabasePools, pools)
       )
     if (Option.isNone(readUrl)) {
-      return Layer.effectContext(Effect.map(primaryPool, ({ deadline, sql }) => provided(sql, deadline))).pipe(
-        Layer.provide(Reactivity.layer)
-      )
+      return Layer.effectContext(Effect.gen(function*() {
+        const primary = yield* primaryPool
+        const sql = yield* makeCheckedClient(primary.checkout.config, primary.checkout)
+        yield* reachable(sql)
+        return provided(sql, primary.deadline, [primary.checkout])
+      })).pipe(Layer.provide(Reactivity.layer))
     }
     // A read replica (src/platform/ReadReplica.ts): a second pool, same settings, its own size. It is
     // not required to answer at start-up: until it does, reads stay on the primary.
@@ -219,9 +245,21 @@ export const SqlLive = Layer.unwrap(
     return Layer.effectContext(
       Effect.gen(function*() {
         const primary = yield* primaryPool
-        const replica = yield* pool(readUrl.value, { size: readPoolSize, applicationName: READ_APPLICATION_NAME })
-        const { client, routing } = yield* makeReadReplica(primary.sql, replica.sql, { pollInterval, staleAfter })
-        return Context.add(provided(client, primary.deadline), ReadRouting, routing)
+        yield* reachable(yield* makeCheckedClient(primary.checkout.config, primary.checkout))
+        const replica = yield* pool(readUrl.value, {
+          name: "replica",
+          size: readPoolSize,
+          applicationName: READ_APPLICATION_NAME
+        })
+        const { client, routing } = yield* makeReadReplica(primary.checkout, replica.checkout, {
+          pollInterval,
+          staleAfter
+        })
+        return Context.add(
+          provided(client, primary.deadline, [primary.checkout, replica.checkout]),
+          ReadRouting,
+          routing
+        )
       })
     ).pipe(Layer.provide(Reactivity.layer))
   })

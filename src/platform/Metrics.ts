@@ -6,7 +6,8 @@
  *
  * Measurements are effect's `Metric`s, kept in the process's default registry, so every `Metric` of
  * the code base (`catalog_replayed_responses`, ...) is exported without being listed here; what only
- * exists at scrape time (process, heap, event loop, mail outbox, database connections) is read then.
+ * exists at scrape time (process, heap, event loop, the pools, mail outbox, database connections) is
+ * read then.
  * The serializer is ours: effect prints no exposition format, and a Prometheus client library would
  * keep a second registry beside effect's. Names follow the OpenTelemetry semantic conventions
  * (https://opentelemetry.io/docs/specs/semconv/http/http-metrics/) in their Prometheus form.
@@ -16,6 +17,7 @@ import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "e
 import { SqlClient } from "effect/sql"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { listen } from "./HttpListener.js"
+import { DatabasePools, type PoolCheckout, type PoolState } from "./PoolCheckout.js"
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -322,14 +324,55 @@ const processFamilies = (loop: ReturnType<typeof monitorEventLoopDelay>): Array<
   ]
 }
 
+/**
+ * This process's pools (src/platform/PoolCheckout.ts), as they are at the scrape: connections held by
+ * a statement or a transaction (`used`) and open without one (`idle`), checkouts still waiting for a
+ * connection, and each pool's size.
+ */
+const poolFamilies = (pools: ReadonlyArray<PoolCheckout>): Array<Family> => {
+  if (pools.length === 0) return []
+  const states = pools.map((pool) => pool.state())
+  const poolLabel = (state: PoolState) => ({ db_client_connection_pool_name: state.pool })
+  return [
+    {
+      name: "db_client_connection_count",
+      type: "gauge",
+      help: "Connections of this process's pool, by state (used: held by a statement or a transaction).",
+      samples: states.flatMap((state) => [
+        {
+          suffix: "",
+          labels: { ...poolLabel(state), db_client_connection_state: "used" },
+          value: state.used
+        },
+        ...(state.idle === undefined ? [] : [{
+          suffix: "",
+          labels: { ...poolLabel(state), db_client_connection_state: "idle" },
+          value: state.idle
+        }])
+      ])
+    },
+    {
+      name: "db_client_connection_pending_requests",
+      type: "gauge",
+      help: "Statements and transactions waiting for a connection of the pool.",
+      samples: states.map((state) => ({ suffix: "", labels: poolLabel(state), value: state.pending }))
+    },
+    {
+      name: "db_client_connection_max",
+      type: "gauge",
+      help: "Connections the pool may open (DATABASE_POOL_SIZE, DATABASE_READ_POOL_SIZE).",
+      samples: states.map((state) => ({ suffix: "", labels: poolLabel(state), value: state.max }))
+    }
+  ]
+}
+
 /** How long a scrape waits for the database before answering without its gauges. */
 const DATABASE_WAIT = "1 second"
 
 /**
  * The gauges PostgreSQL answers, in one statement: messages waiting in the mail outbox, and the
- * connections of this database's `shiori` sessions by state. The pool (@effect/sql-pg's) exposes
- * neither its size nor its waiters, and takes no wrapper for its checkouts, so connections are
- * counted where PostgreSQL sees them: every process of the deployment, not this one's pool alone.
+ * connections of this database's `shiori` sessions by state, as PostgreSQL sees them: every process
+ * of the deployment (this process's own pools are `poolFamilies`).
  * The statement runs detached: a scrape that stops waiting does not cancel it (src/platform/HttpListener.ts
  * says why a cancel is avoided), and a database that is down leaves the rest of the answer intact.
  */
@@ -369,11 +412,18 @@ const databaseFamilies = (sql: SqlClient.SqlClient) =>
   })
 
 /** `GET /metrics`: everything above, serialized. */
-const scrape = (sql: SqlClient.SqlClient, loop: ReturnType<typeof monitorEventLoopDelay>) =>
+const scrape = (
+  sql: SqlClient.SqlClient,
+  pools: ReadonlyArray<PoolCheckout>,
+  loop: ReturnType<typeof monitorEventLoopDelay>
+) =>
   Effect.gen(function*() {
+    // The pools as the scrape finds them, before its own statement takes a connection.
+    const pooled = poolFamilies(pools)
     const database = yield* databaseFamilies(sql)
     const recorded = familiesOfSnapshots(yield* Metric.snapshot)
-    return HttpServerResponse.text(renderOpenMetrics([...recorded, ...processFamilies(loop), ...database]), {
+    const families = [...recorded, ...processFamilies(loop), ...pooled, ...database]
+    return HttpServerResponse.text(renderOpenMetrics(families), {
       contentType: OPENMETRICS_CONTENT_TYPE
     })
   })
@@ -382,10 +432,11 @@ const scrape = (sql: SqlClient.SqlClient, loop: ReturnType<typeof monitorEventLo
 export const MetricsHttpLive = Layer.unwrap(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const pools = yield* DatabasePools
     const loop = monitorEventLoopDelay({ resolution: 10 })
     loop.enable()
     yield* Effect.addFinalizer(() => Effect.sync(() => loop.disable()))
-    return HttpRouter.serve(HttpRouter.add("GET", "/metrics", scrape(sql, loop)), {
+    return HttpRouter.serve(HttpRouter.add("GET", "/metrics", scrape(sql, pools, loop)), {
       disableLogger: true,
       disableListenLog: true
     })

@@ -10,10 +10,10 @@
  * stay on the primary.
  *
  * How. The repositories took their `SqlClient` when they were built, so a read cannot be handed
- * another client; instead the process's one client (`makeRoutedClient`) picks the pool per statement
- * (and per transaction, whose statements stay on its connection): the replica's when the fiber runs
- * inside `reads` (`OnReplica`), the primary's otherwise. Caches filled by a read computed on the
- * replica inherit that fiber's choice.
+ * another client; instead the process's one client picks the pool per statement (and per
+ * transaction, whose statements stay on its connection): a checkout of the replica's pool when the
+ * fiber runs inside `reads` (`OnReplica`), of the primary's otherwise (src/platform/PoolCheckout.ts).
+ * Caches filled by a read computed on the replica inherit that fiber's choice.
  *
  * The fence (read-your-writes, and caches that never refill from the past). The process keeps
  * `fence`, a WAL position of the primary at or past every write it knows of, and the replica's
@@ -37,11 +37,10 @@
  * (`replica`, or `primary` when the replica was not fresh or failed); `database_replica_lag_bytes`
  * is how far the replica's replay is behind the fence.
  */
-import { PgClient } from "@effect/sql-pg"
 import { type Cause, Context, Duration, Effect, Latch, Metric, Option } from "effect"
-import { SqlClient, type SqlConnection } from "effect/sql"
-import { isSqlError, SqlError, UnknownError } from "effect/sql/SqlError"
+import { isSqlError } from "effect/sql/SqlError"
 import { performance } from "node:perf_hooks"
+import { makeCheckedClient, type PoolCheckout } from "./PoolCheckout.js"
 
 /** `pg_stat_activity.application_name` of the replica pool's sessions (the primary's are `shiori`). */
 export const READ_APPLICATION_NAME = "shiori read"
@@ -87,58 +86,6 @@ const replicaLag = Metric.gauge("database_replica_lag_bytes", {
 })
 const count = (metric: Metric.Metric<number, unknown>) => metric.updateUnsafe(1, Context.empty())
 
-/** PostgreSQL answers `ROLLBACK` to `COMMIT` in an aborted transaction (as @effect/sql-pg checks too). */
-const commit = (conn: SqlConnection.Connection): Effect.Effect<void, SqlError> =>
-  Effect.flatMap(
-    conn.executeRaw("COMMIT", []),
-    (result) =>
-      (result as { readonly command?: string }).command === "ROLLBACK"
-        ? Effect.fail(
-          new SqlError({
-            reason: new UnknownError({
-              cause: new Error("COMMIT rolled back an aborted transaction"),
-              message: "PgClient: COMMIT rolled back an aborted transaction",
-              operation: "commit"
-            })
-          })
-        )
-        : Effect.void
-  )
-
-/**
- * The client the whole process uses when there is a replica: the primary's, except that a statement
- * (or a transaction) begun inside `reads` takes a connection of the replica's pool.
- */
-const makeRoutedClient = (primary: PgClient.PgClient, replica: PgClient.PgClient) =>
-  Effect.gen(function*() {
-    const connection = Effect.flatMap(Effect.service(OnReplica), (onReplica) =>
-      onReplica ? replica.reserve : primary.reserve)
-    const config = primary.config
-    const sql = yield* SqlClient.make({
-      acquirer: connection,
-      transactionAcquirer: connection,
-      compiler: PgClient.makeCompiler(config.transformQueryNames, config.transformJson),
-      driver: "pg",
-      prepareTransactionControls: true,
-      commit,
-      releaseSavepoint: (name) =>
-        `RELEASE SAVEPOINT ${name}`,
-      spanAttributes: [
-        ["db.system.name", "postgresql"],
-        ["db.namespace", config.database ?? config.username ?? "postgres"],
-        ["server.address", config.host ?? "localhost"],
-        ["server.port", config.port ?? 5432]
-      ]
-    })
-    return Object.assign(sql, {
-      [PgClient.TypeId]: PgClient.TypeId,
-      config,
-      json: primary.json,
-      listen: primary.listen,
-      notify: primary.notify
-    }) as PgClient.PgClient
-  })
-
 /** Any `SqlError` among the failures and defects of `cause`: the replica could not answer the read. */
 const failedInDatabase = (cause: Cause.Cause<unknown>) =>
   cause.reasons.some((reason) =>
@@ -153,16 +100,25 @@ export interface ReadReplicaOptions {
 }
 
 /**
- * The routed client and the `ReadRouting` over `primary` and `replica` (two pools), for the scope's
- * lifetime: see the module comment.
+ * The routed client and the `ReadRouting` over the `primary` and `replica` pools (each a checkout of
+ * its pool), for the scope's lifetime: see the module comment.
  */
 export const makeReadReplica = (
-  primary: PgClient.PgClient,
-  replica: PgClient.PgClient,
+  primary: PoolCheckout,
+  replica: PoolCheckout,
   options: ReadReplicaOptions
 ) =>
   Effect.gen(function*() {
-    const client = yield* makeRoutedClient(primary, replica)
+    const choose = Effect.map(Effect.service(OnReplica), (onReplica) => onReplica ? replica : primary)
+    const client = yield* makeCheckedClient(primary.config, {
+      acquire: Effect.flatMap(choose, (pool) => pool.acquire),
+      reserve: Effect.flatMap(choose, (pool) => pool.reserve),
+      borrow: (f) => Effect.flatMap(choose, (pool) => pool.borrow(f)),
+      listen: primary.listen
+    })
+    // The fence's and the polls' own statements, each on its pool.
+    const primarySql = yield* makeCheckedClient(primary.config, primary)
+    const replicaSql = yield* makeCheckedClient(replica.config, replica)
     const pollMillis = Duration.toMillis(options.pollInterval)
     const staleMillis = Duration.toMillis(options.staleAfter)
 
@@ -195,7 +151,7 @@ export const makeReadReplica = (
         )
       })
 
-    const currentLsn = primary<{ lsn: string }>`SELECT pg_current_wal_insert_lsn()::text AS lsn`
+    const currentLsn = primarySql<{ lsn: string }>`SELECT pg_current_wal_insert_lsn()::text AS lsn`
     // One statement per burst: calls made while it runs are covered by the next one.
     const fenceLoop = Effect.gen(function*() {
       yield* wanted.await
@@ -213,7 +169,7 @@ export const makeReadReplica = (
     }).pipe(Effect.forever)
 
     // The replica's replay position; a primary named as replica (no recovery) is never behind itself.
-    const replayLsn = replica<{ lsn: string | null }>`
+    const replayLsn = replicaSql<{ lsn: string | null }>`
       SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text
         AS lsn`
     const pollLoop = Effect.gen(function*() {

@@ -4,7 +4,8 @@
  * (src/platform/MediaStore.ts), is a 503 with `Retry-After` (the request was fine; retry later), any
  * other defect a 500 with an empty `detail` (nothing internal reaches the client; the cause goes to
  * the log). Whether the database is unavailable is told by SQLSTATE, @effect/sql-pg's reason and
- * system error codes only (SqlState.ts), never by message text.
+ * system error codes only (SqlState.ts), never by message text; a pool with no free connection in
+ * time (PoolCheckout.ts) is the same 503, said to be busy.
  */
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Option } from "effect"
@@ -12,6 +13,7 @@ import type { HttpServerRequest } from "effect/http"
 import { InternalError, ServiceUnavailable } from "../../schema/Problem.js"
 import type { Problem } from "../../schema/Problem.js"
 import { isMediaStoreUnavailable } from "./MediaStore.js"
+import { isPoolExhausted } from "./PoolCheckout.js"
 import { isDatabaseUnavailable } from "./SqlState.js"
 
 /**
@@ -29,10 +31,14 @@ export const serverFailureProblem = (
       // outage, and nobody reads the answer.
       const clientGone = Cause.hasInterrupts(cause) ||
         NodeHttpServerRequest.toIncomingMessage(request).socket?.destroyed === true
+      const busy = isPoolExhausted(error)
       yield* clientGone
         ? Effect.logDebug("statement cancelled: the client went away", cause)
-        : Effect.logWarning("database unavailable", cause)
-      return new ServiceUnavailable({ detail: "The database is unreachable.", retry_after: 5 })
+        : Effect.logWarning(busy ? "database busy: no free connection" : "database unavailable", cause)
+      return new ServiceUnavailable({
+        detail: busy ? "The database is busy." : "The database is unreachable.",
+        retry_after: 5
+      })
     }
     if (isMediaStoreUnavailable(error)) {
       yield* Effect.logError("media store unavailable", cause)

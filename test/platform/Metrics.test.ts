@@ -1,6 +1,6 @@
 // docs/deploying.md, "Metrics": `/metrics` in the OpenMetrics text format on a listener of its own,
 // off without `METRICS_PORT`; requests by route template and status for both servers, cache hits and
-// misses, rate-limit refusals, process and database gauges.
+// misses, rate-limit refusals, the pool's connections and waits, process and database gauges.
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -116,6 +116,14 @@ describe("the metrics listener (docs/deploying.md, \"Metrics\")", () => {
         expect(sampleValue(after, "shiori_metrics_database_up")).toBe(1)
         expect(after.get("shiori_mail_outbox_messages")?.samples).toHaveLength(1)
         expect(sampleValue(after, "shiori_db_connections", { state: "active" })).toBeGreaterThanOrEqual(1)
+        // This process's pool (src/platform/PoolCheckout.ts): its size, and the reads above waited for it.
+        const primary = { db_client_connection_pool_name: "primary" }
+        expect(sampleValue(after, "db_client_connection_max", primary)).toBeGreaterThan(0)
+        expect(after.get("db_client_connection_count")?.samples.map((s) => s.labels.db_client_connection_state).sort())
+          .toEqual(["idle", "used"])
+        expect(sampleValue(after, "db_client_connection_wait_time_seconds_count", primary))
+          .toBeGreaterThan(sampleValue(before, "db_client_connection_wait_time_seconds_count", primary))
+        expect(after.get("db_client_connection_pending_requests")?.type).toBe("gauge")
         expect(sampleValue(after, "process_resident_memory_bytes")).toBeGreaterThan(0)
         expect(sampleValue(after, "nodejs_heap_size_used_bytes")).toBeGreaterThan(0)
         expect(after.get("nodejs_eventloop_lag_p99_seconds")?.unit).toBe("seconds")

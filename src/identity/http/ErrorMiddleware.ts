@@ -24,6 +24,7 @@ import { carriesBody, isBodyTooLarge, limitBody } from "../../platform/BodyLimit
 import { identityMaxAvatarBytes, identityMaxBodyBytes } from "../../platform/Config.js"
 import { isMediaStoreUnavailable } from "../../platform/MediaStore.js"
 import { jsonBodyType } from "../../platform/MediaType.js"
+import { isPoolExhausted } from "../../platform/PoolCheckout.js"
 import { RouteTable } from "../../platform/RouteTable.js"
 import { isDatabaseUnavailable } from "../../platform/SqlState.js"
 import { oauthFailure, oauthFailureResponse } from "../oauth/OAuthFailure.js"
@@ -236,7 +237,10 @@ export const identityErrorMiddleware = HttpRouter.middleware(
             if (isDatabaseUnavailable(squashed) || isMediaStoreUnavailable(squashed)) {
               yield* isMediaStoreUnavailable(squashed)
                 ? Effect.logError("media store unavailable", cause)
-                : Effect.logWarning("database unavailable", cause)
+                : Effect.logWarning(
+                  isPoolExhausted(squashed) ? "database busy: no free connection" : "database unavailable",
+                  cause
+                )
               return answer(
                 request,
                 { status: 503, oauth: "temporarily_unavailable", envelope: "SERVICE_UNAVAILABLE" },
