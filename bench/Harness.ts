@@ -7,7 +7,6 @@ import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
-import * as Net from "node:net"
 import * as Path from "node:path"
 
 export const root = Path.resolve(import.meta.dirname, "..")
@@ -38,14 +37,7 @@ bodyQueue.prototype.addBody = function(data) {
   if (pending !== undefined && typeof pending.req?.onResponse === "function") pending.body += data
 }
 
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = Net.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as Net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
+export { freePort } from "../scripts/local-topology.js"
 
 export interface Proc {
   readonly child: ChildProcess

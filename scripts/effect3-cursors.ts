@@ -20,7 +20,7 @@ import { execFile, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { freePort } from "../bench/Harness.js"
+import { freePort } from "./local-topology.js"
 
 const old = Path.resolve(process.argv[2] ?? "../old")
 const out = Path.resolve(import.meta.dirname, "../test/fixtures/effect3-cursors.json")
