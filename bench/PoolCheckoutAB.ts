@@ -3,8 +3,8 @@
  * a deadline on the wait for a free connection, the pool's use counted) costs per statement, against
  * @effect/sql-pg's `PgClient.make` with the same settings, in one process on one embedded PostgreSQL.
  *
- * Both clients run the same work in turn, `BENCH_AB_ROUNDS` (5) times so that a change in the
- * machine's load falls on both alike: `SELECT 1` statements from `BENCH_POOL_FIBERS` (16) fibers on a
+ * Both clients run the same work in turn, `BENCH_AB_ROUNDS` (5) times, taking turns to go first, so
+ * that a change in the machine's load falls on both alike: `SELECT 1` statements from `BENCH_POOL_FIBERS` (16) fibers on a
  * pool of `BENCH_POOL_SIZE` (8) connections, so that half of the checkouts find the pool full and
  * queue; then transactions of two statements. Prints the median CPU time of this process per
  * statement (the steadier number on a shared machine) and the median statements per second.
@@ -69,7 +69,9 @@ const program = Effect.gen(function*() {
     yield* measure(2_000, sql`SELECT 1`)
   }
   for (let round = 1; round <= rounds; round++) {
-    for (const [label, sql] of clients) {
+    // Each goes first in every other round: whatever the first leaves behind (garbage, a busier
+    // PostgreSQL) falls on both alike.
+    for (const [label, sql] of round % 2 === 1 ? clients : [...clients].reverse()) {
       const statement = yield* measure(statements, sql`SELECT 1`)
       const transaction = yield* measure(
         statements / 4,

@@ -19,7 +19,9 @@
  * connections, so it never queues (opening a connection has its own deadline, `connectTimeout`). A
  * checkout queued past `DATABASE_ACQUIRE_TIMEOUT_SECONDS` leaves the queue and fails as a
  * `ConnectionError` whose cause is a `PoolExhausted`, which the request answers `503` with
- * `Retry-After` (src/platform/ServerFailure.ts). The wait is a timer, not a fiber: a statement that
+ * `Retry-After` (src/platform/ServerFailure.ts). Every checkout waits the same time and the queue is
+ * first come first served, so the one that waited longest is always at its head: one timer, set for
+ * the head's deadline, serves the whole queue (no timer or fiber per checkout). A statement that
  * queues costs about as much CPU as one queued by @effect/sql-pg's own pool, one that does not the
  * same (bench/PoolCheckoutAB.ts).
  *
@@ -133,7 +135,6 @@ class Ticket {
   held = false
   queued = false
   resume: ((effect: Effect.Effect<void, SqlError>) => void) | undefined = undefined
-  timer: ReturnType<typeof setTimeout> | undefined = undefined
 }
 
 /** The checkouts waiting for a place in the pool, first come first served; one may leave early. */
@@ -146,6 +147,16 @@ class WaitQueue {
     ticket.queued = true
     this.items.push(ticket)
     this.length++
+  }
+
+  /** The ticket that has waited longest, left in the queue. */
+  peek(): Ticket | undefined {
+    while (this.head < this.items.length) {
+      const ticket = this.items[this.head]
+      if (ticket?.queued === true) return ticket
+      this.items[this.head++] = undefined
+    }
+    return undefined
   }
 
   /** The next ticket still waiting, taken out of the queue. */
@@ -236,18 +247,32 @@ export const makePool = (config: PgClient.PgPoolConfig, options: PoolOptions) =>
       return Effect.callback<void, SqlError>((resume) => {
         ticket.resume = resume
         queue.push(ticket)
-        if (timeoutMillis !== undefined) {
-          ticket.timer = setTimeout(() => {
-            if (!queue.remove(ticket)) return
-            timeouts.updateUnsafe(1, Context.empty())
-            resume(exhausted)
-          }, timeoutMillis)
-        }
+        arm()
         // Interrupted while queued: out of the queue (a ticket let in meanwhile is `leave`'s to release).
         return Effect.sync(() => {
-          if (queue.remove(ticket)) clearTimeout(ticket.timer)
+          queue.remove(ticket)
         })
       })
+    }
+
+    /** The one timer of the queue: set for its head's deadline while anybody waits. */
+    let timer: ReturnType<typeof setTimeout> | undefined = undefined
+    const arm = () => {
+      if (timer !== undefined || timeoutMillis === undefined) return
+      const head = queue.peek()
+      if (head === undefined) return
+      timer = setTimeout(expire, Math.max(0, head.started + timeoutMillis - performance.now()))
+    }
+    /** Fails every ticket that has waited its time, oldest first, then waits for the next one's. */
+    const expire = () => {
+      timer = undefined
+      const now = performance.now()
+      for (let head = queue.peek(); head !== undefined && now - head.started >= timeoutMillis!; head = queue.peek()) {
+        queue.shift()
+        timeouts.updateUnsafe(1, Context.empty())
+        head.resume!(exhausted)
+      }
+      arm()
     }
 
     /** `ticket` is done: its place goes to the next in the queue, or back to the pool. */
@@ -257,7 +282,7 @@ export const makePool = (config: PgClient.PgPoolConfig, options: PoolOptions) =>
         used--
       }
       if (!ticket.admitted) {
-        if (queue.remove(ticket)) clearTimeout(ticket.timer)
+        queue.remove(ticket)
         return
       }
       ticket.admitted = false
@@ -266,7 +291,6 @@ export const makePool = (config: PgClient.PgPoolConfig, options: PoolOptions) =>
         admitted--
         return
       }
-      clearTimeout(next.timer)
       next.admitted = true
       next.resume!(Effect.void)
     }
