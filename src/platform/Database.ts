@@ -245,7 +245,6 @@ export const SqlLive = Layer.unwrap(
     return Layer.effectContext(
       Effect.gen(function*() {
         const primary = yield* primaryPool
-        yield* reachable(yield* makeCheckedClient(primary.checkout.config, primary.checkout))
         const replica = yield* pool(readUrl.value, {
           name: "replica",
           size: readPoolSize,
@@ -255,6 +254,8 @@ export const SqlLive = Layer.unwrap(
           pollInterval,
           staleAfter
         })
+        // The routed client runs this on the primary (nothing here reads through the replica).
+        yield* reachable(client)
         return Context.add(
           provided(client, primary.deadline, [primary.checkout, replica.checkout]),
           ReadRouting,

@@ -42,7 +42,6 @@ export type PoolName = "primary" | "replica"
 /** The cause of a checkout that found no free connection in time: a 503 "busy" (src/platform/ServerFailure.ts). */
 export class PoolExhausted extends Error {
   override readonly name = "PoolExhausted"
-  readonly code = "SHIORI_POOL_EXHAUSTED"
 }
 
 /** A failure of `u`'s chain of causes is a `PoolExhausted`: the database is busy, not unreachable. */
@@ -159,28 +158,19 @@ class WaitQueue {
     return undefined
   }
 
-  /** The next ticket still waiting, taken out of the queue. */
+  /** The ticket that has waited longest, taken out of the queue. */
   shift(): Ticket | undefined {
-    while (this.head < this.items.length) {
-      const ticket = this.items[this.head]
-      this.items[this.head++] = undefined
-      if (ticket?.queued === true) {
-        ticket.queued = false
-        this.length--
-        this.compact()
-        return ticket
-      }
-    }
-    this.compact()
-    return undefined
+    const ticket = this.peek()
+    if (ticket !== undefined) this.remove(ticket)
+    return ticket
   }
 
-  /** Takes `ticket` out if it is still waiting (its slot is skipped later); whether it was. */
-  remove(ticket: Ticket): boolean {
-    if (!ticket.queued) return false
+  /** Takes `ticket` out if it is still waiting (its slot is skipped later). */
+  remove(ticket: Ticket) {
+    if (!ticket.queued) return
     ticket.queued = false
     this.length--
-    return true
+    this.compact()
   }
 
   private compact() {
